@@ -1,0 +1,108 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+// Exit codes (DESIGN.md): 0 fine, 1 the command worked and found something
+// at or above --fail-on, 2 usage or runtime error.
+const (
+	exitOK       = 0
+	exitFindings = 1
+	exitError    = 2
+)
+
+// errFindings makes a command exit 1 without printing an error: its output
+// already said what it found.
+var errFindings = errors.New("findings at or above --fail-on")
+
+// cliEnv carries the process's streams so tests can run commands in-process.
+type cliEnv struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// colour reports whether human output on w may use ANSI colour: only on a
+// terminal, and never when NO_COLOR is set (https://no-color.org).
+func (e *cliEnv) colour(w io.Writer) bool {
+	if _, ok := os.LookupEnv("NO_COLOR"); ok {
+		return false
+	}
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	env := &cliEnv{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := newRootCmd(env)
+	root.SetArgs(args)
+	err := root.Execute()
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errFindings):
+		return exitFindings
+	default:
+		fmt.Fprintf(stderr, "linerate: %s\n", oneLine(err.Error()))
+		return exitError
+	}
+}
+
+// oneLine keeps an error to the single line the CLI promises.
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+func newRootCmd(env *cliEnv) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "linerate",
+		Short: "Find out why a fast link runs below line rate, fix it, and prove it",
+		Long: `linerate inventories a host with a 10-400 GbE or RDMA NIC, says what limits it
+(PCIe, MTU, socket buffers, IRQ placement, governors, temperature) with the
+arithmetic and the exact fix, and runs a virtual two-host lab to try it all.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(env.stdout)
+	root.SetErr(env.stderr)
+	root.SetIn(env.stdin)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%v (see '%s --help')", err, c.CommandPath())
+	})
+	for _, add := range commands {
+		root.AddCommand(add(env))
+	}
+	return root
+}
+
+// commands lists the subcommand constructors; each lives in its own file.
+var commands = []func(*cliEnv) *cobra.Command{
+	newVersionCmd,
+}
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func newVersionCmd(env *cliEnv) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintf(env.stdout, "linerate %s\n", version)
+			return nil
+		},
+	}
+}

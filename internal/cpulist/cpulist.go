@@ -1,0 +1,215 @@
+// Package cpulist parses and formats the kernel's CPU list and CPU mask
+// notations: "0-3,8,10-11" (Documentation/admin-guide/cputopology.rst,
+// *_list files, taskset -c) and "ff,ffffffff" (smp_affinity, local_cpus).
+//
+// Hand-written: no library reads both notations with a bound on the CPU
+// number, and an unbounded range such as "0-4294967295" in a hostile
+// snapshot must not allocate gigabytes.
+package cpulist
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// MaxCPU is the highest CPU number accepted. The kernel's NR_CPUS tops out
+// at 8192 on the largest configurations.
+const MaxCPU = 8191
+
+// ErrSyntax reports a list or mask that does not follow the kernel's notation.
+var ErrSyntax = errors.New("invalid CPU list")
+
+// Parse reads a CPU list such as "0-3,8,10-11" or "0-15:2" (range with a
+// stride, as taskset and isolcpus accept). Whitespace around the list and
+// its items is ignored; an empty list gives an empty, non-nil slice. The
+// result is sorted and free of duplicates.
+func Parse(s string) ([]int, error) {
+	s = strings.TrimSpace(s)
+	cpus := []int{}
+	if s == "" {
+		return cpus, nil
+	}
+	seen := make(map[int]bool)
+	for item := range strings.SplitSeq(s, ",") {
+		item = strings.TrimSpace(item)
+		lo, hi, stride, err := parseItem(item)
+		if err != nil {
+			return nil, fmt.Errorf("%w %q: %v", ErrSyntax, s, err)
+		}
+		for c := lo; c <= hi; c += stride {
+			if !seen[c] {
+				seen[c] = true
+				cpus = append(cpus, c)
+			}
+		}
+	}
+	slices.Sort(cpus)
+	return cpus, nil
+}
+
+// MustParse is Parse for constant lists in tests and tables; it panics on
+// a malformed list.
+func MustParse(s string) []int {
+	c, err := Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+func parseItem(item string) (lo, hi, stride int, err error) {
+	if item == "" {
+		return 0, 0, 0, errors.New("empty item")
+	}
+	stride = 1
+	if r, st, ok := strings.Cut(item, ":"); ok {
+		item = r
+		if stride, err = parseCPU(st); err != nil || stride == 0 {
+			return 0, 0, 0, fmt.Errorf("bad stride %q", st)
+		}
+	}
+	a, b, isRange := strings.Cut(item, "-")
+	if lo, err = parseCPU(a); err != nil {
+		return 0, 0, 0, err
+	}
+	hi = lo
+	if isRange {
+		if hi, err = parseCPU(b); err != nil {
+			return 0, 0, 0, err
+		}
+		if hi < lo {
+			return 0, 0, 0, fmt.Errorf("range %q runs backwards", item)
+		}
+	}
+	return lo, hi, stride, nil
+}
+
+func parseCPU(s string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("bad CPU number %q", s)
+	}
+	if n > MaxCPU {
+		return 0, fmt.Errorf("CPU %d above the limit of %d", n, MaxCPU)
+	}
+	return n, nil
+}
+
+// Format writes CPUs in the kernel's list notation, folding runs into
+// ranges: [0 1 2 3 8] gives "0-3,8". The input need not be sorted.
+func Format(cpus []int) string {
+	if len(cpus) == 0 {
+		return ""
+	}
+	c := slices.Clone(cpus)
+	slices.Sort(c)
+	c = slices.Compact(c)
+	var b strings.Builder
+	for i := 0; i < len(c); {
+		j := i
+		for j+1 < len(c) && c[j+1] == c[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(c[i]))
+		if j > i {
+			b.WriteByte('-')
+			b.WriteString(strconv.Itoa(c[j]))
+		}
+		i = j + 1
+	}
+	return b.String()
+}
+
+// ParseMask reads a hexadecimal CPU mask as the kernel prints it in
+// smp_affinity and local_cpus: 32-bit words separated by commas, most
+// significant first ("00000000,00000f00"). A leading "0x" is accepted.
+func ParseMask(s string) ([]int, error) {
+	s = strings.TrimPrefix(strings.TrimSpace(s), "0x")
+	if s == "" {
+		return nil, fmt.Errorf("%w: empty mask", ErrSyntax)
+	}
+	hex := strings.ReplaceAll(s, ",", "")
+	if len(hex) > (MaxCPU+1)/4 {
+		return nil, fmt.Errorf("%w: mask of %d hex digits is longer than %d CPUs", ErrSyntax, len(hex), MaxCPU+1)
+	}
+	cpus := []int{}
+	for i := len(hex) - 1; i >= 0; i-- {
+		v, ok := hexDigit(hex[i])
+		if !ok {
+			return nil, fmt.Errorf("%w: bad mask %q", ErrSyntax, s)
+		}
+		base := (len(hex) - 1 - i) * 4
+		for bit := range 4 {
+			if v&(1<<bit) != 0 {
+				cpus = append(cpus, base+bit)
+			}
+		}
+	}
+	return cpus, nil
+}
+
+// FormatMask writes CPUs as a kernel hex mask in 32-bit words ("f00" is
+// written "00000f00"), suitable for /proc/irq/N/smp_affinity.
+func FormatMask(cpus []int) string {
+	maxCPU := 0
+	for _, c := range cpus {
+		maxCPU = max(maxCPU, c)
+	}
+	words := make([]uint32, maxCPU/32+1)
+	for _, c := range cpus {
+		if c >= 0 {
+			words[c/32] |= 1 << (c % 32)
+		}
+	}
+	parts := make([]string, len(words))
+	for i, w := range words {
+		parts[len(words)-1-i] = fmt.Sprintf("%08x", w)
+	}
+	return strings.Join(parts, ",")
+}
+
+func hexDigit(b byte) (int, bool) {
+	switch {
+	case b >= '0' && b <= '9':
+		return int(b - '0'), true
+	case b >= 'a' && b <= 'f':
+		return int(b-'a') + 10, true
+	case b >= 'A' && b <= 'F':
+		return int(b-'A') + 10, true
+	}
+	return 0, false
+}
+
+// Contains reports whether sorted list cpus holds cpu.
+func Contains(cpus []int, cpu int) bool {
+	_, ok := slices.BinarySearch(cpus, cpu)
+	return ok
+}
+
+// Intersect returns the CPUs present in both sorted lists.
+func Intersect(a, b []int) []int {
+	out := []int{}
+	for _, c := range a {
+		if Contains(b, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Subtract returns the CPUs of sorted list a that are not in sorted list b.
+func Subtract(a, b []int) []int {
+	out := []int{}
+	for _, c := range a {
+		if !Contains(b, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -1,0 +1,437 @@
+// Package hostfs is the one place that reads /sys and /proc. Every read is
+// relative to a root: the live "/" or a captured tree (a directory holding
+// sys/ and proc/, such as an unpacked `linerate snapshot`). Paths given to
+// it are root-relative and slash-separated ("sys/class/net/eth0/mtu").
+//
+// Reads are bounded (sysfs attributes are a few bytes; a larger value is an
+// error, not an allocation) and, below a captured tree, never leave the
+// tree: symbolic links resolve as if the tree were "/" (openat2 with
+// RESOLVE_IN_ROOT, or an equivalent walk on kernels before 5.6).
+//
+// An FS can record what it reads (see Recorder), which is how `linerate
+// snapshot` captures exactly the files doctor reads.
+package hostfs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/linerate/linerate/internal/cpulist"
+)
+
+// MaxFileSize bounds ReadFile. sysfs attributes are at most a page; procfs
+// files read whole through ReadFile are small. Large procfs files
+// (/proc/interrupts on a big host) are streamed with Open.
+const MaxFileSize = 1 << 20
+
+// ErrTooLarge reports a file larger than the bound its reader allows.
+var ErrTooLarge = errors.New("file larger than the allowed bound")
+
+// ErrParse reports a value that does not follow the kernel's format.
+var ErrParse = errors.New("unexpected value")
+
+// FS reads files below a root directory.
+type FS struct {
+	root string // absolute and clean; "/" for the live host
+	rec  *Recorder
+
+	once     sync.Once
+	openat2  bool // kernel supports openat2 (checked once)
+	rootFD   int
+	rootErr  error
+	closeMux sync.Mutex
+}
+
+// Live returns an FS over the running host's "/".
+func Live() *FS { return &FS{root: "/"} }
+
+// New returns an FS over the captured tree at root, which must be a
+// directory holding sys/ or proc/.
+func New(root string) (*FS, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("host root %s: %w", root, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("host root: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("host root %s is not a directory (give a captured tree or a .tar.gz snapshot)", root)
+	}
+	if abs == "/" {
+		return Live(), nil
+	}
+	if !isDir(filepath.Join(abs, "sys")) && !isDir(filepath.Join(abs, "proc")) {
+		return nil, fmt.Errorf("host root %s holds neither sys/ nor proc/: give the top of a captured tree", root)
+	}
+	return &FS{root: abs}, nil
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// IsLive reports whether the FS reads the running host.
+func (fs *FS) IsLive() bool { return fs.root == "/" }
+
+// Root returns the absolute root directory.
+func (fs *FS) Root() string { return fs.root }
+
+// Path returns the on-disk path of a root-relative path, for libraries
+// that take a mount point (prometheus/procfs). It does not resolve links.
+func (fs *FS) Path(rel string) string { return filepath.Join(fs.root, clean(rel)) }
+
+// Display returns the path as a user should read it in messages: the
+// host path for the live root, the tree path otherwise.
+func (fs *FS) Display(rel string) string {
+	if fs.IsLive() {
+		return "/" + clean(rel)
+	}
+	return fs.Path(rel)
+}
+
+// Close releases the root directory descriptor, if one was opened.
+func (fs *FS) Close() error {
+	fs.closeMux.Lock()
+	defer fs.closeMux.Unlock()
+	if fs.rootFD > 0 {
+		err := unix.Close(fs.rootFD)
+		fs.rootFD = -1
+		return err
+	}
+	return nil
+}
+
+func clean(rel string) string {
+	c := path.Clean("/" + filepath.ToSlash(rel))
+	return strings.TrimPrefix(c, "/")
+}
+
+// ReadFile reads a whole file of at most MaxFileSize bytes.
+func (fs *FS) ReadFile(rel string) ([]byte, error) {
+	rel = clean(rel)
+	f, err := fs.open(rel)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", fs.Display(rel), err)
+	}
+	defer f.Close()
+	data, err := readBounded(f, MaxFileSize)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", fs.Display(rel), err)
+	}
+	if fs.rec != nil {
+		fs.rec.file(fs.canonical(rel), data)
+	}
+	return data, nil
+}
+
+// readBounded reads until EOF or until more than limit bytes arrived.
+// It reads with read(2) directly: broken hwmon drivers answer EAGAIN, and
+// that must end the read with an error rather than spin.
+func readBounded(f *os.File, limit int) ([]byte, error) {
+	buf := make([]byte, 0, 512)
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, cap(buf))
+		}
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if len(buf) > limit {
+			return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, limit)
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return buf, nil
+		}
+	}
+}
+
+// ReadString reads a file and trims surrounding white space.
+func (fs *FS) ReadString(rel string) (string, error) {
+	b, err := fs.ReadFile(rel)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// ReadInt reads a file holding one decimal (or 0x-prefixed hex) integer.
+func (fs *FS) ReadInt(rel string) (int64, error) {
+	s, err := fs.ReadString(rel)
+	if err != nil {
+		return 0, err
+	}
+	v, err := strconv.ParseInt(s, 0, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w in %s: %q is not an integer", ErrParse, fs.Display(rel), short(s))
+	}
+	return v, nil
+}
+
+// ReadCPUList reads a file in the kernel's CPU list notation.
+func (fs *FS) ReadCPUList(rel string) ([]int, error) {
+	s, err := fs.ReadString(rel)
+	if err != nil {
+		return nil, err
+	}
+	cpus, err := cpulist.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w in %s: %v", ErrParse, fs.Display(rel), err)
+	}
+	return cpus, nil
+}
+
+func short(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
+
+// ReadDir lists the names in a directory, sorted.
+func (fs *FS) ReadDir(rel string) ([]string, error) {
+	rel = clean(rel)
+	f, err := fs.openDir(rel)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", fs.Display(rel), err)
+	}
+	defer f.Close()
+	entries, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", fs.Display(rel), err)
+	}
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name()
+	}
+	slices.Sort(names)
+	if fs.rec != nil {
+		fs.recordListing(fs.canonical(rel), entries)
+	}
+	return names, nil
+}
+
+// recordListing records a listed directory and the names in it, so that a
+// replay lists the same names: subdirectories as directories, links with
+// their targets, files as placeholders until (unless) they are read.
+func (fs *FS) recordListing(dir string, entries []os.DirEntry) {
+	fs.rec.dir(dir)
+	for _, e := range entries {
+		p := path.Join(dir, e.Name())
+		switch {
+		case e.Type()&os.ModeSymlink != 0:
+			if t, err := os.Readlink(filepath.Join(fs.root, p)); err == nil {
+				fs.rec.link(p, t)
+			}
+		case e.IsDir():
+			fs.rec.dir(p)
+		default:
+			fs.rec.placeholder(p)
+		}
+	}
+}
+
+// Readlink returns the target of a symbolic link (the link itself is not
+// followed; links on the way to it are).
+func (fs *FS) Readlink(rel string) (string, error) {
+	rel = clean(rel)
+	dir, base := path.Split(rel)
+	cdir, err := fs.resolve(strings.TrimSuffix(dir, "/"))
+	if err != nil {
+		return "", fmt.Errorf("reading link %s: %w", fs.Display(rel), err)
+	}
+	p := path.Join(cdir, base)
+	t, err := os.Readlink(filepath.Join(fs.root, p))
+	if err != nil {
+		return "", fmt.Errorf("reading link %s: %w", fs.Display(rel), err)
+	}
+	if fs.rec != nil {
+		fs.rec.link(p, t)
+	}
+	return t, nil
+}
+
+// Resolve returns the canonical root-relative path of rel, with every
+// symbolic link followed inside the root ("sys/class/net/eth0" gives
+// "sys/devices/pci0000:00/0000:00:03.0/virtio2/net/eth0").
+func (fs *FS) Resolve(rel string) (string, error) {
+	c, err := fs.resolve(clean(rel))
+	if err != nil {
+		return "", fmt.Errorf("resolving %s: %w", fs.Display(rel), err)
+	}
+	return c, nil
+}
+
+// Exists reports whether rel names an existing file or directory.
+func (fs *FS) Exists(rel string) bool {
+	c, err := fs.resolve(clean(rel))
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(fs.root, c))
+	return err == nil
+}
+
+// Open opens a file for streaming, for large procfs files. Reading more
+// than limit bytes from it returns ErrTooLarge. A recording FS keeps a
+// copy of what was read.
+func (fs *FS) Open(rel string, limit int64) (io.ReadCloser, error) {
+	rel = clean(rel)
+	f, err := fs.open(rel)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", fs.Display(rel), err)
+	}
+	s := &stream{f: f, left: limit, name: fs.Display(rel)}
+	if fs.rec != nil {
+		s.rec, s.path = fs.rec, fs.canonical(rel)
+	}
+	return s, nil
+}
+
+type stream struct {
+	f    *os.File
+	left int64
+	name string
+	rec  *Recorder
+	path string
+	copy []byte
+}
+
+func (s *stream) Read(p []byte) (int, error) {
+	if s.left <= 0 {
+		// One more byte would exceed the bound: tell EOF from too large.
+		var one [1]byte
+		if n, _ := s.f.Read(one[:]); n > 0 {
+			return 0, fmt.Errorf("reading %s: %w", s.name, ErrTooLarge)
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > s.left {
+		p = p[:s.left]
+	}
+	n, err := s.f.Read(p)
+	s.left -= int64(n)
+	if s.rec != nil {
+		s.copy = append(s.copy, p[:n]...)
+	}
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("reading %s: %w", s.name, err)
+	}
+	return n, err
+}
+
+func (s *stream) Close() error {
+	if s.rec != nil {
+		s.rec.file(s.path, s.copy)
+		s.rec = nil
+	}
+	return s.f.Close()
+}
+
+// canonical resolves rel for the recorder; when resolution fails the
+// read already failed too, so rel itself is good enough.
+func (fs *FS) canonical(rel string) string {
+	c, err := fs.resolve(rel)
+	if err != nil {
+		return rel
+	}
+	return c
+}
+
+// Process is one running process found by FindProcesses.
+type Process struct {
+	PID  int
+	Comm string
+}
+
+// FindProcesses lists processes whose comm (/proc/PID/comm) is one of
+// names. A recording FS records only the matching processes, so a
+// snapshot does not carry the names of everything running on the host.
+func (fs *FS) FindProcesses(names ...string) ([]Process, error) {
+	f, err := fs.openDir("proc")
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", fs.Display("proc"), err)
+	}
+	entries, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", fs.Display("proc"), err)
+	}
+	var out []Process
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e)
+		if err != nil {
+			continue
+		}
+		rel := "proc/" + e + "/comm"
+		cf, err := fs.open(rel)
+		if err != nil {
+			continue // the process exited, or is not ours to read
+		}
+		b, err := readBounded(cf, 64)
+		cf.Close()
+		if err != nil {
+			continue
+		}
+		comm := strings.TrimSpace(string(b))
+		if slices.Contains(names, comm) {
+			out = append(out, Process{PID: pid, Comm: comm})
+			if fs.rec != nil {
+				fs.rec.file(rel, b)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Process) int { return a.PID - b.PID })
+	return out, nil
+}
+
+// RecordDir, on a recording FS, records the regular files directly in
+// dir. Inventory calls it after a library (prometheus/procfs) read that
+// directory through its own file calls, which the FS does not see. Read
+// errors are ignored here, as the library ignores them.
+func (fs *FS) RecordDir(rel string) {
+	if fs.rec == nil {
+		return
+	}
+	rel = clean(rel)
+	f, err := fs.openDir(rel)
+	if err != nil {
+		return
+	}
+	entries, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		return
+	}
+	dir := fs.canonical(rel)
+	fs.recordListing(dir, entries)
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		p := path.Join(dir, e.Name())
+		if cf, err := fs.open(p); err == nil {
+			if b, err := readBounded(cf, MaxFileSize); err == nil {
+				fs.rec.file(p, b)
+			}
+			cf.Close()
+		}
+	}
+}

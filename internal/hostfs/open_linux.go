@@ -1,0 +1,153 @@
+package hostfs
+
+import (
+	"errors"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxLinks bounds symbolic-link hops during resolution, as the kernel's
+// MAXSYMLINKS does.
+const maxLinks = 40
+
+func (fs *FS) open(rel string) (*os.File, error) {
+	return fs.openFlags(rel, unix.O_RDONLY)
+}
+
+func (fs *FS) openDir(rel string) (*os.File, error) {
+	return fs.openFlags(rel, unix.O_RDONLY|unix.O_DIRECTORY)
+}
+
+// openFlags opens rel below the root. The live root needs no jail; a
+// captured tree is opened with openat2(RESOLVE_IN_ROOT) so that no link in
+// it can lead outside, or by our own walk where the kernel lacks openat2.
+// A recording FS always walks, because the walk is what records links.
+func (fs *FS) openFlags(rel string, flags int) (*os.File, error) {
+	flags |= unix.O_CLOEXEC | unix.O_NOCTTY
+	if fs.IsLive() && fs.rec == nil {
+		return openFile("/"+rel, flags)
+	}
+	if fs.rec == nil && fs.useOpenat2() {
+		fd, err := unix.Openat2(fs.rootFD, rel, &unix.OpenHow{
+			Flags:   uint64(flags),
+			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if err != nil {
+			return nil, &os.PathError{Op: "open", Path: fs.Display(rel), Err: err}
+		}
+		return os.NewFile(uintptr(fd), fs.Display(rel)), nil
+	}
+	c, err := fs.resolve(rel)
+	if err != nil {
+		return nil, err
+	}
+	return openFile(filepath.Join(fs.root, c), flags|unix.O_NOFOLLOW)
+}
+
+func openFile(p string, flags int) (*os.File, error) {
+	fd, err := unix.Open(p, flags, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	return os.NewFile(uintptr(fd), p), nil
+}
+
+func (fs *FS) useOpenat2() bool {
+	fs.once.Do(func() {
+		fd, err := unix.Open(fs.root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			fs.rootErr = err
+			return
+		}
+		fs.rootFD = fd
+		// Probe openat2 on the root itself; ENOSYS means a kernel before 5.6.
+		probe, err := unix.Openat2(fd, ".", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT})
+		if err == nil {
+			unix.Close(probe)
+			fs.openat2 = true
+		}
+	})
+	return fs.openat2
+}
+
+// resolve walks rel one component at a time below the root, following
+// symbolic links as if the root were "/": ".." stops at the root and an
+// absolute target starts again from it. It returns the canonical
+// root-relative path. Links met on the way are recorded.
+func (fs *FS) resolve(rel string) (string, error) {
+	if fs.IsLive() && fs.rec == nil {
+		p, err := filepath.EvalSymlinks("/" + rel)
+		if err != nil {
+			return "", err
+		}
+		return strings.TrimPrefix(p, "/"), nil
+	}
+	parts := split(rel)
+	cur := ""
+	hops := 0
+	for len(parts) > 0 {
+		p := parts[0]
+		parts = parts[1:]
+		switch p {
+		case "", ".":
+			continue
+		case "..":
+			cur = parent(cur)
+			continue
+		}
+		next := path.Join(cur, p)
+		full := filepath.Join(fs.root, next)
+		fi, err := os.Lstat(full)
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		hops++
+		if hops > maxLinks {
+			return "", &os.PathError{Op: "resolve", Path: fs.Display(rel), Err: syscall.ELOOP}
+		}
+		target, err := os.Readlink(full)
+		if err != nil {
+			return "", err
+		}
+		if fs.rec != nil {
+			fs.rec.link(next, target)
+		}
+		if strings.HasPrefix(target, "/") {
+			cur = ""
+		}
+		parts = append(split(target), parts...)
+	}
+	return cur, nil
+}
+
+func split(p string) []string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}
+
+func parent(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return ""
+}
+
+// IsNotExist reports whether err says a file is missing, through any
+// wrapping.
+func IsNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }
+
+// IsPermission reports whether err says the caller may not read a file,
+// which for sysfs and procfs usually means "run as root".
+func IsPermission(err error) bool { return errors.Is(err, os.ErrPermission) }
