@@ -93,14 +93,10 @@ func (fs *FS) Root() string { return fs.root }
 // that take a mount point (prometheus/procfs). It does not resolve links.
 func (fs *FS) Path(rel string) string { return filepath.Join(fs.root, clean(rel)) }
 
-// Display returns the path as a user should read it in messages: the
-// host path for the live root, the tree path otherwise.
-func (fs *FS) Display(rel string) string {
-	if fs.IsLive() {
-		return "/" + clean(rel)
-	}
-	return fs.Path(rel)
-}
+// Display returns the path as messages show it: the path on the host the
+// tree describes ("/sys/class/net/eth0/mtu"), whatever the root. Messages
+// about a snapshot are then the same on every machine that reads it.
+func (fs *FS) Display(rel string) string { return "/" + clean(rel) }
 
 // Close releases the root directory descriptor, if one was opened.
 func (fs *FS) Close() error {
@@ -124,12 +120,12 @@ func (fs *FS) ReadFile(rel string) ([]byte, error) {
 	rel = clean(rel)
 	f, err := fs.open(rel)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", fs.Display(rel), err)
+		return nil, err
 	}
 	defer f.Close()
 	data, err := readBounded(f, MaxFileSize)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", fs.Display(rel), err)
+		return nil, err
 	}
 	if fs.rec != nil {
 		fs.rec.file(fs.canonical(rel), data)
@@ -149,7 +145,7 @@ func readBounded(f *os.File, limit int) ([]byte, error) {
 		n, err := f.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if len(buf) > limit {
-			return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, limit)
+			return nil, fmt.Errorf("reading %s: %w (%d bytes)", f.Name(), ErrTooLarge, limit)
 		}
 		if err == io.EOF {
 			return buf, nil
@@ -255,12 +251,12 @@ func (fs *FS) Readlink(rel string) (string, error) {
 	dir, base := path.Split(rel)
 	cdir, err := fs.resolve(strings.TrimSuffix(dir, "/"))
 	if err != nil {
-		return "", fmt.Errorf("reading link %s: %w", fs.Display(rel), err)
+		return "", fmt.Errorf("reading link %s: %w", fs.Display(rel), unwrapPathError(err))
 	}
 	p := path.Join(cdir, base)
 	t, err := os.Readlink(filepath.Join(fs.root, p))
 	if err != nil {
-		return "", fmt.Errorf("reading link %s: %w", fs.Display(rel), err)
+		return "", fmt.Errorf("reading link %s: %w", fs.Display(rel), unwrapPathError(err))
 	}
 	if fs.rec != nil {
 		fs.rec.link(p, t)
@@ -274,7 +270,7 @@ func (fs *FS) Readlink(rel string) (string, error) {
 func (fs *FS) Resolve(rel string) (string, error) {
 	c, err := fs.resolve(clean(rel))
 	if err != nil {
-		return "", fmt.Errorf("resolving %s: %w", fs.Display(rel), err)
+		return "", fmt.Errorf("resolving %s: %w", fs.Display(rel), unwrapPathError(err))
 	}
 	return c, nil
 }

@@ -30,7 +30,7 @@ func (fs *FS) openDir(rel string) (*os.File, error) {
 func (fs *FS) openFlags(rel string, flags int) (*os.File, error) {
 	flags |= unix.O_CLOEXEC | unix.O_NOCTTY
 	if fs.IsLive() && fs.rec == nil {
-		return openFile("/"+rel, flags)
+		return openFile("/"+rel, "/"+rel, flags)
 	}
 	if fs.rec == nil && fs.useOpenat2() {
 		fd, err := unix.Openat2(fs.rootFD, rel, &unix.OpenHow{
@@ -44,17 +44,28 @@ func (fs *FS) openFlags(rel string, flags int) (*os.File, error) {
 	}
 	c, err := fs.resolve(rel)
 	if err != nil {
-		return nil, err
+		return nil, &os.PathError{Op: "open", Path: fs.Display(rel), Err: unwrapPathError(err)}
 	}
-	return openFile(filepath.Join(fs.root, c), flags|unix.O_NOFOLLOW)
+	return openFile(filepath.Join(fs.root, c), fs.Display(rel), flags|unix.O_NOFOLLOW)
 }
 
-func openFile(p string, flags int) (*os.File, error) {
+// openFile opens p, naming the file display in errors and os.File.Name.
+func openFile(p, display string, flags int) (*os.File, error) {
 	fd, err := unix.Open(p, flags, 0)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+		return nil, &os.PathError{Op: "open", Path: display, Err: err}
 	}
-	return os.NewFile(uintptr(fd), p), nil
+	return os.NewFile(uintptr(fd), display), nil
+}
+
+// unwrapPathError strips the on-disk path from a resolution error so that
+// messages name only the host path.
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 func (fs *FS) useOpenat2() bool {

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/linerate/linerate/internal/cpulist"
+	"github.com/linerate/linerate/internal/doctor"
+	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/inventory"
+	"github.com/linerate/linerate/internal/netdev"
+	"github.com/linerate/linerate/internal/snapshot"
+	"github.com/linerate/linerate/internal/termui"
+)
+
+type doctorFlags struct {
+	root    string
+	ifaces  []string
+	appCPUs string
+	rtt     time.Duration
+	peer    string
+	json    bool
+	failOn  string
+}
+
+func newDoctorCmd(env *cliEnv) *cobra.Command {
+	var f doctorFlags
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Inventory the host and say what limits its fast NICs, with the fix",
+		Long: `doctor reads /sys and /proc (or a captured tree or snapshot with --root) and
+reports each PCI NIC's link, PCIe lanes, queues, IRQ placement, temperature and
+RDMA ports, the ceiling they add up to, and findings with their exact fixes.
+
+Exit status: 0 no finding at or above --fail-on, 1 some, 2 error.`,
+		Example: `  linerate doctor
+  linerate doctor --iface enp1s0f0np0 --app-cpus 6
+  linerate doctor --iface ens2f0np0 --peer 192.168.15.102
+  linerate doctor --root snapshot.tar.gz --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runDoctor(cmd.Context(), env, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.root, "root", "", "read a captured tree (DIR) or snapshot (FILE.tar.gz) instead of this host")
+	fl.StringSliceVar(&f.ifaces, "iface", nil, "diagnose only these interfaces, physical or virtual (repeat or comma-separate)")
+	fl.StringVar(&f.appCPUs, "app-cpus", "", "CPUs the application runs on, e.g. 6 or 0-3,8 (checks IRQs against them)")
+	fl.DurationVar(&f.rtt, "rtt", doctor.DefaultRTT, "round-trip time socket buffers must cover")
+	fl.StringVar(&f.peer, "peer", "", "probe the path MTU to this address (don't-fragment ICMP; needs root)")
+	fl.BoolVar(&f.json, "json", false, "print the linerate.doctor/v1 JSON document")
+	fl.StringVar(&f.failOn, "fail-on", "critical", "exit 1 when a finding is at least this severe: critical, warning or info")
+	return cmd
+}
+
+func runDoctor(ctx context.Context, env *cliEnv, f doctorFlags) error {
+	failOn, err := doctor.ParseSeverity(f.failOn)
+	if err != nil {
+		return fmt.Errorf("--fail-on: %w", err)
+	}
+	opts := doctor.Options{Ifaces: f.ifaces, RTT: f.rtt}
+	if f.rtt <= 0 {
+		return fmt.Errorf("--rtt %s: must be positive, e.g. 1ms or 20ms", f.rtt)
+	}
+	if f.appCPUs != "" {
+		if opts.AppCPUs, err = cpulist.Parse(f.appCPUs); err != nil {
+			return fmt.Errorf("--app-cpus: %w", err)
+		}
+	}
+	if f.peer != "" && f.root != "" {
+		return errors.New("--peer probes the live network and cannot be combined with --root")
+	}
+	fs, closeRoot, err := openRoot(f.root)
+	if err != nil {
+		return err
+	}
+	defer closeRoot()
+	var live *netdev.Facts
+	if fs.IsLive() {
+		live = liveFacts(env)
+	}
+	inv, err := inventory.Collect(fs, inventory.Options{Live: live})
+	if err != nil {
+		return err
+	}
+	if f.peer != "" {
+		if opts.PathMTU, err = probePathMTU(ctx, f.peer); err != nil {
+			return err
+		}
+		if opts.PathMTU.Interface != "" && len(opts.Ifaces) > 0 && !slices.Contains(opts.Ifaces, opts.PathMTU.Interface) {
+			fmt.Fprintf(env.stderr, "linerate: note: %s is reached through %s, not through --iface %s\n",
+				opts.PathMTU.Peer, opts.PathMTU.Interface, strings.Join(opts.Ifaces, ","))
+		}
+	}
+	rep, err := doctor.Diagnose(inv, opts)
+	if err != nil {
+		return err
+	}
+	if f.json {
+		if err := writeJSON(env.stdout, rep); err != nil {
+			return err
+		}
+	} else if err := doctor.WriteText(env.stdout, rep, termui.Style{Colour: env.colour(env.stdout)}); err != nil {
+		return err
+	}
+	if w := rep.Worst(); w != "" && w.Rank() >= failOn.Rank() {
+		return errFindings
+	}
+	return nil
+}
+
+// openRoot opens the host to read: the live "/", a captured tree, or a
+// snapshot archive (extracted to a temporary directory removed on close).
+func openRoot(root string) (*hostfs.FS, func() error, error) {
+	if root == "" {
+		fs := hostfs.Live()
+		return fs, fs.Close, nil
+	}
+	fi, err := os.Stat(root)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--root: %w", err)
+	}
+	if !fi.IsDir() {
+		fs, cleanup, err := snapshot.Open(root)
+		if err != nil {
+			return nil, nil, err
+		}
+		return fs, func() error { fs.Close(); return cleanup() }, nil
+	}
+	fs, err := hostfs.New(root)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--root: %w", err)
+	}
+	return fs, fs.Close, nil
+}
+
+// liveFacts asks rtnetlink for link kinds and qdiscs; without them doctor
+// still runs, it just cannot see shaped rates.
+func liveFacts(env *cliEnv) *netdev.Facts {
+	facts, err := netdev.Query()
+	if err != nil {
+		fmt.Fprintf(env.stderr, "linerate: warning: %v (qdisc rates unknown)\n", err)
+		return nil
+	}
+	return facts
+}
+

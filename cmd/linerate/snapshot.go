@@ -1,0 +1,87 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/linerate/linerate/internal/doctor"
+	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/inventory"
+	"github.com/linerate/linerate/internal/netdev"
+	"github.com/linerate/linerate/internal/snapshot"
+)
+
+func newSnapshotCmd(env *cliEnv) *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "snapshot",
+		Short: "Capture exactly what doctor reads, to diagnose this host elsewhere",
+		Long: `snapshot records every file doctor reads from /sys and /proc, plus the live
+rtnetlink facts (link kinds, qdisc rates), into a .tar.gz. 'linerate doctor
+--root FILE.tar.gz' then gives the same answer on any machine. Process names
+other than irqbalance are not captured.`,
+		Example: "  linerate snapshot -o crow.tar.gz\n  linerate doctor --root crow.tar.gz",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				h, _ := os.Hostname()
+				out = fmt.Sprintf("linerate-%s-%s.tar.gz", h, time.Now().Format("20060102-150405"))
+			}
+			return runSnapshot(env, out, os.Args)
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "archive to write (default linerate-HOST-TIME.tar.gz)")
+	return cmd
+}
+
+// snapshotDoctorPath holds, inside a snapshot, the doctor JSON of the host
+// at capture time (default options).
+const snapshotDoctorPath = "linerate/doctor.json"
+
+func runSnapshot(env *cliEnv, out string, argv []string) error {
+	fs := hostfs.Live()
+	defer fs.Close()
+	rec := fs.Record()
+	facts, err := netdev.Query()
+	if err != nil {
+		fmt.Fprintf(env.stderr, "linerate: warning: %v (the snapshot will lack qdisc rates)\n", err)
+	} else {
+		b, err := facts.Marshal()
+		if err != nil {
+			return err
+		}
+		rec.Add(netdev.Path, b)
+	}
+	inv, err := inventory.Collect(fs, inventory.Options{Live: facts})
+	if err != nil {
+		return err
+	}
+	// What doctor said at capture time travels with the capture, so a
+	// replay can be compared with it.
+	rep, err := doctor.Diagnose(inv, doctor.Options{})
+	if err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	rec.Add(snapshotDoctorPath, append(b, '\n'))
+	entries := rec.Entries()
+	meta := snapshot.Meta{Created: time.Now().UTC().Truncate(time.Second), Hostname: inv.Host.Hostname,
+		Version: version, Command: argv, Kernel: inv.Host.Kernel}
+	if err := snapshot.WriteFile(out, entries, meta); err != nil {
+		return err
+	}
+	size := int64(0)
+	if fi, err := os.Stat(out); err == nil {
+		size = fi.Size()
+	}
+	fmt.Fprintf(env.stdout, "wrote %s (%d entries, %d KiB); diagnose it anywhere with: linerate doctor --root %s\n",
+		out, len(entries), (size+1023)/1024, out)
+	return nil
+}

@@ -1,0 +1,84 @@
+package doctor
+
+import (
+	"fmt"
+)
+
+// Thresholds of nic.temperature_high (DESIGN.md).
+const (
+	tempWarnC       = 70.0
+	tempCritMarginC = 10.0
+)
+
+// temperatureHigh: a NIC at 70 °C or more is a warning (most are specified
+// to 55 °C ambient with airflow; seed 000's ran at 74 °C with none); within
+// 10 °C of its sensor's critical value it is critical. A card's ports share
+// one sensor, so each card is reported once.
+func temperatureHigh(d *diag) []Finding {
+	var out []Finding
+	seen := map[string]bool{}
+	for _, v := range d.nics {
+		if v.TempC == nil || v.Kind != "pci" {
+			continue
+		}
+		card := v.PCI[:len(v.PCI)-2]
+		if seen[card] {
+			continue
+		}
+		seen[card] = true
+		t := *v.TempC
+		sev := Severity("")
+		switch {
+		case v.TempCritC != nil && t >= *v.TempCritC-tempCritMarginC:
+			sev = Critical
+		case t >= tempWarnC:
+			sev = Warning
+		default:
+			continue
+		}
+		ev := map[string]any{"temperature_c": t, "pci": v.PCI}
+		crit := ""
+		if v.TempCritC != nil {
+			ev["crit_c"] = *v.TempCritC
+			crit = fmt.Sprintf(", critical at %.1f °C", *v.TempCritC)
+		}
+		name := v.Interface
+		if v.Model != "" {
+			name += " (" + v.Model + ")"
+		}
+		out = append(out, Finding{
+			ID: "nic.temperature_high", Severity: sev, Subject: v.Interface,
+			Summary:  fmt.Sprintf("%s is at %.1f °C%s: hot NICs throttle, log errors and age; most are rated for 55 °C ambient with forced airflow", name, t, crit),
+			Evidence: ev,
+			Fix: []string{
+				"add airflow over the card's heatsink: server cards expect 200-350 LFM (seed 000: a 40 mm fan tied to the heatsink took a ConnectX-5 from 74 to 45 °C)",
+				fmt.Sprintf("watch it under load: sensors, or linerate doctor --iface %s", v.Interface),
+			},
+		})
+	}
+	return out
+}
+
+// rdmaPortNotActive: an RDMA port of a selected NIC is not ACTIVE, so
+// RDMA traffic (perftest, NCCL, storage) cannot use it.
+func rdmaPortNotActive(d *diag) []Finding {
+	var out []Finding
+	for _, v := range d.nics {
+		for _, p := range v.RDMA {
+			if p.State == "ACTIVE" {
+				continue
+			}
+			out = append(out, Finding{
+				ID: "rdma.port_not_active", Severity: Warning, Subject: v.Interface,
+				Summary: fmt.Sprintf("RDMA port %s/%d of %s is %s (%s), not ACTIVE: RDMA traffic cannot use it",
+					p.Device, p.Port, v.Interface, p.State, p.PhysState),
+				Evidence: map[string]any{"device": p.Device, "port": p.Port, "state": p.State, "phys_state": p.PhysState, "link_layer": p.LinkLayer},
+				Fix: []string{
+					fmt.Sprintf("for RoCE the port follows its netdev: ip link set dev %s up, and check the cable (ethtool %s)", v.Interface, v.Interface),
+					fmt.Sprintf("for InfiniBand a subnet manager must run on the fabric (opensm); check: ibstat %s %d, or rdma link show %s/%d", p.Device, p.Port, p.Device, p.Port),
+				},
+			})
+		}
+	}
+	return out
+}

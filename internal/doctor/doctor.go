@@ -1,0 +1,333 @@
+// Package doctor judges a host's inventory: one small rule per finding ID
+// of DESIGN.md's table, each saying what limits the link, the evidence,
+// and the exact fix. It reads facts only (package inventory) and the
+// physics (package limits); it changes nothing and probes nothing — the
+// caller runs the path-MTU probe and passes its result in.
+package doctor
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/linerate/linerate/internal/cpulist"
+	"github.com/linerate/linerate/internal/inventory"
+	"github.com/linerate/linerate/internal/limits"
+)
+
+// Schema names the JSON document Diagnose produces.
+const Schema = "linerate.doctor/v1"
+
+// Severity ranks findings: critical > warning > info.
+type Severity string
+
+// The severities, from most to least severe.
+const (
+	Critical Severity = "critical"
+	Warning  Severity = "warning"
+	Info     Severity = "info"
+)
+
+// Rank orders severities; higher is more severe. Unknown ranks lowest.
+func (s Severity) Rank() int {
+	switch s {
+	case Critical:
+		return 3
+	case Warning:
+		return 2
+	case Info:
+		return 1
+	}
+	return 0
+}
+
+// ParseSeverity reads a --fail-on value.
+func ParseSeverity(s string) (Severity, error) {
+	switch v := Severity(strings.ToLower(s)); v {
+	case Critical, Warning, Info:
+		return v, nil
+	}
+	return "", fmt.Errorf("unknown severity %q (want critical, warning or info)", s)
+}
+
+// Finding is one thing that limits the link, with its proof and its fix.
+type Finding struct {
+	ID       string         `json:"id"`
+	Severity Severity       `json:"severity"`
+	Subject  string         `json:"subject"`
+	Summary  string         `json:"summary"`
+	Evidence map[string]any `json:"evidence"`
+	Fix      []string       `json:"fix"`
+}
+
+// PathMTU is the result of a don't-fragment probe toward --peer, run by
+// the caller (package pathmtu) and judged here.
+type PathMTU struct {
+	Peer      string `json:"peer"`
+	Interface string `json:"interface"`
+	MTU       int    `json:"mtu"`     // the size probed: the egress interface's MTU
+	OK        bool   `json:"ok"`      // a probe of MTU bytes came back
+	Largest   int    `json:"largest"` // the largest size that passed (0: none)
+	Probes    int    `json:"probes"`  // probes sent
+	Detail    string `json:"detail"`  // why the full-size probe failed
+	Error     string `json:"error,omitempty"`
+}
+
+// Options are doctor's command-line choices.
+type Options struct {
+	// Ifaces restricts diagnosis to these interfaces (physical or
+	// virtual); empty means every PCI-backed NIC.
+	Ifaces []string
+	// AppCPUs are the CPUs the application runs on (--app-cpus).
+	AppCPUs []int
+	// RTT is the round-trip time buffers must cover (--rtt, default 1 ms).
+	RTT time.Duration
+	// PathMTU is the --peer probe's result, nil when not run.
+	PathMTU *PathMTU
+}
+
+// DefaultRTT is the RTT assumed without --rtt: a data-centre path.
+const DefaultRTT = time.Millisecond
+
+// Report is the doctor JSON document (schema linerate.doctor/v1).
+type Report struct {
+	Schema   string          `json:"schema"`
+	Host     inventory.Host  `json:"host"`
+	CPU      inventory.CPU   `json:"cpu"`
+	NICs     []NICReport     `json:"nics"`
+	Virtual  []inventory.NIC `json:"virtual_interfaces"`
+	Sysctl   map[string]any  `json:"sysctl"`
+	PathMTU  *PathMTU        `json:"path_mtu,omitempty"`
+	Options  ReportOptions   `json:"options"`
+	Findings []Finding       `json:"findings"`
+	Notes    []string        `json:"notes"`
+}
+
+// ReportOptions echoes the options that shaped the judgement.
+type ReportOptions struct {
+	Ifaces  []string `json:"ifaces"`
+	AppCPUs []int    `json:"app_cpus"`
+	RTTMs   float64  `json:"rtt_ms"`
+}
+
+// NICReport is a NIC with its ceilings.
+type NICReport struct {
+	inventory.NIC
+	Limits limits.Limits `json:"limits"`
+}
+
+// nicView is a selected NIC with what the rules derive from it.
+type nicView struct {
+	*inventory.NIC
+	line       limits.Gbps // 0 when unknown
+	lineDetail string
+	lim        limits.Limits
+	named      bool // the user named it with --iface
+}
+
+// diag is one Diagnose run.
+type diag struct {
+	inv  *inventory.Inventory
+	opts Options
+	nics []*nicView
+}
+
+// rule produces the findings of one ID.
+type rule func(d *diag) []Finding
+
+// rules lists every finding rule, in no particular order (findings are
+// sorted afterwards).
+func rules() []rule {
+	return []rule{
+		pcieDowngraded, pcieBelowLineRate, linkDown, mtuNotJumbo, mtuPathMismatch,
+		socketBuffersSmall, queuesTooFew, governorNotPerformance,
+		irqSpansL3, irqRemoteNUMA, irqOnAppCPU, temperatureHigh,
+		rdmaPortNotActive, irqbalanceRunning,
+	}
+}
+
+// Diagnose judges inv. It fails only on bad options: an --iface that does
+// not exist, or --app-cpus outside the host's CPUs.
+func Diagnose(inv *inventory.Inventory, opts Options) (*Report, error) {
+	if opts.RTT <= 0 {
+		opts.RTT = DefaultRTT
+	}
+	if err := checkAppCPUs(inv, opts.AppCPUs); err != nil {
+		return nil, err
+	}
+	d := &diag{inv: inv, opts: opts}
+	rep := &Report{
+		Schema: Schema, Host: inv.Host, CPU: inv.CPU, Sysctl: inv.Sysctl,
+		NICs: []NICReport{}, Virtual: []inventory.NIC{}, Notes: inv.Notes,
+		PathMTU: opts.PathMTU, Findings: []Finding{},
+		Options: ReportOptions{Ifaces: nonNil(opts.Ifaces), AppCPUs: nonNilInts(opts.AppCPUs), RTTMs: float64(opts.RTT) / float64(time.Millisecond)},
+	}
+	if err := d.selectNICs(rep); err != nil {
+		return nil, err
+	}
+	for _, r := range rules() {
+		rep.Findings = append(rep.Findings, r(d)...)
+	}
+	sortFindings(rep.Findings)
+	return rep, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func nonNilInts(s []int) []int {
+	if s == nil {
+		return []int{}
+	}
+	return s
+}
+
+func checkAppCPUs(inv *inventory.Inventory, cpus []int) error {
+	if out := cpulist.Subtract(cpus, inv.CPU.Online); len(out) > 0 && len(inv.CPU.Online) > 0 {
+		return fmt.Errorf("--app-cpus %s: CPU %s is not online on this host (online: %s)",
+			cpulist.Format(cpus), cpulist.Format(out), cpulist.Format(inv.CPU.Online))
+	}
+	return nil
+}
+
+// selectNICs picks the NICs to judge: those named by --iface (physical or
+// virtual), else every PCI-backed NIC. Named virtual interfaces are
+// reported with the NICs; the rest stay in virtual_interfaces.
+func (d *diag) selectNICs(rep *Report) error {
+	named := map[string]bool{}
+	for _, n := range d.opts.Ifaces {
+		named[n] = true
+	}
+	found := map[string]bool{}
+	pick := func(n *inventory.NIC) {
+		found[n.Interface] = true
+		v := d.view(n, named[n.Interface])
+		d.nics = append(d.nics, v)
+		rep.NICs = append(rep.NICs, NICReport{NIC: *n, Limits: v.lim})
+	}
+	for i := range d.inv.NICs {
+		n := &d.inv.NICs[i]
+		if len(named) == 0 || named[n.Interface] {
+			pick(n)
+		}
+	}
+	for i := range d.inv.Virtual {
+		n := &d.inv.Virtual[i]
+		if named[n.Interface] {
+			pick(n)
+		} else {
+			rep.Virtual = append(rep.Virtual, *n)
+		}
+	}
+	for _, n := range d.opts.Ifaces {
+		if !found[n] {
+			return fmt.Errorf("--iface %s: no such interface here (have: %s)", n, strings.Join(d.allNames(), ", "))
+		}
+	}
+	return nil
+}
+
+func (d *diag) allNames() []string {
+	var s []string
+	for _, n := range d.inv.NICs {
+		s = append(s, n.Interface)
+	}
+	for _, n := range d.inv.Virtual {
+		s = append(s, n.Interface)
+	}
+	slices.Sort(s)
+	return s
+}
+
+// view derives a NIC's line rate and ceilings. The line rate is the
+// reported speed; a shaping qdisc (tbf, htb) lowers it, and for a virtual
+// interface the shaped rate is the only line rate there is: a veth's
+// "10000" speed is a placeholder, not a link.
+func (d *diag) view(n *inventory.NIC, named bool) *nicView {
+	v := &nicView{NIC: n, named: named}
+	if n.Kind == "pci" && n.SpeedMbps != nil {
+		v.line = limits.Gbps(float64(*n.SpeedMbps) / 1000)
+		v.lineDetail = fmt.Sprintf("%s link", speedName(v.line))
+	}
+	if n.Qdisc != nil && n.Qdisc.RateGbps != nil {
+		if r := limits.Gbps(*n.Qdisc.RateGbps); v.line == 0 || r < v.line {
+			v.line = r
+			v.lineDetail = fmt.Sprintf("%s qdisc shaped to %s Gbit/s", n.Qdisc.Kind, trimFloat(float64(r)))
+		}
+	}
+	port := limits.Port{LineRate: v.line, LineDetail: v.lineDetail}
+	if n.MTU != nil {
+		port.MTU = *n.MTU
+	}
+	if p := n.PCIe; p != nil && p.Reported {
+		mps := 0
+		if p.MPS != nil {
+			mps = *p.MPS
+		}
+		if bw, err := limits.PCIe(limits.PCIeLink{GTs: *p.CurGTs, Width: *p.CurWidth, MPS: mps}); err == nil {
+			port.PCIe = &bw
+		}
+	}
+	v.lim = limits.Chain(port)
+	return v
+}
+
+// speedName writes a line rate as engineers say it: "100GbE".
+func speedName(g limits.Gbps) string { return trimFloat(float64(g)) + "GbE" }
+
+func trimFloat(f float64) string {
+	s := fmt.Sprintf("%.2f", f)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	return s
+}
+
+// fastDrivers are drivers of 10 GbE-and-faster NICs; a down port of one of
+// these matters even when its speed is unknown.
+var fastDrivers = []string{
+	"mlx4_en", "mlx5_core", "i40e", "ice", "ixgbe", "idpf", "bnxt_en", "cxgb4",
+	"qede", "sfc", "nfp", "ionic", "enic", "hns3", "octeon_ep", "be2net", "ena", "gve",
+}
+
+// fast reports whether a NIC is a fast link worth judging when down.
+func (v *nicView) fast() bool {
+	return v.named || v.line >= 10 || slices.Contains(fastDrivers, v.Driver)
+}
+
+func sortFindings(f []Finding) {
+	slices.SortStableFunc(f, func(a, b Finding) int {
+		if r := b.Severity.Rank() - a.Severity.Rank(); r != 0 {
+			return r
+		}
+		if c := strings.Compare(a.ID, b.ID); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Subject, b.Subject)
+	})
+}
+
+// Worst returns the most severe finding's severity, or "" with none.
+func (r *Report) Worst() Severity {
+	var w Severity
+	for _, f := range r.Findings {
+		if f.Severity.Rank() > w.Rank() {
+			w = f.Severity
+		}
+	}
+	return w
+}
+
+// Count returns how many findings have severity s.
+func (r *Report) Count(s Severity) int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Severity == s {
+			n++
+		}
+	}
+	return n
+}

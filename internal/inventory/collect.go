@@ -1,0 +1,192 @@
+package inventory
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/procfs/sysfs"
+
+	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/netdev"
+)
+
+// Options tunes Collect.
+type Options struct {
+	// Live holds rtnetlink facts (link kinds, root qdiscs) gathered by the
+	// caller with netdev.Query. When nil, Collect reads them from a
+	// captured tree's netdev.Path, if it has one.
+	Live *netdev.Facts
+}
+
+// collector carries one Collect run's state.
+type collector struct {
+	fs    *hostfs.FS
+	sys   sysfs.FS // prometheus/procfs over the same root, for class/net and infiniband
+	live  *netdev.Facts
+	notes []string
+}
+
+// Collect reads the host below fs. It fails only when the root holds no
+// network information at all; facts it cannot read become nil fields
+// and notes.
+func Collect(fs *hostfs.FS, opts Options) (*Inventory, error) {
+	sfs, err := sysfs.NewFS(fs.Path("sys"))
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", fs.Display("sys"), err)
+	}
+	c := &collector{fs: fs, sys: sfs, live: opts.Live}
+	if c.live == nil && !fs.IsLive() {
+		c.live = c.readLiveFacts()
+	}
+	inv := &Inventory{Sysctl: map[string]any{}, NICs: []NIC{}, Virtual: []NIC{}}
+	inv.Host = c.host()
+	inv.CPU = c.cpu()
+	if err := c.nics(inv); err != nil {
+		return nil, err
+	}
+	inv.Sysctl = c.sysctls()
+	inv.Notes = c.notes
+	if inv.Notes == nil {
+		inv.Notes = []string{}
+	}
+	return inv, nil
+}
+
+func (c *collector) note(format string, args ...any) {
+	c.notes = append(c.notes, fmt.Sprintf(format, args...))
+}
+
+// noteErr records why a fact is missing, unless the file is simply absent
+// (absence is normal: not every kernel or device exposes every file).
+func (c *collector) noteErr(what string, err error) {
+	switch {
+	case err == nil, hostfs.IsNotExist(err):
+	case hostfs.IsPermission(err):
+		c.note("%s: permission denied (run as root)", what)
+	default:
+		c.note("%s: %v", what, err)
+	}
+}
+
+func (c *collector) readLiveFacts() *netdev.Facts {
+	b, err := c.fs.ReadFile(netdev.Path)
+	if err != nil {
+		return nil
+	}
+	f, err := netdev.Parse(b)
+	if err != nil {
+		c.noteErr("live interface facts", err)
+		return nil
+	}
+	return f
+}
+
+func (c *collector) host() Host {
+	var h Host
+	var err error
+	if h.Hostname, err = c.fs.ReadString("proc/sys/kernel/hostname"); err != nil {
+		c.noteErr("hostname", err)
+	}
+	if h.Kernel, err = c.fs.ReadString("proc/sys/kernel/osrelease"); err != nil {
+		c.noteErr("kernel release", err)
+	}
+	procs, err := c.fs.FindProcesses("irqbalance")
+	if err != nil {
+		c.noteErr("process list (irqbalance)", err)
+	}
+	for _, p := range procs {
+		h.IRQBalance.Running = true
+		h.IRQBalance.PIDs = append(h.IRQBalance.PIDs, p.PID)
+	}
+	return h
+}
+
+// bdfRE matches a PCI function address: domain:bus:device.function.
+var bdfRE = regexp.MustCompile(`^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
+
+func isBDF(s string) bool { return bdfRE.MatchString(s) }
+
+// cardOf strips the function number: "0000:01:00.1" gives "0000:01:00".
+func cardOf(bdf string) string {
+	if i := strings.LastIndexByte(bdf, '.'); i > 0 {
+		return bdf[:i]
+	}
+	return bdf
+}
+
+// containsToken reports whether name holds tok delimited by characters
+// that cannot belong to an interface name, so "eth1" is found in
+// "eth1-rx-0" but not in "eth10-rx-0".
+func containsToken(name, tok string) bool {
+	for i := 0; ; {
+		j := strings.Index(name[i:], tok)
+		if j < 0 {
+			return false
+		}
+		j += i
+		before := j == 0 || !isNameChar(name[j-1])
+		end := j + len(tok)
+		after := end == len(name) || !isNameChar(name[end])
+		if before && after {
+			return true
+		}
+		i = j + 1
+	}
+}
+
+func isNameChar(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_'
+}
+
+func intPtr(v int) *int           { return &v }
+func floatPtr(v float64) *float64 { return &v }
+func sortedKeys(m map[int]bool) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// readInt reads an integer attribute, noting why when it cannot.
+func (c *collector) readInt(rel, what string) (int, bool) {
+	v, err := c.fs.ReadInt(rel)
+	if err != nil {
+		c.noteErr(what, err)
+		return 0, false
+	}
+	return int(v), true
+}
+
+// hexID reads a "0x15b3"-style ID attribute as a lower-case "0x…" string.
+func (c *collector) hexID(rel, what string) string {
+	v, err := c.fs.ReadInt(rel)
+	if err != nil {
+		c.noteErr(what, err)
+		return ""
+	}
+	return "0x" + strconv.FormatInt(v, 16)
+}
+
+var errNoPCI = errors.New("not a PCI device")
+
+// pciFunctionOf returns the PCI function directory of a net device's
+// "device": the device itself, or the parent of a virtio device. Other
+// buses (USB, platform) are not walked up: their ancestors' PCI
+// functions are controllers, not the NIC.
+func pciFunctionOf(dev string) (string, error) {
+	base := path.Base(dev)
+	if isBDF(base) {
+		return dev, nil
+	}
+	if strings.HasPrefix(base, "virtio") && isBDF(path.Base(path.Dir(dev))) {
+		return path.Dir(dev), nil
+	}
+	return "", errNoPCI
+}

@@ -1,0 +1,171 @@
+package limits
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Bottleneck names the stage that sets a NIC's TCP goodput ceiling.
+type Bottleneck string
+
+// The bottlenecks Chain reports.
+//
+// There is no "mtu" bottleneck: goodput at an MTU is the line rate times
+// Payload/Wire, a cost levied on the line-rate stage rather than a ceiling
+// of its own, so when it binds the bottleneck is the line rate and the TCP
+// goodput stage's detail shows the MTU's share. A small MTU is reported by
+// doctor's mtu.not_jumbo finding, not here.
+const (
+	// BottleneckLineRate: the wire, at the current MTU, binds.
+	BottleneckLineRate Bottleneck = "line_rate"
+	// BottleneckPCIe: the PCIe link carries less than the wire's goodput.
+	BottleneckPCIe Bottleneck = "pcie"
+	// BottleneckUnknown: the line rate or MTU is not known, so no ceiling is.
+	BottleneckUnknown Bottleneck = "unknown"
+)
+
+// Port is what Chain needs to know about one NIC port.
+type Port struct {
+	// LineRate is the link's rate (speed_mbps / 1000, or a shaped rate for
+	// a virtual interface); zero or negative means unknown.
+	LineRate Gbps
+	// LineDetail describes the line rate ("tbf 10gbit"); empty gives
+	// "100GbE" from LineRate.
+	LineDetail string
+	// PCIe is the current link's bandwidth; nil when the kernel reports no
+	// PCIe link (virtual NICs, most VMs).
+	PCIe *PCIeBandwidth
+	// MTU is the interface's MTU.
+	MTU int
+	// Stack is the protocol stack; the zero value is IPv4 + timestamps.
+	Stack Stack
+}
+
+// Stage is one link of the bottleneck chain.
+type Stage struct {
+	Stage  string `json:"stage"`  // "line rate", "PCIe" or "TCP goodput"
+	Gbps   *Gbps  `json:"gbps"`   // null when unknown
+	Detail string `json:"detail"` // how the number was reached
+}
+
+// Limits is a NIC's ceilings, in doctor JSON's "limits" object. Unknown
+// rates are null, never guessed.
+type Limits struct {
+	LineRate *Gbps `json:"line_rate_gbps"`
+	PCIe     *Gbps `json:"pcie_gbps"` // effective, after TLP overhead
+	// TCPGoodput is the lower of the line rate's goodput at the MTU and
+	// the PCIe ceiling.
+	TCPGoodput *Gbps      `json:"tcp_goodput_gbps"`
+	Bottleneck Bottleneck `json:"bottleneck"`
+	Chain      []Stage    `json:"chain"`
+}
+
+// Chain computes a port's ceilings: the line rate; the PCIe link's
+// effective bandwidth; and TCP goodput = min(line rate × Payload/Wire at the
+// MTU, PCIe effective), naming the stage that binds.
+//
+// Comparing PCIe effective bandwidth with TCP goodput (as DESIGN.md's
+// contract does) is generous to PCIe: the bus also carries Ethernet headers,
+// descriptors and completion entries, so a PCIe-bound port does somewhat
+// less than the number shown. A tie goes to the line rate.
+//
+// With the PCIe link not reported, the line rate binds as far as is known
+// and the PCIe stage says "not reported". With the line rate or a valid MTU
+// unknown, TCP goodput is unknown and so is the bottleneck: the PCIe
+// number alone would claim a ceiling the wire may be far below.
+func Chain(p Port) Limits {
+	l := Limits{Bottleneck: BottleneckUnknown}
+
+	line := Stage{Stage: "line rate", Detail: "not reported"}
+	if p.LineRate.known() {
+		l.LineRate = p.LineRate.ptr()
+		line.Gbps = l.LineRate
+		line.Detail = p.LineDetail
+		if line.Detail == "" {
+			line.Detail = strconv.FormatFloat(float64(p.LineRate), 'f', -1, 64) + "GbE"
+		}
+	}
+
+	pcie := Stage{Stage: "PCIe", Detail: "not reported"}
+	if p.PCIe != nil && p.PCIe.Effective.known() {
+		l.PCIe = p.PCIe.Effective.ptr()
+		pcie.Gbps = l.PCIe
+		pcie.Detail = p.PCIe.Detail()
+	}
+
+	tcp := Stage{Stage: "TCP goodput"}
+	frame, err := TCPFrame(p.MTU, p.Stack)
+	switch {
+	case err != nil:
+		tcp.Detail = fmt.Sprintf("MTU %d: not a usable MTU for %s", p.MTU, p.Stack)
+	case l.LineRate == nil:
+		tcp.Detail = fmt.Sprintf("MTU %d, %s: line rate not reported", frame.MTU, frame.Stack)
+	default:
+		share := fmt.Sprintf("MTU %d, %s: %d/%d of line rate", frame.MTU, frame.Stack, frame.Payload, frame.Wire)
+		g := frame.Goodput(p.LineRate)
+		l.Bottleneck = BottleneckLineRate
+		tcp.Detail = share
+		if l.PCIe != nil && *l.PCIe < g {
+			tcp.Detail = fmt.Sprintf("%s = %s, capped by PCIe at %s", share, g, *l.PCIe)
+			g = *l.PCIe
+			l.Bottleneck = BottleneckPCIe
+		}
+		l.TCPGoodput = g.ptr()
+		tcp.Gbps = l.TCPGoodput
+	}
+
+	l.Chain = []Stage{line, pcie, tcp}
+	return l
+}
+
+// Shortfall is how a card's PCIe bandwidth compares with its ports.
+type Shortfall int
+
+// The shortfalls PCIeShortfall reports; doctor maps them to the severity
+// of pcie.bandwidth_below_line_rate.
+const (
+	// ShortfallNone: PCIe carries every linked port at line rate.
+	ShortfallNone Shortfall = iota
+	// ShortfallCard: PCIe carries each port alone but not all linked ports
+	// at once (a warning: it binds only when they are busy together).
+	ShortfallCard
+	// ShortfallPort: PCIe is below this one port's line rate (critical).
+	ShortfallPort
+)
+
+// String returns "none", "card" or "port".
+func (s Shortfall) String() string {
+	switch s {
+	case ShortfallNone:
+		return "none"
+	case ShortfallCard:
+		return "card"
+	case ShortfallPort:
+		return "port"
+	}
+	return "Shortfall(" + strconv.Itoa(int(s)) + ")"
+}
+
+// PCIeShortfall compares a card's effective PCIe bandwidth with the line
+// rate of one of its ports and with the line rates of the card's ports that
+// have link (the functions of a multi-port card share one PCIe link; include
+// port itself in linked when it has link). Unknown rates (zero or negative)
+// are skipped; an unknown PCIe bandwidth is never a shortfall.
+func PCIeShortfall(pcie, port Gbps, linked []Gbps) Shortfall {
+	if !pcie.known() {
+		return ShortfallNone
+	}
+	if port.known() && pcie < port {
+		return ShortfallPort
+	}
+	var sum Gbps
+	for _, r := range linked {
+		if r.known() {
+			sum += r
+		}
+	}
+	if pcie < sum {
+		return ShortfallCard
+	}
+	return ShortfallNone
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The project's checks: gofmt, go vet, staticcheck, then every test with the
+# race detector. Tests that need root skip without it, except under CI=true,
+# where they fail.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/go-env.sh
+echo "== gofmt"
+bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$bad" ]; then echo "gofmt would change:"; echo "$bad"; exit 1; fi
+echo "== go vet"
+go vet ./...
+echo "== staticcheck"
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+echo "== go test -race"
+CGO_ENABLED=1 go test -race -count=1 -timeout 20m ./...
