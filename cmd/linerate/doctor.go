@@ -149,4 +149,3 @@ func liveFacts(env *cliEnv) *netdev.Facts {
 	}
 	return facts
 }
-

@@ -3,6 +3,7 @@ package doctor
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/linerate/linerate/internal/cpulist"
@@ -48,11 +49,7 @@ func socketBuffersSmall(d *diag) []Finding {
 		"line_rate": basis, "rtt_ms": float64(d.opts.RTT.Microseconds()) / 1000,
 		"bdp_bytes": need, "below_bdp": small, "recommended_bytes": rec,
 	}
-	worst := need
-	for _, k := range names {
-		worst = min(worst, small[k].(int64))
-	}
-	capGbps := float64(worst) * 8 / d.opts.RTT.Seconds() / 1e9
+	autoGbps, explicitGbps := d.flowCaps()
 	tr, _ := d.inv.Sysctl["net.ipv4.tcp_rmem"].([]int64)
 	tw, _ := d.inv.Sysctl["net.ipv4.tcp_wmem"].([]int64)
 	rmemMid, wmemMid := int64(131072), int64(16384)
@@ -64,8 +61,8 @@ func socketBuffersSmall(d *diag) []Finding {
 	}
 	return []Finding{{
 		ID: "sysctl.socket_buffers_small", Severity: Warning, Subject: "sysctl",
-		Summary: fmt.Sprintf("%s below the %s bytes one flow needs at %s × %s RTT: a flow tops out near %.1f Gbit/s",
-			strings.Join(names, ", "), fmtBytes(need), basis, d.opts.RTT, capGbps),
+		Summary: fmt.Sprintf("%s below the %s one flow needs (%s × %s RTT): an autotuned flow tops out near %s Gbit/s, one that sets its buffer (iperf3 -w) near %s Gbit/s",
+			strings.Join(names, ", "), fmtBytes(need), basis, d.opts.RTT, autoGbps, explicitGbps),
 		Evidence: ev,
 		Fix: []string{
 			fmt.Sprintf("sysctl -w net.core.rmem_max=%d net.core.wmem_max=%d", rec, rec),
@@ -75,6 +72,25 @@ func socketBuffersSmall(d *diag) []Finding {
 			"or let linerate apply and journal it: linerate tune --apply (revert: linerate tune revert --last)",
 		},
 	}}
+}
+
+// flowCaps returns the window-limited rate of one flow at the RTT, as
+// text: autotuned flows are capped by tcp_rmem/tcp_wmem max, flows that
+// set SO_RCVBUF/SO_SNDBUF by rmem_max/wmem_max.
+func (d *diag) flowCaps() (auto, explicit string) {
+	rate := func(keys ...string) string {
+		var lo int64 = -1
+		for _, k := range keys {
+			if v, ok := d.inv.SysctlInt(k); ok && (lo < 0 || v < lo) {
+				lo = v
+			}
+		}
+		if lo < 0 {
+			return "?"
+		}
+		return strconv.FormatFloat(float64(lo)*8/d.opts.RTT.Seconds()/1e9, 'f', 1, 64)
+	}
+	return rate("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"), rate("net.core.rmem_max", "net.core.wmem_max")
 }
 
 func fmtBytes(n int64) string {

@@ -38,6 +38,12 @@ func keys(m map[int]bool) []int {
 	return out
 }
 
+func markAll(m map[int]bool, cpus []int) {
+	for _, c := range cpus {
+		m[c] = true
+	}
+}
+
 func union(a, b []int) []int {
 	m := map[int]bool{}
 	for _, c := range a {
@@ -50,7 +56,7 @@ func union(a, b []int) []int {
 }
 
 // affinityFix gives the commands that route every IRQ of a NIC to cpus.
-func affinityFix(v *nicView, cpus []int, ib bool) []string {
+func affinityFix(v *nicView, cpus, app []int, ib bool) []string {
 	var irqs []string
 	for _, q := range v.IRQs {
 		irqs = append(irqs, fmt.Sprint(q.IRQ))
@@ -63,7 +69,11 @@ func affinityFix(v *nicView, cpus []int, ib bool) []string {
 	if ib {
 		fix = append(fix, "irqbalance is running and will move them back: ban these IRQs first (see irqbalance.running)")
 	}
-	return append(fix, fmt.Sprintf("or placed by L3 domain and journaled: linerate tune --iface %s --app-cpus <your application's CPUs> --apply", v.Interface))
+	appArg := "<your application's CPUs>"
+	if len(app) > 0 {
+		appArg = cpulist.Format(app)
+	}
+	return append(fix, fmt.Sprintf("or placed by L3 domain and journaled: linerate tune --iface %s --app-cpus %s --apply", v.Interface, appArg))
 }
 
 // irqSpansL3: a NIC's IRQs land in more than one L3 domain (CCD/CCX), so
@@ -75,7 +85,7 @@ func irqSpansL3(d *diag) []Finding {
 		return nil
 	}
 	var out []Finding
-	for _, v := range d.nics {
+	for _, v := range d.carrying() {
 		routed, served := irqCPUs(v)
 		all := union(routed, served)
 		byDomain := map[int][]int{}
@@ -102,7 +112,7 @@ func irqSpansL3(d *diag) []Finding {
 			Summary: fmt.Sprintf("IRQs of %s are routed to or served on CPUs of %d L3 domains (%s): traffic crosses caches between interrupt and application, and throughput varies from run to run",
 				v.Interface, len(byDomain), strings.Join(parts, "; ")),
 			Evidence: ev,
-			Fix:      affinityFix(v, target, d.inv.Host.IRQBalance.Running),
+			Fix:      affinityFix(v, target, d.opts.AppCPUs, d.inv.Host.IRQBalance.Running),
 		})
 	}
 	return out
@@ -116,9 +126,22 @@ func boolKeys(m map[int][]int) map[int]bool {
 	return out
 }
 
+// carrying returns the selected NICs whose link is up: IRQ placement
+// matters only where packets arrive.
+func (d *diag) carrying() []*nicView {
+	var out []*nicView
+	for _, v := range d.nics {
+		if v.Operstate == "up" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // irqTarget proposes CPUs for a NIC's IRQs: local to its NUMA node, in
-// one L3 domain — the application's when --app-cpus is given — and off
-// the application's CPUs (seed 000: application on 6, IRQs on 7-11).
+// one L3 domain — the application's when --app-cpus is given, else the
+// local domain most of the IRQs already use (the smallest change) — and
+// off the application's CPUs (seed 000: application on 6, IRQs on 7-11).
 func (d *diag) irqTarget(v *nicView) []int {
 	local := d.localCPUs(v)
 	app := d.opts.AppCPUs
@@ -126,8 +149,8 @@ func (d *diag) irqTarget(v *nicView) []int {
 	dom := -1
 	if len(app) > 0 {
 		dom = cpu.L3Of(app[0])
-	} else if len(local) > 0 {
-		dom = cpu.L3Of(local[0])
+	} else {
+		dom = busiestDomain(cpu, v, local)
 	}
 	cands := local
 	if dom >= 0 {
@@ -149,29 +172,30 @@ func irqRemoteNUMA(d *diag) []Finding {
 		return nil
 	}
 	var out []Finding
-	for _, v := range d.nics {
+	for _, v := range d.carrying() {
 		if v.NUMANode == nil || *v.NUMANode < 0 {
 			continue
 		}
 		local := d.inv.CPU.NodeCPUs(*v.NUMANode)
-		var remote []int
+		remoteSet := map[int]bool{}
 		var irqs []int
 		for _, q := range v.IRQs {
 			r := cpulist.Subtract(q.AffinityOrEffective(), local)
 			if len(r) > 0 {
-				remote = union(remote, r)
+				markAll(remoteSet, r)
 				irqs = append(irqs, q.IRQ)
 			}
 		}
-		if len(remote) == 0 {
+		if len(remoteSet) == 0 {
 			continue
 		}
+		remote := keys(remoteSet)
 		out = append(out, Finding{
 			ID: "irq.remote_numa", Severity: Warning, Subject: v.Interface,
 			Summary: fmt.Sprintf("%d of %d IRQs of %s (NUMA node %d, CPUs %s) are routed to CPUs %s on another node: each packet crosses the socket interconnect",
 				len(irqs), len(v.IRQs), v.Interface, *v.NUMANode, cpulist.Format(local), cpulist.Format(remote)),
 			Evidence: map[string]any{"nic_numa_node": *v.NUMANode, "node_cpus": cpulist.Format(local), "remote_cpus": cpulist.Format(remote), "irqs": irqs},
-			Fix: append(affinityFix(v, d.irqTarget(v), d.inv.Host.IRQBalance.Running),
+			Fix: append(affinityFix(v, d.irqTarget(v), d.opts.AppCPUs, d.inv.Host.IRQBalance.Running),
 				fmt.Sprintf("run the application on the same node: numactl --cpunodebind=%d --membind=%d <command>", *v.NUMANode, *v.NUMANode)),
 		})
 	}
@@ -187,9 +211,9 @@ func irqOnAppCPU(d *diag) []Finding {
 		return nil
 	}
 	var out []Finding
-	for _, v := range d.nics {
+	for _, v := range d.carrying() {
 		var hits []inventory.IRQ
-		var shared []int
+		sharedSet := map[int]bool{}
 		for _, q := range v.IRQs {
 			s := cpulist.Intersect(union(q.AffinityOrEffective(), q.ServedOn(servedShare)), app)
 			// A default mask covering every CPU is not a placement; only
@@ -199,12 +223,13 @@ func irqOnAppCPU(d *diag) []Finding {
 			}
 			if len(s) > 0 {
 				hits = append(hits, q)
-				shared = union(shared, s)
+				markAll(sharedSet, s)
 			}
 		}
 		if len(hits) == 0 {
 			continue
 		}
+		shared := keys(sharedSet)
 		var names []string
 		for _, q := range hits {
 			names = append(names, fmt.Sprintf("%d (%s)", q.IRQ, q.Name))
@@ -215,8 +240,31 @@ func irqOnAppCPU(d *diag) []Finding {
 			Summary: fmt.Sprintf("%d IRQ(s) of %s share the application's CPUs %s: interrupts and softirqs steal the application's cycles",
 				len(hits), v.Interface, cpulist.Format(shared)),
 			Evidence: map[string]any{"app_cpus": cpulist.Format(app), "shared_cpus": cpulist.Format(shared), "irqs": names},
-			Fix:      affinityFix(v, target, d.inv.Host.IRQBalance.Running),
+			Fix:      affinityFix(v, target, d.opts.AppCPUs, d.inv.Host.IRQBalance.Running),
 		})
 	}
 	return out
+}
+
+// busiestDomain returns the L3 domain, among those holding CPUs local to
+// the NIC, to which most of its IRQs are routed (ties: the lowest).
+func busiestDomain(cpu *inventory.CPU, v *nicView, local []int) int {
+	votes := map[int]int{}
+	for _, q := range v.IRQs {
+		for _, c := range q.AffinityOrEffective() {
+			if cpulist.Contains(local, c) {
+				votes[cpu.L3Of(c)]++
+			}
+		}
+	}
+	best, n := -1, 0
+	for dom, k := range votes {
+		if dom >= 0 && (k > n || (k == n && dom < best)) {
+			best, n = dom, k
+		}
+	}
+	if best < 0 && len(local) > 0 {
+		return cpu.L3Of(local[0])
+	}
+	return best
 }

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/linerate/linerate/internal/limits"
@@ -50,7 +51,7 @@ func (c card) lineRates() (port limits.Gbps, linked []limits.Gbps) {
 func link(gts *float64, width *int) string {
 	s, w := "?", "?"
 	if gts != nil {
-		s = trimFloat(*gts)
+		s = fmtGTs(*gts)
 	}
 	if width != nil {
 		w = fmt.Sprint(*width)
@@ -164,7 +165,7 @@ func pcieBelowLineRate(d *diag) []Finding {
 		}
 		bw, _ := limits.PCIe(limits.PCIeLink{GTs: *p.CurGTs, Width: *p.CurWidth, MPS: mps})
 		arith := fmt.Sprintf("%s GT/s × %d lanes × %s = %s Gbit/s raw; × %d/(%d+26) for TLP and DLLP overhead at MPS %d = %s Gbit/s",
-			trimFloat(*p.CurGTs), *p.CurWidth, bw.Encoding, bw.Raw.Round(), mps, mps, mps, bw.Effective.Round())
+			fmtGTs(*p.CurGTs), *p.CurWidth, bw.Encoding, bw.Raw.Round(), mps, mps, mps, bw.Effective.Round())
 		ev := map[string]any{
 			"pci": v.PCI, "link": link(p.CurGTs, p.CurWidth), "effective_gbps": float64(eff.Round()),
 			"needed_gbps": float64(need), "arithmetic": arith,
@@ -215,7 +216,7 @@ func enoughLinks(need limits.Gbps, maxGTs *float64, mps int) string {
 		for _, w := range []int{1, 2, 4, 8, 16} {
 			bw, err := limits.PCIe(limits.PCIeLink{GTs: gts, Width: w, MPS: mps})
 			if err == nil && bw.Effective >= need {
-				opts = append(opts, fmt.Sprintf("PCIe %s x%d (%s)", bw.Generation, w, bw.Effective.Round()))
+				opts = append(opts, fmt.Sprintf("PCIe %s x%d (%s Gbit/s)", bw.Generation, w, bw.Effective.Round()))
 				break
 			}
 		}
@@ -225,3 +226,6 @@ func enoughLinks(need limits.Gbps, maxGTs *float64, mps int) string {
 	}
 	return strings.Join(opts, " or ")
 }
+
+// fmtGTs writes a transfer rate as lspci and the kernel do: "2.5", "8.0".
+func fmtGTs(g float64) string { return strconv.FormatFloat(g, 'f', 1, 64) }

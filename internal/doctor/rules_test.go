@@ -90,7 +90,7 @@ func TestRules(t *testing.T) {
 		{"x4 training", func(inv *inventory.Inventory) {
 			p := inv.NICs[0].PCIe
 			p.CurWidth, p.Downgraded, p.RawGbps, p.EffGbps = ip(4), true, fp(31.51), fp(28.6)
-		}, Options{}, "pcie.link_downgraded", Critical, []string{"8 GT/s x4", "reseat"}},
+		}, Options{}, "pcie.link_downgraded", Critical, []string{"8.0 GT/s x4", "reseat"}},
 		{"x8 slot", func(inv *inventory.Inventory) {
 			p := inv.NICs[0].PCIe
 			p.CurWidth, p.Downgraded, p.EffGbps = ip(8), true, fp(57.2)

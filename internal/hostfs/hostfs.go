@@ -272,7 +272,21 @@ func (fs *FS) Resolve(rel string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("resolving %s: %w", fs.Display(rel), unwrapPathError(err))
 	}
+	fs.recordTarget(c)
 	return c, nil
+}
+
+// recordTarget makes a replay find what a resolution ended at, even when
+// nothing below it is read: a directory as a directory, else a placeholder.
+func (fs *FS) recordTarget(c string) {
+	if fs.rec == nil {
+		return
+	}
+	if fi, err := os.Stat(filepath.Join(fs.root, c)); err == nil && fi.IsDir() {
+		fs.rec.dir(c)
+	} else if err == nil {
+		fs.rec.placeholder(c)
+	}
 }
 
 // Exists reports whether rel names an existing file or directory.
@@ -282,6 +296,9 @@ func (fs *FS) Exists(rel string) bool {
 		return false
 	}
 	_, err = os.Stat(filepath.Join(fs.root, c))
+	if err == nil {
+		fs.recordTarget(c)
+	}
 	return err == nil
 }
 

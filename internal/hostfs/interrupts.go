@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -66,13 +67,15 @@ func ParseInterrupts(r io.Reader, keep func(irq int, name string) bool) (*Interr
 		return nil, err
 	}
 	in := &Interrupts{CPUs: cpus, IRQs: map[int]IRQCounts{}}
+	fields := make([][]byte, 0, len(cpus)) // reused: lines on big hosts have thousands of fields
 	for sc.Scan() {
 		line := sc.Bytes()
 		irq, rest, ok := irqLabel(line)
 		if !ok {
 			continue // NMI, LOC, ERR and the other per-CPU event lines
 		}
-		fields, info := splitCounts(rest, len(cpus))
+		var info string
+		fields, info = splitCounts(fields[:0], rest, len(cpus))
 		name := irqName(info)
 		if keep != nil && !keep(irq, name) {
 			continue
@@ -126,10 +129,10 @@ func irqLabel(line []byte) (int, []byte, bool) {
 	return n, line[i+1:], true
 }
 
-// splitCounts returns up to n leading numeric fields and the text after
-// them. A line may carry fewer counts than CPUs (ERR, MIS), never more.
-func splitCounts(rest []byte, n int) ([][]byte, string) {
-	fields := make([][]byte, 0, n)
+// splitCounts appends up to n leading numeric fields to fields and returns
+// them with the text after them. A line may carry fewer counts than CPUs
+// (ERR, MIS), never more.
+func splitCounts(fields [][]byte, rest []byte, n int) ([][]byte, string) {
 	i := 0
 	for len(fields) < n {
 		for i < len(rest) && rest[i] == ' ' {
@@ -154,9 +157,9 @@ func parseCounts(fields [][]byte, cpus []int) (IRQCounts, error) {
 		if len(f) == 1 && f[0] == '0' {
 			continue
 		}
-		v, err := strconv.ParseUint(string(f), 10, 64)
-		if err != nil {
-			return c, fmt.Errorf("count %q: %v", short(string(f)), err)
+		v, ok := parseDecimal(f)
+		if !ok {
+			return c, fmt.Errorf("count %q is out of range", short(string(f)))
 		}
 		c.Counts[cpus[k]] = v
 		c.Total += v
@@ -199,4 +202,18 @@ func isHWIRQ(s string) bool {
 		}
 	}
 	return false
+}
+
+// parseDecimal parses digits (splitCounts checked they are digits) into a
+// uint64 without allocating, failing on overflow.
+func parseDecimal(b []byte) (uint64, bool) {
+	var v uint64
+	for _, c := range b {
+		d := uint64(c - '0')
+		if v > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
+	}
+	return v, true
 }

@@ -35,6 +35,9 @@ type collector struct {
 // network information at all; facts it cannot read become nil fields
 // and notes.
 func Collect(fs *hostfs.FS, opts Options) (*Inventory, error) {
+	if !fs.Exists("sys/class/net") {
+		return nil, fmt.Errorf("no network interfaces to inspect: %s is missing (is this the top of a host tree?)", fs.Display("sys/class/net"))
+	}
 	sfs, err := sysfs.NewFS(fs.Path("sys"))
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", fs.Display("sys"), err)

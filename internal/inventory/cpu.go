@@ -20,13 +20,24 @@ func (c *collector) cpu() CPU {
 
 	domains := map[string][]int{}
 	packages := map[int]bool{}
+	// A CPU already seen in a domain or package shares it: skip its files.
+	// On a 512-CPU host this saves about a thousand reads.
+	inDomain, inPackage := map[int]bool{}, map[int]bool{}
 	for _, n := range cpu.Online {
 		dir := fmt.Sprintf("%s/cpu%d", cpuDir, n)
-		if l3, ok := c.l3Of(dir); ok {
-			domains[cpulist.Format(l3)] = l3
+		if !inDomain[n] {
+			if l3, ok := c.l3Of(dir); ok {
+				domains[cpulist.Format(l3)] = l3
+				markAll(inDomain, l3)
+			}
 		}
-		if p, err := c.fs.ReadInt(dir + "/topology/physical_package_id"); err == nil {
-			packages[int(p)] = true
+		if !inPackage[n] {
+			if p, err := c.fs.ReadInt(dir + "/topology/physical_package_id"); err == nil {
+				packages[int(p)] = true
+				if sib, err := c.fs.ReadCPUList(dir + "/topology/core_siblings_list"); err == nil {
+					markAll(inPackage, sib)
+				}
+			}
 		}
 		if g, err := c.fs.ReadString(dir + "/cpufreq/scaling_governor"); err == nil && g != "" {
 			cpu.Governors[g] = append(cpu.Governors[g], n)
@@ -48,6 +59,12 @@ func (c *collector) cpu() CPU {
 	}
 	cpu.NUMANodes = c.numaNodes(cpu.Online)
 	return cpu
+}
+
+func markAll(m map[int]bool, cpus []int) {
+	for _, c := range cpus {
+		m[c] = true
+	}
 }
 
 func first(s []int) int {

@@ -27,10 +27,13 @@ var models = map[string]string{
 	"0x14e4:0x16d7": "BCM57414 (25GbE)",
 	"0x14e4:0x1750": "BCM57508 (100/200GbE)",
 	"0x14e4:0x1751": "BCM57504 (25/50GbE)",
-	"0x1425:0x6408": "T6 (T62100-CR)",
-	"0x1425:0x6410": "T6 (T62100-LP-CR)",
+	// Chelsio's NIC driver binds physical function 4, whose device IDs
+	// carry a 4 in the second digit (t4_pci_id_tbl.h).
 	"0x1425:0x6401": "T6 (T6225-CR)",
-	"0x1425:0x5410": "T5 (T580-LP-CR)",
+	"0x1425:0x6402": "T6 (T6225-SO-CR)",
+	"0x1425:0x6403": "T6 (T6425-CR)",
+	"0x1425:0x6407": "T6 (T62100-LP-CR)",
+	"0x1425:0x540d": "T5 (T580-LP-CR)",
 	"0x1077:0x8070": "FastLinQ QL45000 (25/40/100GbE)",
 	"0x1924:0x0b03": "XtremeScale SFC9250",
 	"0x1d0f:0xec20": "Elastic Network Adapter (ENA)",

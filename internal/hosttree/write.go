@@ -1,0 +1,504 @@
+package hosttree
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Write lays the host out below root as sys/… and proc/…, in the kernel's
+// file names, link layout and value formats. root is created if missing;
+// Write never overwrites a file, so give it an empty or absent directory.
+// Equal hosts give byte-identical trees.
+func (h *Host) Write(root string) error {
+	if err := h.validate(); err != nil {
+		return fmt.Errorf("host %q: %w", h.Hostname, err)
+	}
+	t := newTree()
+	h.addKernel(t)
+	h.addCPUs(t)
+	h.addCPUInfo(t)
+	h.addNodes(t)
+	for i := range h.NICs {
+		if err := h.addNIC(t, &h.NICs[i]); err != nil {
+			return fmt.Errorf("host %q: NIC %s: %w", h.Hostname, h.NICs[i].PCI.BDF, err)
+		}
+	}
+	for i := range h.Virtual {
+		h.addVirtual(t, &h.Virtual[i])
+	}
+	h.addIRQs(t)
+	h.addSysctls(t)
+	h.addProcesses(t)
+	if err := t.write(root); err != nil {
+		return fmt.Errorf("write host %q to %s: %w", h.Hostname, root, err)
+	}
+	return nil
+}
+
+func (h *Host) validate() error {
+	var errs []error
+	if h.Hostname == "" || h.Kernel == "" {
+		errs = append(errs, errors.New("hostname and kernel are required"))
+	}
+	if len(h.CPUs) == 0 {
+		errs = append(errs, errors.New("no CPUs"))
+	}
+	for i, c := range h.CPUs {
+		if c.ID != i {
+			errs = append(errs, fmt.Errorf("CPU at index %d has ID %d; IDs must run 0…n-1", i, c.ID))
+			break
+		}
+	}
+	n := len(h.CPUs)
+	inRange := func(what string, cpus []int) {
+		for _, c := range cpus {
+			if c < 0 || c >= n {
+				errs = append(errs, fmt.Errorf("%s names CPU %d of %d", what, c, n))
+				return
+			}
+		}
+	}
+	irqs := make(map[int]bool)
+	checkIRQ := func(q IRQ) {
+		if irqs[q.Num] {
+			errs = append(errs, fmt.Errorf("IRQ %d given twice", q.Num))
+		}
+		irqs[q.Num] = true
+		what := fmt.Sprintf("IRQ %d", q.Num)
+		inRange(what+" affinity", q.Affinity)
+		inRange(what+" effective affinity", q.Effective)
+		inRange(what+" hint", q.Hint)
+		inRange(what+" counts", slices.Collect(maps.Keys(q.Counts)))
+		if q.MSIX != "" {
+			if _, err := parseBDF(q.MSIX); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", what, err))
+			}
+		}
+	}
+	for _, q := range h.IRQs {
+		checkIRQ(q)
+	}
+	names := make(map[string]bool)
+	ifindex := make(map[int]bool)
+	checkIface := func(nif NetIface) {
+		if names[nif.Name] {
+			errs = append(errs, fmt.Errorf("interface %s given twice", nif.Name))
+		}
+		names[nif.Name] = true
+		if ifindex[nif.Ifindex] {
+			errs = append(errs, fmt.Errorf("ifindex %d given twice", nif.Ifindex))
+		}
+		ifindex[nif.Ifindex] = true
+	}
+	bdfs := make(map[string]bool)
+	hwmons := make(map[int]bool)
+	for _, nic := range h.NICs {
+		if bdfs[nic.PCI.BDF] {
+			errs = append(errs, fmt.Errorf("NIC %s given twice", nic.PCI.BDF))
+		}
+		bdfs[nic.PCI.BDF] = true
+		for _, d := range []PCIDevice{nic.PCI, nic.Bridge} {
+			if _, err := parseBDF(d.BDF); err != nil {
+				errs = append(errs, err)
+			}
+			for _, s := range []float64{d.MaxSpeed, d.CurSpeed} {
+				if _, err := speedCode(s); err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", d.BDF, err))
+				}
+			}
+		}
+		inRange("NIC "+nic.PCI.BDF+" local CPUs", nic.LocalCPUs)
+		for _, q := range nic.IRQs {
+			checkIRQ(q)
+		}
+		for _, nif := range nic.Interfaces {
+			if nif.Kind != "" || nif.Master != "" || len(nif.Ports) > 0 {
+				errs = append(errs, fmt.Errorf("interface %s of NIC %s: kind, master and ports are for virtual interfaces", nif.Name, nic.PCI.BDF))
+			}
+			checkIface(nif)
+		}
+		if nic.Hwmon != nil {
+			if hwmons[nic.Hwmon.Index] {
+				errs = append(errs, fmt.Errorf("hwmon%d given twice", nic.Hwmon.Index))
+			}
+			hwmons[nic.Hwmon.Index] = true
+		}
+	}
+	for _, nif := range h.Virtual {
+		checkIface(nif)
+	}
+	return errors.Join(errs...)
+}
+
+// nrCPUs is nr_cpu_ids: the width of every CPU mask.
+func (h *Host) nrCPUs() int { return len(h.CPUs) }
+
+func (h *Host) allCPUs() []int {
+	all := make([]int, len(h.CPUs))
+	for i := range all {
+		all[i] = i
+	}
+	return all
+}
+
+// nodeCPUs returns the CPUs of NUMA node n, or every CPU for n < 0.
+func (h *Host) nodeCPUs(n int) []int {
+	if n < 0 {
+		return h.allCPUs()
+	}
+	var cpus []int
+	for _, c := range h.CPUs {
+		if c.Node == n {
+			cpus = append(cpus, c.ID)
+		}
+	}
+	return cpus
+}
+
+func (h *Host) nodes() []int {
+	var nodes []int
+	for _, c := range h.CPUs {
+		if !slices.Contains(nodes, c.Node) {
+			nodes = append(nodes, c.Node)
+		}
+	}
+	slices.Sort(nodes)
+	return nodes
+}
+
+func (h *Host) addKernel(t *tree) {
+	t.attr("proc/sys/kernel/hostname", h.Hostname)
+	t.attr("proc/sys/kernel/osrelease", h.Kernel)
+}
+
+func (h *Host) addSysctls(t *tree) {
+	for _, k := range slices.Sorted(maps.Keys(h.Sysctls)) {
+		t.attr("proc/sys/"+strings.ReplaceAll(k, ".", "/"), h.Sysctls[k])
+	}
+}
+
+func (h *Host) addProcesses(t *tree) {
+	for _, pid := range slices.Sorted(maps.Keys(h.Processes)) {
+		t.attr("proc/"+strconv.Itoa(pid)+"/comm", h.Processes[pid])
+	}
+}
+
+func (h *Host) addNodes(t *tree) {
+	nodes := list(h.nodes())
+	base := "sys/devices/system/node/"
+	for _, f := range []string{"online", "possible", "has_cpu", "has_memory", "has_normal_memory"} {
+		t.attr(base+f, nodes)
+	}
+	for _, n := range h.nodes() {
+		cpus := h.nodeCPUs(n)
+		d := fmt.Sprintf("%snode%d/", base, n)
+		t.attr(d+"cpulist", list(cpus))
+		t.attr(d+"cpumap", kernelMask(cpus, h.nrCPUs()))
+	}
+}
+
+// addNIC writes the function, its bridge, links from sys/bus and
+// sys/class, its interfaces, sensors and RDMA devices.
+func (h *Host) addNIC(t *tree, nic *NIC) error {
+	dev, err := parseBDF(nic.PCI.BDF)
+	if err != nil {
+		return err
+	}
+	br, err := parseBDF(nic.Bridge.BDF)
+	if err != nil {
+		return err
+	}
+	hb := br.hostBridge()
+	bridgeRel := hb + "/" + nic.Bridge.BDF  // below sys/devices
+	devRel := bridgeRel + "/" + nic.PCI.BDF // below sys/devices
+	bridgeDir, devDir := "sys/devices/"+bridgeRel, "sys/devices/"+devRel
+	local := nic.LocalCPUs
+	if local == nil {
+		local = h.nodeCPUs(nic.PCI.NUMANode)
+	}
+	var vectors []int
+	for _, q := range nic.IRQs {
+		vectors = append(vectors, q.Num)
+	}
+
+	bridge := nic.Bridge
+	if bridge.Driver == "" {
+		bridge.Driver = "pcieport"
+	}
+	if err := h.addPCI(t, bridgeDir, bridge, true, br, dev, local, nil); err != nil {
+		return fmt.Errorf("bridge %s: %w", bridge.BDF, err)
+	}
+	if err := h.addPCI(t, devDir, nic.PCI, false, dev, bdf{}, local, vectors); err != nil {
+		return err
+	}
+	t.link("sys/bus/pci/devices/"+bridge.BDF, "../../../devices/"+bridgeRel)
+	t.link("sys/bus/pci/devices/"+nic.PCI.BDF, "../../../devices/"+devRel)
+	t.link(bridgeDir+"/driver", "../../../bus/pci/drivers/"+bridge.Driver)
+	t.link("sys/bus/pci/drivers/"+bridge.Driver+"/"+bridge.BDF, "../../../../devices/"+bridgeRel)
+	if nic.PCI.Driver != "" {
+		t.link(devDir+"/driver", "../../../../bus/pci/drivers/"+nic.PCI.Driver)
+		t.link("sys/bus/pci/drivers/"+nic.PCI.Driver+"/"+nic.PCI.BDF, "../../../../devices/"+devRel)
+	}
+
+	for i := range nic.Interfaces {
+		nif := &nic.Interfaces[i]
+		dir := devDir + "/net/" + nif.Name
+		h.addIface(t, dir, nif)
+		t.link(dir+"/device", "../../../"+nic.PCI.BDF)
+		t.link("sys/class/net/"+nif.Name, "../../devices/"+devRel+"/net/"+nif.Name)
+	}
+	if hw := nic.Hwmon; hw != nil {
+		name := "hwmon" + strconv.Itoa(hw.Index)
+		dir := devDir + "/hwmon/" + name + "/"
+		t.attr(dir+"name", hw.Name)
+		t.attr(dir+"temp1_input", strconv.Itoa(hw.Input))
+		if hw.Crit != 0 {
+			t.attr(dir+"temp1_crit", strconv.Itoa(hw.Crit))
+		}
+		if hw.Highest != 0 {
+			t.attr(dir+"temp1_highest", strconv.Itoa(hw.Highest))
+		}
+		if hw.Label != "" {
+			t.attr(dir+"temp1_label", hw.Label)
+		}
+		t.link(dir+"device", "../../../"+nic.PCI.BDF)
+		t.link("sys/class/hwmon/"+name, "../../devices/"+devRel+"/hwmon/"+name)
+	}
+	for _, rd := range nic.RDMA {
+		dir := devDir + "/infiniband/" + rd.Name
+		h.addRDMA(t, dir, rd, nic.Interfaces)
+		t.link(dir+"/device", "../../../"+nic.PCI.BDF)
+		t.link("sys/class/infiniband/"+rd.Name, "../../devices/"+devRel+"/infiniband/"+rd.Name)
+	}
+	return nil
+}
+
+// addPCI writes one function's attributes (drivers/pci/pci-sysfs.c). For a
+// bridge, sec is the function below it (its secondary bus).
+func (h *Host) addPCI(t *tree, dir string, d PCIDevice, isBridge bool, self, sec bdf, local []int, vectors []int) error {
+	d = withPCIDefaults(d)
+	a := func(name, v string) { t.attr(dir+"/"+name, v) }
+	a("vendor", hexID(d.Vendor))
+	a("device", hexID(d.Device))
+	a("subsystem_vendor", hexID(d.SubsystemVendor))
+	a("subsystem_device", hexID(d.SubsystemDevice))
+	a("class", fmt.Sprintf("0x%06x", d.Class))
+	a("revision", fmt.Sprintf("0x%02x", d.Revision))
+	a("numa_node", strconv.Itoa(d.NUMANode))
+	a("local_cpulist", list(local))
+	a("local_cpus", kernelMask(local, h.nrCPUs()))
+	a("irq", strconv.Itoa(d.LegacyIRQ))
+	a("enable", "1")
+	a("msi_bus", "1")
+	a("broken_parity_status", "0")
+	a("d3cold_allowed", "1")
+	a("dma_mask_bits", "64")
+	a("consistent_dma_mask_bits", "64")
+	a("driver_override", "(null)")
+	a("max_link_speed", h.linkSpeed(d.MaxSpeed))
+	a("max_link_width", strconv.Itoa(d.MaxWidth))
+	a("current_link_speed", h.linkSpeed(d.CurSpeed))
+	a("current_link_width", strconv.Itoa(d.CurWidth))
+	modalias := fmt.Sprintf("pci:v%08Xd%08Xsv%08Xsd%08Xbc%02Xsc%02Xi%02X",
+		d.Vendor, d.Device, d.SubsystemVendor, d.SubsystemDevice,
+		byte(d.Class>>16), byte(d.Class>>8), byte(d.Class))
+	a("modalias", modalias)
+	uevent := ""
+	if d.Driver != "" {
+		uevent = "DRIVER=" + d.Driver + "\n"
+	}
+	uevent += fmt.Sprintf("PCI_CLASS=%X\nPCI_ID=%04X:%04X\nPCI_SUBSYS_ID=%04X:%04X\nPCI_SLOT_NAME=%s\nMODALIAS=%s\n",
+		d.Class, d.Vendor, d.Device, d.SubsystemVendor, d.SubsystemDevice, d.BDF, modalias)
+	t.file(dir+"/uevent", []byte(uevent))
+	for _, v := range vectors {
+		t.attr(dir+"/msi_irqs/"+strconv.Itoa(v), "msix")
+	}
+	if d.Config {
+		cfg, err := configSpace(d, isBridge, self, sec, len(vectors))
+		if err != nil {
+			return err
+		}
+		t.file(dir+"/config", cfg)
+	}
+	return nil
+}
+
+func withPCIDefaults(d PCIDevice) PCIDevice {
+	if d.MPSSupported == 0 {
+		d.MPSSupported = max(256, d.MPS)
+	}
+	if d.MPS == 0 {
+		d.MPS = 256
+	}
+	if d.MRRS == 0 {
+		d.MRRS = 512
+	}
+	return d
+}
+
+// addIface writes a netdev's attributes (net/core/net-sysfs.c,
+// Documentation/ABI/testing/sysfs-class-net).
+func (h *Host) addIface(t *tree, dir string, nif *NetIface) {
+	a := func(name, v string) { t.attr(dir+"/"+name, v) }
+	typ := nif.Type
+	if typ == 0 {
+		typ = 1
+	}
+	iflink := nif.Iflink
+	if iflink == 0 {
+		iflink = nif.Ifindex
+	}
+	a("address", nif.Address)
+	a("addr_len", "6")
+	a("addr_assign_type", "0")
+	if nif.Kind == "loopback" {
+		a("broadcast", "00:00:00:00:00:00")
+	} else {
+		a("broadcast", "ff:ff:ff:ff:ff:ff")
+	}
+	running := nif.Flags&1 != 0 // IFF_UP: carrier, speed and duplex read EINVAL otherwise
+	if running {
+		if nif.Carrier {
+			a("carrier", "1")
+		} else {
+			a("carrier", "0")
+		}
+		if nif.Speed != 0 {
+			a("speed", strconv.Itoa(nif.Speed))
+		}
+		if nif.Duplex != "" {
+			a("duplex", nif.Duplex)
+		}
+	}
+	a("carrier_changes", strconv.Itoa(nif.CarrierChanges))
+	a("carrier_up_count", strconv.Itoa((nif.CarrierChanges+1)/2))
+	a("carrier_down_count", strconv.Itoa(nif.CarrierChanges/2))
+	a("dev_id", fmt.Sprintf("0x%x", nif.DevID))
+	a("dev_port", strconv.Itoa(nif.DevPort))
+	a("dormant", "0")
+	a("flags", fmt.Sprintf("0x%x", nif.Flags))
+	a("gro_flush_timeout", "0")
+	a("ifalias", "")
+	a("ifindex", strconv.Itoa(nif.Ifindex))
+	a("iflink", strconv.Itoa(iflink))
+	a("link_mode", "0")
+	a("mtu", strconv.Itoa(nif.MTU))
+	if nif.NameAssignType != 0 {
+		a("name_assign_type", strconv.Itoa(nif.NameAssignType))
+	}
+	a("netdev_group", "0")
+	a("operstate", nif.Operstate)
+	if nif.PhysPortName != "" {
+		a("phys_port_name", nif.PhysPortName)
+	}
+	a("proto_down", "0")
+	a("testing", "0")
+	a("tx_queue_len", strconv.Itoa(nif.TxQueueLen))
+	a("type", strconv.Itoa(typ))
+	t.file(dir+"/uevent", []byte(fmt.Sprintf("INTERFACE=%s\nIFINDEX=%d\n", nif.Name, nif.Ifindex)))
+	for _, s := range []string{"rx_bytes", "rx_packets", "rx_errors", "rx_dropped", "rx_missed_errors",
+		"tx_bytes", "tx_packets", "tx_errors", "tx_dropped", "collisions", "multicast"} {
+		a("statistics/"+s, "0")
+	}
+	zero := kernelMask(nil, h.nrCPUs())
+	for i := range nif.RxQueues {
+		q := fmt.Sprintf("%s/queues/rx-%d/", dir, i)
+		t.attr(q+"rps_cpus", zero)
+		t.attr(q+"rps_flow_cnt", "0")
+	}
+	for i := range nif.TxQueues {
+		q := fmt.Sprintf("%s/queues/tx-%d/", dir, i)
+		t.attr(q+"tx_maxrate", "0")
+		t.attr(q+"tx_timeout", "0")
+		if nif.Kind == "" { // xps_cpus reads ENOENT on single-queue virtual devices
+			t.attr(q+"xps_cpus", zero)
+		}
+	}
+}
+
+// addVirtual writes an interface without a device below
+// sys/devices/virtual/net, with bridge ports and masters linked as sysfs
+// links them.
+func (h *Host) addVirtual(t *tree, nif *NetIface) {
+	rel := "virtual/net/" + nif.Name
+	dir := "sys/devices/" + rel
+	h.addIface(t, dir, nif)
+	t.link("sys/class/net/"+nif.Name, "../../devices/"+rel)
+	if nif.Kind == "bridge" {
+		id := "8000." + strings.ReplaceAll(nif.Address, ":", "")
+		for f, v := range map[string]string{
+			"bridge_id": id, "root_id": id, "stp_state": "0", "forward_delay": "0",
+			"hello_time": "200", "max_age": "2000", "ageing_time": "30000", "vlan_filtering": "0",
+		} {
+			t.attr(dir+"/bridge/"+f, v)
+		}
+		for _, p := range nif.Ports {
+			t.link(dir+"/brif/"+p, "../../"+p+"/brport")
+			t.link(dir+"/lower_"+p, "../"+p)
+		}
+	}
+	if nif.Master != "" {
+		t.link(dir+"/master", "../"+nif.Master)
+		t.link(dir+"/upper_"+nif.Master, "../"+nif.Master)
+		t.attr(dir+"/brport/state", "3")
+		t.attr(dir+"/brport/port_no", "0x1")
+		t.attr(dir+"/brport/path_cost", "2")
+	}
+}
+
+// addRDMA writes an RDMA device (drivers/infiniband/core/sysfs.c).
+func (h *Host) addRDMA(t *tree, dir string, rd RDMADevice, ifaces []NetIface) {
+	a := func(name, v string) { t.attr(dir+"/"+name, v) }
+	nodeType := rd.NodeType
+	if nodeType == "" {
+		nodeType = "1: CA"
+	}
+	sysGUID := rd.SysImageGUID
+	if sysGUID == "" {
+		sysGUID = rd.NodeGUID
+	}
+	a("fw_ver", rd.FWVer)
+	a("board_id", rd.BoardID)
+	a("hca_type", rd.HCAType)
+	a("node_guid", rd.NodeGUID)
+	a("sys_image_guid", sysGUID)
+	a("node_type", nodeType)
+	a("node_desc", h.Hostname+" "+rd.Name)
+	for _, p := range rd.Ports {
+		pd := fmt.Sprintf("ports/%d/", p.Num)
+		a(pd+"state", p.State)
+		a(pd+"phys_state", p.PhysState)
+		a(pd+"rate", p.Rate)
+		a(pd+"link_layer", p.LinkLayer)
+		a(pd+"lid", "0x0")
+		a(pd+"sm_lid", "0x0")
+		a(pd+"lid_mask_count", "0")
+		a(pd+"sm_sl", "0")
+		a(pd+"cap_mask", "0x00010000")
+		if p.Netdev != "" {
+			a(pd+"gid_attrs/ndevs/0", p.Netdev)
+			a(pd+"gid_attrs/types/0", "IB/RoCE v1")
+			for _, nif := range ifaces {
+				if nif.Name == p.Netdev {
+					if gid, ok := linkLocalGID(nif.Address); ok {
+						a(pd+"gids/0", gid)
+					}
+				}
+			}
+		}
+	}
+}
+
+// linkLocalGID is the RoCE GID 0 of a MAC: fe80::/64 with the EUI-64 of
+// the MAC, in the sysfs gids notation.
+func linkLocalGID(mac string) (string, bool) {
+	var b [6]byte
+	if _, err := fmt.Sscanf(mac, "%02x:%02x:%02x:%02x:%02x:%02x", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5]); err != nil {
+		return "", false
+	}
+	return fmt.Sprintf("fe80:0000:0000:0000:%02x%02x:%02xff:fe%02x:%02x%02x", b[0]^2, b[1], b[2], b[3], b[4], b[5]), true
+}

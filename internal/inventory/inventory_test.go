@@ -1,0 +1,260 @@
+package inventory
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/linerate/linerate/internal/cpulist"
+	"github.com/linerate/linerate/internal/hostfs"
+)
+
+func tree(name string) string { return filepath.Join("..", "..", "testdata", "hosts", name) }
+
+func collect(t *testing.T, root string) *Inventory {
+	t.Helper()
+	fs, err := hostfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	inv, err := Collect(fs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inv
+}
+
+func nic(t *testing.T, inv *Inventory, name string) *NIC {
+	t.Helper()
+	for i := range inv.NICs {
+		if inv.NICs[i].Interface == name {
+			return &inv.NICs[i]
+		}
+	}
+	t.Fatalf("no NIC %s in %v", name, inv.NICs)
+	return nil
+}
+
+func TestSeed000Ryzen(t *testing.T) {
+	inv := collect(t, tree("ryzen-9900x-cx5-x4"))
+	if inv.Host.Hostname != "crow" || !inv.Host.IRQBalance.Running {
+		t.Errorf("host = %+v", inv.Host)
+	}
+	c := inv.CPU
+	if c.Count != 12 || len(c.L3Domains) != 2 || cpulist.Format(c.L3Domains[1]) != "6-11" {
+		t.Errorf("cpu = %d CPUs, L3 %v", c.Count, c.L3Domains)
+	}
+	if got := cpulist.Format(c.Governors["powersave"]); got != "0-11" {
+		t.Errorf("powersave on %q", got)
+	}
+	n := nic(t, inv, "enp1s0f0np0")
+	if n.Driver != "mlx5_core" || n.Model != "ConnectX-5" || n.VendorID != "0x15b3" || *n.MTU != 9000 || *n.SpeedMbps != 100000 {
+		t.Errorf("nic = %+v", n)
+	}
+	p := n.PCIe
+	if !p.Reported || *p.CurWidth != 4 || *p.MaxWidth != 16 || !p.Downgraded || *p.RawGbps != 31.51 || *p.EffGbps != 28.6 {
+		t.Errorf("pcie = %+v", p)
+	}
+	if p.Upstream == nil || p.Upstream.PCI != "0000:00:01.1" || *p.Upstream.MaxWidth != 16 {
+		t.Errorf("upstream = %+v", p.Upstream)
+	}
+	if p.MPS == nil || *p.MPS != 256 || p.MPSAssumed {
+		t.Errorf("MPS from config space = %v (assumed %v)", p.MPS, p.MPSAssumed)
+	}
+	if len(n.IRQs) != 13 {
+		t.Fatalf("%d IRQs, want 13 (98, 99, 109-119)", len(n.IRQs))
+	}
+	q := n.IRQs[1] // IRQ 99, mlx5_comp0: the seed's /proc/interrupts line
+	if q.IRQ != 99 || q.Counts["0"] != 324 || q.Counts["7"] != 4360 || q.Total != 4684 || !slices.Equal(q.Effective, []int{7}) {
+		t.Errorf("IRQ 99 = %+v", q)
+	}
+	if n.TempC == nil || *n.TempC != 74 || *n.TempCritC != 105 {
+		t.Errorf("temperature %v crit %v", n.TempC, n.TempCritC)
+	}
+	if len(n.RDMA) != 1 || n.RDMA[0].State != "ACTIVE" || n.RDMA[0].RateGbps != 100 {
+		t.Errorf("rdma = %+v", n.RDMA)
+	}
+	if !slices.Equal(n.CardPorts, []string{"enp1s0f0np0", "enp1s0f1np1"}) {
+		t.Errorf("card ports = %v", n.CardPorts)
+	}
+	// mlx5 registers hwmon on function 0 only; function 1 reads it there.
+	if n1 := nic(t, inv, "enp1s0f1np1"); n1.TempC == nil || *n1.TempC != 74 || n1.SpeedMbps != nil || n1.Operstate != "down" {
+		t.Errorf("second port: temp %v speed %v state %s", n1.TempC, n1.SpeedMbps, n1.Operstate)
+	}
+	if v, ok := inv.SysctlInt("net.ipv4.tcp_rmem"); !ok || v != 6291456 {
+		t.Errorf("tcp_rmem max = %d, %v", v, ok)
+	}
+}
+
+func TestSeed003OldKernel(t *testing.T) {
+	// Kernel 4.15 prints "5 GT/s" and "8 GT/s", not "8.0 GT/s PCIe".
+	inv := collect(t, tree("xeon-xl710-gen2-x4"))
+	n := nic(t, inv, "ens2f0np0")
+	p := n.PCIe
+	if *p.CurGTs != 5 || *p.MaxGTs != 8 || *p.CurWidth != 4 || *p.RawGbps != 16 {
+		t.Errorf("pcie = cur %v x%v max %v raw %v", *p.CurGTs, *p.CurWidth, *p.MaxGTs, *p.RawGbps)
+	}
+	if *n.NUMANode != 1 || n.Queues.RX != 1 || *n.MTU != 1500 {
+		t.Errorf("numa %v queues %+v mtu %v", *n.NUMANode, n.Queues, *n.MTU)
+	}
+	if len(inv.CPU.NUMANodes) != 2 || cpulist.Format(inv.CPU.NUMANodes["1"]) != "10-19,30-39" || inv.CPU.Sockets != 2 {
+		t.Errorf("numa nodes = %v, sockets %d", inv.CPU.NUMANodes, inv.CPU.Sockets)
+	}
+	names := []string{}
+	for _, q := range n.IRQs {
+		names = append(names, q.Name)
+	}
+	if !slices.Contains(names, "i40e-ens2f0np0-TxRx-0") {
+		t.Errorf("IRQ names %v", names)
+	}
+}
+
+func TestChelsioTwoPortsOneFunction(t *testing.T) {
+	// cxgb4 puts both ports on PCI function 4; each port keeps the IRQs
+	// named after it, and both share the function's others.
+	inv := collect(t, tree("xeon-6530-t6-healthy"))
+	a, b := nic(t, inv, "ens5f4"), nic(t, inv, "ens5f4d1")
+	for _, q := range a.IRQs {
+		if strings.Contains(q.Name, "ens5f4d1") {
+			t.Errorf("ens5f4 got %s", q.Name)
+		}
+	}
+	for _, q := range b.IRQs {
+		if strings.Contains(q.Name, "ens5f4-") {
+			t.Errorf("ens5f4d1 got %s", q.Name)
+		}
+	}
+	if len(a.IRQs) == 0 || len(b.IRQs) == 0 {
+		t.Errorf("IRQs: %d and %d", len(a.IRQs), len(b.IRQs))
+	}
+}
+
+// TestLiveHost reads this machine: it must work as any user, and a NIC
+// without a PCIe link (a VM's virtio) says "not reported", never guesses.
+func TestLiveHost(t *testing.T) {
+	fs := hostfs.Live()
+	inv, err := Collect(fs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv.CPU.Count == 0 || inv.Host.Kernel == "" {
+		t.Errorf("live host: %+v", inv.Host)
+	}
+	for _, n := range inv.NICs {
+		if n.PCIe == nil {
+			t.Errorf("%s: no PCIe object", n.Interface)
+			continue
+		}
+		if !n.PCIe.Reported && (n.PCIe.RawGbps != nil || n.PCIe.CurGTs != nil) {
+			t.Errorf("%s: unreported link has numbers: %+v", n.Interface, n.PCIe)
+		}
+	}
+}
+
+// copyTree copies a testdata tree (links as links) so a test may damage it.
+func copyTree(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		out := filepath.Join(dst, rel)
+		switch {
+		case fi.Mode()&os.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(target, out)
+		case fi.IsDir():
+			return os.MkdirAll(out, 0o755)
+		default:
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(out, b, 0o644)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// TestDamagedValues: garbage, empty, missing and oversized files give an
+// unknown field and a note, never a panic or a failed run.
+func TestDamagedValues(t *testing.T) {
+	root := copyTree(t, tree("ryzen-9900x-cx5-x4"))
+	dev := filepath.Join(root, "sys/devices/pci0000:00/0000:00:01.1/0000:01:00.0")
+	write := func(rel, data string) {
+		if err := os.WriteFile(filepath.Join(root, rel), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeDev := func(name, data string) {
+		if err := os.WriteFile(filepath.Join(dev, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeDev("current_link_speed", "fast\n")
+	writeDev("max_link_width", "")
+	writeDev("numa_node", strings.Repeat("9", hostfs.MaxFileSize+10))
+	writeDev("config", "\x00\x01")
+	os.RemoveAll(filepath.Join(dev, "hwmon"))
+	write("sys/devices/system/cpu/online", "0-99999999\n")
+	write("proc/sys/net/ipv4/tcp_rmem", "lots\n")
+	write("proc/interrupts", "not a header\n")
+	inv := collect(t, root)
+	n := nic(t, inv, "enp1s0f0np0")
+	if n.PCIe.CurGTs != nil || n.PCIe.Reported || n.PCIe.MaxWidth != nil {
+		t.Errorf("garbage link attributes read as %+v", n.PCIe)
+	}
+	if n.NUMANode != nil || n.TempC != nil {
+		t.Errorf("numa %v temp %v, want unknown", n.NUMANode, n.TempC)
+	}
+	if _, ok := inv.Sysctl["net.ipv4.tcp_rmem"]; ok {
+		t.Error("garbage tcp_rmem was kept")
+	}
+	if inv.CPU.Count != 12 {
+		t.Errorf("CPU count %d: a bad online list should fall back to cpuN directories", inv.CPU.Count)
+	}
+	joined := strings.Join(inv.Notes, "\n")
+	for _, want := range []string{"current_link_speed \"fast\"", "NUMA node", "tcp_rmem", "IRQ counts", "online CPUs"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("notes lack %q:\n%s", want, joined)
+		}
+	}
+}
+
+func TestEmptyTree(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "proc"), 0o755)
+	fs, _ := hostfs.New(root)
+	if _, err := Collect(fs, Options{}); err == nil || !strings.Contains(err.Error(), "no network interfaces") {
+		t.Errorf("empty tree: %v", err)
+	}
+}
+
+func TestContainsToken(t *testing.T) {
+	tests := []struct {
+		name, tok string
+		want      bool
+	}{
+		{"eth1-rx-0", "eth1", true},
+		{"eth10-rx-0", "eth1", false},
+		{"i40e-ens2f0np0-TxRx-0", "ens2f0np0", true},
+		{"ens5f4d1-Rx0", "ens5f4", false},
+		{"mlx5_comp0@pci:0000:01:00.0", "eth0", false},
+	}
+	for _, tt := range tests {
+		if got := containsToken(tt.name, tt.tok); got != tt.want {
+			t.Errorf("containsToken(%q, %q) = %v", tt.name, tt.tok, got)
+		}
+	}
+}
