@@ -23,6 +23,12 @@ const (
 // already said what it found.
 var errFindings = errors.New("findings at or above --fail-on")
 
+// exitStatus makes a command exit with a status of its own choosing and
+// no message: `lab exec` passes on the status of the command it ran.
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
 // cliEnv carries the process's streams so tests can run commands in-process.
 type cliEnv struct {
 	stdin  io.Reader
@@ -45,11 +51,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCmd(env)
 	root.SetArgs(args)
 	err := root.Execute()
+	var status exitStatus
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.Is(err, errFindings):
 		return exitFindings
+	case errors.As(err, &status):
+		return int(status)
 	default:
 		fmt.Fprintf(stderr, "linerate: %s\n", oneLine(err.Error()))
 		return exitError
@@ -89,6 +98,9 @@ arithmetic and the exact fix, and runs a virtual two-host lab to try it all.`,
 
 // commands lists the subcommand constructors; each lives in its own file.
 var commands = []func(*cliEnv) *cobra.Command{
+	newDoctorCmd,
+	newLabCmd,
+	newSnapshotCmd,
 	newVersionCmd,
 }
 

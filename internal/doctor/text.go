@@ -193,7 +193,7 @@ func writeNIC(w io.Writer, n NICReport, st termui.Style) {
 		}
 		fmt.Fprintf(w, "  %-10s %s/%d %s %s Gb/s %s  fw %s\n", "rdma", p.Device, p.Port, s, trimFloat(p.RateGbps), p.LinkLayer, p.Firmware)
 	}
-	writeCeiling(w, n.Limits, st)
+	writeCeiling(w, n.Limits, n.Kind == "pci", st)
 }
 
 func writePCIe(w io.Writer, p *inventory.PCIe, st termui.Style) {
@@ -248,9 +248,12 @@ func orNone(s string) string {
 	return s
 }
 
-func writeCeiling(w io.Writer, l limits.Limits, st termui.Style) {
+func writeCeiling(w io.Writer, l limits.Limits, pci bool, st termui.Style) {
 	var parts []string
 	for _, s := range l.Chain {
+		if s.Stage == "PCIe" && !pci {
+			continue // a virtual link has no bus to speak of
+		}
 		v := "?"
 		if s.Gbps != nil {
 			v = s.Gbps.String()
@@ -280,7 +283,13 @@ func writePathMTU(w io.Writer, p *PathMTU, st termui.Style) {
 
 func writeFindings(w io.Writer, r *Report, st termui.Style) {
 	if len(r.Findings) == 0 {
-		fmt.Fprintln(w, st.Green("no findings: nothing here limits the link"))
+		msg := "no findings: nothing here limits the link"
+		for _, n := range r.NICs {
+			if n.Limits.LineRate == nil {
+				msg = "no findings (some line rates are unknown, so ceilings could not be compared)"
+			}
+		}
+		fmt.Fprintln(w, st.Green(msg))
 		return
 	}
 	fmt.Fprintf(w, "%s %d critical, %d warning, %d info\n", st.Bold("findings:"), r.Count(Critical), r.Count(Warning), r.Count(Info))

@@ -1,0 +1,310 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// DefaultName is the lab name used when none is given.
+const DefaultName = "demo"
+
+// Iface is the name of the veth end inside each lab host.
+const Iface = "lab0"
+
+// Addresses of the two hosts on the lab link. Every lab uses the same ones:
+// the namespaces isolate them.
+const (
+	AddrA = "198.18.0.1"
+	AddrB = "198.18.0.2"
+)
+
+// prefixLen is the length of the lab subnet, 198.18.0.0/24.
+const prefixLen = 24
+
+// MaxNameLen is the longest lab name accepted. With it, lr-NAME-a is at most
+// 15 bytes, so it is a valid interface name as well as a namespace name
+// (IFNAMSIZ is 16 with the NUL): host-side links named after the lab (a
+// bridge for a third host, say) will always fit.
+const MaxNameLen = 10
+
+// ErrNeedRoot is returned by every operation when the process is not root.
+var ErrNeedRoot = errors.New("lab needs root (network namespaces): run with sudo")
+
+// Host names one end of a lab.
+type Host string
+
+// The two hosts of a lab.
+const (
+	A Host = "a"
+	B Host = "b"
+)
+
+// hosts lists both ends in a fixed order; index 0 is a, 1 is b.
+func hosts() [2]Host { return [2]Host{A, B} }
+
+// ParseHost accepts "a" or "b".
+func ParseHost(s string) (Host, error) {
+	switch Host(s) {
+	case A, B:
+		return Host(s), nil
+	}
+	return "", fmt.Errorf("unknown lab host %q (a lab has hosts a and b)", s)
+}
+
+// Addr returns the host's address on the lab link, without prefix length.
+func (h Host) Addr() string {
+	if h == B {
+		return AddrB
+	}
+	return AddrA
+}
+
+// Namespace returns the name of the network namespace of host h of lab name,
+// as `ip netns list` shows it.
+func Namespace(name string, h Host) string { return "lr-" + name + "-" + string(h) }
+
+// ValidateName reports whether name can name a lab: lower-case letters,
+// digits and '-', starting with a letter or digit, at most MaxNameLen long.
+func ValidateName(name string) error {
+	if name == "" {
+		return errors.New("lab name is empty")
+	}
+	if len(name) > MaxNameLen {
+		return fmt.Errorf("lab name %q is %d characters, the limit is %d (so that %s fits an interface name)",
+			name, len(name), MaxNameLen, Namespace("NAME", A))
+	}
+	for i, c := range name {
+		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' && i > 0
+		if !ok {
+			return fmt.Errorf("lab name %q: use lower-case letters, digits and '-', starting with a letter or digit", name)
+		}
+	}
+	return nil
+}
+
+// Scenario names a shape of the lab link.
+type Scenario string
+
+// The scenarios. See Summary for what each one does.
+const (
+	Healthy      Scenario = "healthy"
+	Capped10G    Scenario = "capped-10g"
+	MTUMismatch  Scenario = "mtu-mismatch"
+	SmallBuffers Scenario = "small-buffers"
+)
+
+// Scenarios returns every scenario, the default first.
+func Scenarios() []Scenario { return []Scenario{Healthy, Capped10G, MTUMismatch, SmallBuffers} }
+
+// ParseScenario accepts a scenario name.
+func ParseScenario(s string) (Scenario, error) {
+	for _, sc := range Scenarios() {
+		if string(sc) == s {
+			return sc, nil
+		}
+	}
+	names := make([]string, 0, 4)
+	for _, sc := range Scenarios() {
+		names = append(names, string(sc))
+	}
+	return "", fmt.Errorf("unknown scenario %q (one of %s)", s, strings.Join(names, ", "))
+}
+
+// Summary says in one line what the scenario does to the lab.
+func (s Scenario) Summary() string {
+	switch s {
+	case Healthy:
+		return "MTU 9000 on both ends, no shaping, kernel-default socket buffers"
+	case Capped10G:
+		return "tbf at 10 Gbit/s on both ends' egress (a link or PCIe ceiling)"
+	case MTUMismatch:
+		return "MTU 9000 on a, 1500 on b"
+	case SmallBuffers:
+		return "tcp_rmem and tcp_wmem max 65536 in host b"
+	}
+	return "unknown scenario"
+}
+
+// Rate is a line rate in bits per second.
+type Rate uint64
+
+// Bounds for ParseRate: below 1 Mbit/s nothing in linerate is interesting,
+// and 10 Tbit/s is far beyond any NIC (or veth) that exists.
+const (
+	minRate Rate = 1_000_000
+	maxRate Rate = 10_000_000_000_000
+)
+
+// ParseRate reads a rate written as tc writes bit rates, with SI multipliers:
+// "400mbit", "10gbit", "2.5gbit", or with the unit shortened to one letter,
+// "25G". Bare numbers and "bps" units are refused because tc reads both as
+// bytes per second, a factor of 8 that nobody should have to guess.
+func ParseRate(s string) (Rate, error) {
+	in := strings.ToLower(strings.TrimSpace(s))
+	in = strings.TrimSuffix(in, "/s")
+	i := strings.IndexFunc(in, func(c rune) bool { return (c < '0' || c > '9') && c != '.' })
+	if i == 0 || in == "" {
+		return 0, fmt.Errorf("rate %q: write a number and a unit, e.g. 10gbit, 25G, 400mbit", s)
+	}
+	if i < 0 {
+		return 0, fmt.Errorf("rate %q has no unit (tc would read bytes/s): write e.g. 10gbit or 25G", s)
+	}
+	num, unit := in[:i], strings.TrimSpace(in[i:])
+	mult := map[string]float64{
+		"bit": 1, "k": 1e3, "kbit": 1e3, "m": 1e6, "mbit": 1e6,
+		"g": 1e9, "gbit": 1e9, "t": 1e12, "tbit": 1e12,
+	}[unit]
+	if mult == 0 {
+		if strings.HasSuffix(unit, "bps") || unit == "b" {
+			return 0, fmt.Errorf("rate %q: %q is ambiguous (tc reads it as bytes/s): write e.g. 10gbit", s, unit)
+		}
+		return 0, fmt.Errorf("rate %q: unknown unit %q (use kbit, mbit, gbit, tbit or k, m, g, t)", s, unit)
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0, fmt.Errorf("rate %q: %q is not a number", s, num)
+	}
+	bps := v * mult
+	if math.IsNaN(bps) || bps < float64(minRate) || bps > float64(maxRate) {
+		return 0, fmt.Errorf("rate %q is out of range (%s to %s)", s, minRate, maxRate)
+	}
+	return Rate(math.Round(bps)), nil
+}
+
+// String writes the rate the way ParseRate reads it: "10gbit", "2.5gbit".
+func (r Rate) String() string {
+	units := []struct {
+		div  float64
+		name string
+	}{{1e12, "tbit"}, {1e9, "gbit"}, {1e6, "mbit"}, {1e3, "kbit"}}
+	for _, u := range units {
+		if float64(r) >= u.div {
+			return strconv.FormatFloat(float64(r)/u.div, 'f', -1, 64) + u.name
+		}
+	}
+	return strconv.FormatUint(uint64(r), 10) + "bit"
+}
+
+// MTU limits of a veth device.
+const (
+	minMTU = 68
+	maxMTU = 65535
+)
+
+// Config says which lab to bring up and how to shape it.
+type Config struct {
+	// Name of the lab; "" means DefaultName.
+	Name string
+	// Scenario; "" means Healthy.
+	Scenario Scenario
+	// Rate, when not zero, shapes both ends with tbf at this rate,
+	// whatever the scenario (it replaces capped-10g's 10 Gbit/s).
+	Rate Rate
+	// MTU, when not zero, replaces the scenario's MTU on both ends;
+	// for mtu-mismatch only on a, so that the mismatch stays.
+	MTU int
+
+	// afterStep, when set, is called after each applied change with its
+	// description. Tests use it to kill or interrupt an up half-way.
+	afterStep func(desc string)
+}
+
+// withDefaults fills in the defaults and validates c. It creates nothing.
+func (c Config) withDefaults() (Config, error) {
+	if c.Name == "" {
+		c.Name = DefaultName
+	}
+	if err := ValidateName(c.Name); err != nil {
+		return c, err
+	}
+	if c.Scenario == "" {
+		c.Scenario = Healthy
+	}
+	if _, err := ParseScenario(string(c.Scenario)); err != nil {
+		return c, err
+	}
+	if c.Rate != 0 && (c.Rate < minRate || c.Rate > maxRate) {
+		return c, fmt.Errorf("rate %s is out of range (%s to %s)", c.Rate, minRate, maxRate)
+	}
+	if c.MTU != 0 && (c.MTU < minMTU || c.MTU > maxMTU) {
+		return c, fmt.Errorf("MTU %d is out of range (%d to %d for a veth)", c.MTU, minMTU, maxMTU)
+	}
+	return c, nil
+}
+
+// Sysctls the lab manages, as paths under /proc/sys, with the kernel's
+// defaults. A new namespace copies tcp_rmem/tcp_wmem from the host's current
+// values, not from these defaults, so every scenario writes them explicitly:
+// a lab must not depend on how its host was tuned.
+const (
+	sysctlRmem = "net/ipv4/tcp_rmem"
+	sysctlWmem = "net/ipv4/tcp_wmem"
+)
+
+// kernelDefaults are the values Linux boots with on a machine with enough
+// memory (net/ipv4/tcp.c: tcp_init).
+func kernelDefaults() map[string]string {
+	return map[string]string{
+		sysctlRmem: "4096 131072 6291456",
+		sysctlWmem: "4096 16384 4194304",
+	}
+}
+
+// sysctlName turns "net/ipv4/tcp_rmem" into "net.ipv4.tcp_rmem".
+func sysctlName(path string) string { return strings.ReplaceAll(path, "/", ".") }
+
+// spec is what a lab should look like; index 0 is host a, 1 host b.
+type spec struct {
+	MTU    [2]int
+	Rate   Rate // 0: no shaping
+	Sysctl [2]map[string]string
+}
+
+// The rate of capped-10g.
+const rate10G Rate = 10_000_000_000
+
+// The small-buffers maximum (64 KiB, DESIGN.md) and the scenarios' MTUs.
+const (
+	smallBufferMax = 65536
+	jumboMTU       = 9000
+	plainMTU       = 1500
+)
+
+// spec resolves c (already defaulted) into the wanted shape.
+func (c Config) spec() spec {
+	s := spec{MTU: [2]int{jumboMTU, jumboMTU}}
+	s.Sysctl[0], s.Sysctl[1] = kernelDefaults(), kernelDefaults()
+	switch c.Scenario {
+	case Capped10G:
+		s.Rate = rate10G
+	case MTUMismatch:
+		s.MTU[1] = plainMTU
+	case SmallBuffers:
+		// The default (middle) value must not exceed the maximum, or the
+		// kernel would start every socket above the cap.
+		s.Sysctl[1][sysctlRmem] = fmt.Sprintf("4096 %d %d", smallBufferMax, smallBufferMax)
+		s.Sysctl[1][sysctlWmem] = fmt.Sprintf("4096 16384 %d", smallBufferMax)
+	}
+	if c.Rate != 0 {
+		s.Rate = c.Rate
+	}
+	if c.MTU != 0 {
+		s.MTU[0] = c.MTU
+		if c.Scenario != MTUMismatch {
+			s.MTU[1] = c.MTU
+		}
+	}
+	return s
+}
+
+// requireRoot returns ErrNeedRoot unless the process runs as root.
+func requireRoot() error {
+	if os.Geteuid() != 0 {
+		return ErrNeedRoot
+	}
+	return nil
+}

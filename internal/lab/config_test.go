@@ -1,0 +1,197 @@
+package lab
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+func TestValidateName(t *testing.T) {
+	for _, ok := range []string{"demo", "a", "0", "lab-1", "x-", "abcdefghij"} {
+		if err := ValidateName(ok); err != nil {
+			t.Errorf("ValidateName(%q) = %v, want nil", ok, err)
+		}
+		if ns := Namespace(ok, A); len(ns) > 15 {
+			t.Errorf("Namespace(%q) = %q is longer than an interface name", ok, ns)
+		}
+	}
+	for _, bad := range []string{"", "Demo", "-x", "a_b", "a.b", "a/b", "x y", "abcdefghijk", "é", "../x"} {
+		err := ValidateName(bad)
+		if err == nil {
+			t.Errorf("ValidateName(%q) = nil, want an error", bad)
+			continue
+		}
+		if strings.Contains(err.Error(), "\n") {
+			t.Errorf("ValidateName(%q) error has several lines: %q", bad, err)
+		}
+	}
+}
+
+func TestParseRate(t *testing.T) {
+	for in, want := range map[string]Rate{
+		"10gbit": 10e9, "25G": 25e9, "400mbit": 400e6, "2.5gbit": 2.5e9,
+		"100M": 100e6, "1tbit": 1e12, "10Gbit/s": 10e9, " 40g ": 40e9, "10 gbit": 10e9,
+	} {
+		got, err := ParseRate(in)
+		if err != nil || got != want {
+			t.Errorf("ParseRate(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for in, wantMsg := range map[string]string{
+		"":         "write a number and a unit",
+		"gbit":     "write a number and a unit",
+		"10":       "no unit",
+		"10gbps":   "ambiguous",
+		"10mbps":   "ambiguous",
+		"10b":      "ambiguous",
+		"10x":      "unknown unit",
+		"1.2.3g":   "not a number",
+		"0gbit":    "out of range",
+		"100kbit":  "out of range",
+		"11tbit":   "out of range",
+		"-10gbit":  "write a number and a unit",
+		"10gibit":  "unknown unit",
+		"nangbit":  "write a number and a unit",
+		"1e400g":   "unknown unit",
+		"99999999": "no unit",
+	} {
+		_, err := ParseRate(in)
+		if err == nil || !strings.Contains(err.Error(), wantMsg) {
+			t.Errorf("ParseRate(%q) error = %v, want it to mention %q", in, err, wantMsg)
+		}
+	}
+}
+
+func TestRateString(t *testing.T) {
+	for r, want := range map[Rate]string{
+		10e9: "10gbit", 2.5e9: "2.5gbit", 400e6: "400mbit", 1e12: "1tbit", 1500: "1.5kbit", 999: "999bit",
+	} {
+		if got := r.String(); got != want {
+			t.Errorf("Rate(%d).String() = %q, want %q", uint64(r), got, want)
+		}
+		if r >= minRate {
+			if back, err := ParseRate(want); err != nil || back != r {
+				t.Errorf("ParseRate(%q) = %v, %v; want %v", want, back, err, r)
+			}
+		}
+	}
+}
+
+func TestSpec(t *testing.T) {
+	defs := kernelDefaults()
+	tests := []struct {
+		c      Config
+		mtu    [2]int
+		rate   Rate
+		smallB bool
+	}{
+		{Config{Scenario: Healthy}, [2]int{9000, 9000}, 0, false},
+		{Config{Scenario: Capped10G}, [2]int{9000, 9000}, 10e9, false},
+		{Config{Scenario: Capped10G, Rate: 25e9}, [2]int{9000, 9000}, 25e9, false},
+		{Config{Scenario: MTUMismatch}, [2]int{9000, 1500}, 0, false},
+		{Config{Scenario: MTUMismatch, MTU: 4000}, [2]int{4000, 1500}, 0, false},
+		{Config{Scenario: SmallBuffers, MTU: 1500, Rate: 1e9}, [2]int{1500, 1500}, 1e9, true},
+	}
+	for _, tt := range tests {
+		c, err := tt.c.withDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := c.spec()
+		if s.MTU != tt.mtu || s.Rate != tt.rate {
+			t.Errorf("%+v: MTU %v rate %v, want %v %v", tt.c, s.MTU, s.Rate, tt.mtu, tt.rate)
+		}
+		if s.Sysctl[0][sysctlRmem] != defs[sysctlRmem] || s.Sysctl[0][sysctlWmem] != defs[sysctlWmem] {
+			t.Errorf("%+v: host a sysctls %v, want the kernel defaults", tt.c, s.Sysctl[0])
+		}
+		smallB := s.Sysctl[1][sysctlRmem] == "4096 65536 65536" && s.Sysctl[1][sysctlWmem] == "4096 16384 65536"
+		if smallB != tt.smallB {
+			t.Errorf("%+v: host b sysctls %v", tt.c, s.Sysctl[1])
+		}
+	}
+}
+
+func TestConfigRefused(t *testing.T) {
+	for _, c := range []Config{
+		{Name: "Bad"}, {Scenario: "fast"}, {MTU: 67}, {MTU: 65536}, {Rate: 1},
+	} {
+		if _, err := c.withDefaults(); err == nil {
+			t.Errorf("%+v accepted", c)
+		}
+	}
+	c, err := Config{}.withDefaults()
+	if err != nil || c.Name != DefaultName || c.Scenario != Healthy {
+		t.Errorf("defaults: %+v, %v", c, err)
+	}
+}
+
+func TestLabOfNamespace(t *testing.T) {
+	for ns, want := range map[string]string{
+		"lr-demo-a": "demo", "lr-demo-b": "demo", "lr-x-a-b": "x-a", "lr-demo-c": "", "demo-a": "", "lr--a": "", "lr-Demo-a": "",
+	} {
+		got, ok := labOfNamespace(ns)
+		if got != want && ok || (want != "") != ok {
+			t.Errorf("labOfNamespace(%q) = %q, %v; want %q", ns, got, ok, want)
+		}
+	}
+}
+
+func TestTbfFor(t *testing.T) {
+	tb := tbfFor(3, 10e9)
+	if tb.Rate != 1.25e9 || tb.LinkIndex != 3 {
+		t.Errorf("rate %d B/s on %d, want 1.25e9 on 3", tb.Rate, tb.LinkIndex)
+	}
+	q := qdiscStatus(tb)
+	if q.RateBPS != 10e9 || q.BurstBytes < 2_400_000 || q.BurstBytes > 2_600_000 || q.LimitBytes != 5_000_000 {
+		t.Errorf("10gbit: %+v, want burst 2.5 MB (2 ms) and limit 5 MB", q)
+	}
+	if got := tbfFor(1, 1e6); got.Limit != 2*minBurst {
+		t.Errorf("1mbit limit %d, want twice the minimum burst", got.Limit)
+	}
+	if got := tbfFor(1, maxRate); got.Limit != 2*maxBurst {
+		t.Errorf("10tbit limit %d, want twice the maximum burst", got.Limit)
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	if c, ok := ExitCode(nil); c != 0 || !ok {
+		t.Errorf("nil: %d %v", c, ok)
+	}
+	if _, ok := ExitCode(errors.New("x")); ok {
+		t.Error("a non-exit error was taken for an exit status")
+	}
+	if c, ok := ExitCode(exec.Command("sh", "-c", "exit 7").Run()); c != 7 || !ok {
+		t.Errorf("exit 7: %d %v", c, ok)
+	}
+	if c, ok := ExitCode(exec.Command("sh", "-c", "kill -TERM $$").Run()); c != 143 || !ok {
+		t.Errorf("SIGTERM: %d %v", c, ok)
+	}
+}
+
+// TestBadNamesCreateNothing needs no root: names are refused first.
+func TestBadNamesCreateNothing(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("LINERATE_STATE_DIR", dir)
+	for _, bad := range []string{"Bad", "toolongname1", "a_b", "-x", "../x"} {
+		_, err := Up(t.Context(), Config{Name: bad})
+		if err == nil || errors.Is(err, ErrNeedRoot) {
+			t.Errorf("Up(%q) = %v, want a name error", bad, err)
+		}
+		if _, err := Down(t.Context(), bad); err == nil {
+			t.Errorf("Down(%q) accepted the name", bad)
+		}
+		if err := Start(bad, A, exec.Command("true")); err == nil {
+			t.Errorf("Start(%q) accepted the name", bad)
+		}
+		for _, h := range hosts() {
+			if _, err := os.Lstat(nsPath(Namespace(bad, h))); err == nil {
+				t.Errorf("Up(%q) created %s", bad, nsPath(Namespace(bad, h)))
+			}
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("the state directory is not empty after refused names: %v", ents)
+	}
+}

@@ -1,0 +1,711 @@
+package lab
+
+// End-to-end tests: real namespaces, veth, tbf and sysctls, as root. Each
+// test uses its own lab name and state directory and removes its lab. All
+// traffic stays inside the test's own lab (198.18.0.0/24).
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// needRoot skips a test without root, except in CI, where skipping would
+// hide that the end-to-end tests never ran.
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("the lab tests need root (network namespaces) and CI=true: run them with sudo")
+	}
+	t.Skip("needs root (network namespaces)")
+}
+
+// newLab prepares a test of the labs names: root, a private state
+// directory, and a cleanup that removes the labs and checks that nothing is
+// left.
+func newLab(t *testing.T, names ...string) string {
+	t.Helper()
+	needRoot(t)
+	dir := t.TempDir()
+	t.Setenv("LINERATE_STATE_DIR", dir)
+	t.Cleanup(func() {
+		for _, name := range names {
+			if _, err := Down(context.Background(), name); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
+			assertGone(t, dir, name)
+		}
+	})
+	return dir
+}
+
+// assertGone checks that lab name has no namespace and no record.
+func assertGone(t *testing.T, stateDir, name string) {
+	t.Helper()
+	for _, h := range hosts() {
+		if _, err := os.Lstat(nsPath(Namespace(name, h))); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s still exists (%v)", nsPath(Namespace(name, h)), err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(stateDir, "lab", name+".json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("record of %s still exists (%v)", name, err)
+	}
+}
+
+// readBack is what the kernel says about one host, read through netlink and
+// /proc/sys inside the namespace, independently of Status.
+type readBack struct {
+	mtu     int
+	index   int
+	up, lo  bool
+	addrs   []string
+	qdisc   netlink.Qdisc
+	sysctls map[string]string
+}
+
+func read(t *testing.T, name string, h Host) readBack {
+	t.Helper()
+	c, err := dial(Namespace(name, h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l, err := c.nl.LinkByName(Iface)
+	if err != nil {
+		t.Fatalf("%s in %s: %v", Iface, c.ns, err)
+	}
+	lo, err := c.nl.LinkByName("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb := readBack{mtu: l.Attrs().MTU, index: l.Attrs().Index, up: isUp(l), lo: isUp(lo)}
+	as, err := c.nl.AddrList(l, netlink.FAMILY_V4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range as {
+		rb.addrs = append(rb.addrs, a.IPNet.String())
+	}
+	if rb.qdisc, err = c.rootQdisc(l); err != nil {
+		t.Fatal(err)
+	}
+	if rb.sysctls, err = readSysctls(c.ns, managedSysctls()); err != nil {
+		t.Fatal(err)
+	}
+	return rb
+}
+
+func up(t *testing.T, c Config) *UpResult {
+	t.Helper()
+	res, err := Up(t.Context(), c)
+	if err != nil {
+		t.Fatalf("Up(%+v): %v", c, err)
+	}
+	return res
+}
+
+func TestScenarios(t *testing.T) {
+	defs := kernelDefaults()
+	small := map[string]string{sysctlRmem: "4096 65536 65536", sysctlWmem: "4096 16384 65536"}
+	tests := []struct {
+		name     string
+		c        Config
+		mtu      [2]int
+		rate     uint64 // bytes/s of the tbf on both ends, 0 for none
+		sysctlsB map[string]string
+	}{
+		{"t-healthy", Config{Scenario: Healthy}, [2]int{9000, 9000}, 0, defs},
+		{"t-capped", Config{Scenario: Capped10G}, [2]int{9000, 9000}, 1_250_000_000, defs},
+		{"t-mtu", Config{Scenario: MTUMismatch}, [2]int{9000, 1500}, 0, defs},
+		{"t-small", Config{Scenario: SmallBuffers}, [2]int{9000, 9000}, 0, small},
+		// 40 Gbit/s is 5e9 B/s, past 32 bits: tbf needs TCA_TBF_RATE64.
+		{"t-rate", Config{Scenario: MTUMismatch, Rate: 40e9, MTU: 4000}, [2]int{4000, 1500}, 5_000_000_000, defs},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.c.Scenario)+"/"+tt.name, func(t *testing.T) {
+			newLab(t, tt.name)
+			tt.c.Name = tt.name
+			res := up(t, tt.c)
+			if !res.Created || res.Unchanged() {
+				t.Errorf("first up: created=%v changes=%v", res.Created, res.Changes)
+			}
+			for i, h := range hosts() {
+				rb := read(t, tt.name, h)
+				if rb.mtu != tt.mtu[i] {
+					t.Errorf("%s: MTU %d, want %d", h, rb.mtu, tt.mtu[i])
+				}
+				if !rb.up || !rb.lo {
+					t.Errorf("%s: lab0 up %v, lo up %v; want both up", h, rb.up, rb.lo)
+				}
+				if want := h.Addr() + "/24"; len(rb.addrs) != 1 || rb.addrs[0] != want {
+					t.Errorf("%s: addresses %v, want [%s]", h, rb.addrs, want)
+				}
+				tbf, isTbf := rb.qdisc.(*netlink.Tbf)
+				switch {
+				case tt.rate == 0 && !isDefaultQdisc(rb.qdisc):
+					t.Errorf("%s: root qdisc %v, want none", h, rb.qdisc)
+				case tt.rate != 0 && (!isTbf || tbf.Rate != tt.rate):
+					t.Errorf("%s: root qdisc %v, want tbf at %d B/s", h, rb.qdisc, tt.rate)
+				}
+				want := defs
+				if h == B {
+					want = tt.sysctlsB
+				}
+				for p, v := range want {
+					if rb.sysctls[p] != v {
+						t.Errorf("%s: %s = %q, want %q", h, sysctlName(p), rb.sysctls[p], v)
+					}
+				}
+			}
+			// The link carries traffic between the two hosts.
+			echo(t, tt.name)
+		})
+	}
+}
+
+// echo sends a message from host a to host b over TCP and reads it back.
+// The sockets are made on threads inside the namespaces; once made, they
+// keep their namespace wherever the goroutine runs.
+func echo(t *testing.T, name string) {
+	t.Helper()
+	var ln net.Listener
+	err := inNS(Namespace(name, B), func() (err error) {
+		ln, err = net.Listen("tcp4", AddrB+":0")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.Copy(c, c)
+	}()
+	var conn net.Conn
+	err = inNS(Namespace(name, A), func() (err error) {
+		conn, err = net.DialTimeout("tcp4", ln.Addr().String(), 5*time.Second)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("connecting a to b in lab %s: %v", name, err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	msg := []byte("hello from " + name)
+	if _, err := conn.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(msg))
+	if _, err := io.ReadFull(conn, got); err != nil || !bytes.Equal(got, msg) {
+		t.Fatalf("echo in lab %s: %q, %v", name, got, err)
+	}
+}
+
+// TestCapped10GIperf3 measures the 10 Gbit/s cap with iperf3 inside the lab.
+// Every run must stay under 10.1 Gbit/s (the cap holds); the best of three
+// must reach 9.0 (the cap, not the machine, is the limit). Three tries,
+// because on a 2-core machine another process can steal a core for a run.
+func TestCapped10GIperf3(t *testing.T) {
+	const name = "t-iperf"
+	newLab(t, name)
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Fatal("iperf3 is not installed: apt-get install -y iperf3")
+	}
+	up(t, Config{Name: name, Scenario: Capped10G})
+	best := 0.0
+	for try := 1; try <= 3 && best < 9.0; try++ {
+		gbps := iperf3(t, name, 5)
+		t.Logf("try %d: %.2f Gbit/s", try, gbps)
+		if gbps > 10.1 {
+			t.Fatalf("capped-10g carried %.2f Gbit/s, more than 10.1", gbps)
+		}
+		best = max(best, gbps)
+	}
+	if best < 9.0 {
+		// Say whether the cap or the machine was the limit: unshaped, a
+		// veth on an idle 2-core VM carries 13-15 Gbit/s.
+		up(t, Config{Name: name, Scenario: Healthy})
+		t.Errorf("capped-10g carried at best %.2f Gbit/s, want 9.0 to 10.1 (unshaped the lab now carries %.2f Gbit/s: below about 10.5 the machine is too busy to show the cap)",
+			best, iperf3(t, name, 5))
+	}
+}
+
+// iperf3 runs one iperf3 test from a to b and returns the received rate.
+func iperf3(t *testing.T, name string, seconds int) float64 {
+	t.Helper()
+	srv := exec.Command("iperf3", "-s", "-1", "-B", AddrB)
+	if err := Start(name, B, srv); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		srv.Process.Kill()
+		srv.Wait()
+	}()
+	type result struct {
+		Error string `json:"error"`
+		End   struct {
+			SumReceived struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_received"`
+		} `json:"end"`
+	}
+	var res result
+	for attempt := 0; ; attempt++ {
+		res = result{}
+		var out, stderr bytes.Buffer
+		cli := exec.Command("iperf3", "-c", AddrB, "-t", fmt.Sprint(seconds), "-J")
+		cli.Stdout, cli.Stderr = &out, &stderr
+		if err := Start(name, A, cli); err != nil {
+			t.Fatal(err)
+		}
+		// iperf3 3.12 exits 0 even when it could not connect: the JSON
+		// "error" field is what tells.
+		werr := cli.Wait()
+		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+			t.Fatalf("iperf3 client: %v, output %v: %s %s", werr, err, out.String(), stderr.String())
+		}
+		// The server may not listen yet.
+		if strings.Contains(res.Error, "unable to connect") && attempt < 50 {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		if werr != nil || res.Error != "" || res.End.SumReceived.BitsPerSecond == 0 {
+			t.Fatalf("iperf3 client: %v, error %q: %s", werr, res.Error, stderr.String())
+		}
+		break
+	}
+	return res.End.SumReceived.BitsPerSecond / 1e9
+}
+
+func TestUpIdempotent(t *testing.T) {
+	const name = "t-idem"
+	dir := newLab(t, name)
+	c := Config{Name: name, Scenario: SmallBuffers, Rate: 1e9}
+	up(t, c)
+	rec := filepath.Join(dir, "lab", name+".json")
+	before, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st1 unix.Stat_t
+	unix.Stat(rec, &st1)
+	res := up(t, c)
+	if !res.Unchanged() || res.Created {
+		t.Errorf("second up: created=%v changes=%v, want unchanged", res.Created, res.Changes)
+	}
+	after, _ := os.ReadFile(rec)
+	var st2 unix.Stat_t
+	unix.Stat(rec, &st2)
+	if !bytes.Equal(before, after) || st1.Ino != st2.Ino {
+		t.Error("an unchanged up rewrote the record")
+	}
+	var r record
+	if err := json.Unmarshal(after, &r); err != nil || r.Phase != phaseUp || r.Scenario != SmallBuffers || r.RateBPS != 1e9 {
+		t.Errorf("record %+v, %v", r, err)
+	}
+}
+
+func nsInode(t *testing.T, ns string) uint64 {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(nsPath(ns), &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ino
+}
+
+func TestReshape(t *testing.T) {
+	const name = "t-reshape"
+	newLab(t, name)
+	up(t, Config{Name: name})
+	inoA, inoB := nsInode(t, Namespace(name, A)), nsInode(t, Namespace(name, B))
+	idx := read(t, name, A).index
+
+	steps := []struct {
+		c     Config
+		mtu   [2]int
+		rate  uint64
+		small bool
+	}{
+		{Config{Scenario: Capped10G, MTU: 4000}, [2]int{4000, 4000}, 1_250_000_000, false},
+		{Config{Scenario: Capped10G, Rate: 25e9, MTU: 4000}, [2]int{4000, 4000}, 3_125_000_000, false},
+		{Config{Scenario: SmallBuffers}, [2]int{9000, 9000}, 0, true},
+		{Config{Scenario: MTUMismatch}, [2]int{9000, 1500}, 0, false},
+		{Config{Scenario: Healthy}, [2]int{9000, 9000}, 0, false},
+	}
+	for _, s := range steps {
+		s.c.Name = name
+		res := up(t, s.c)
+		if res.Created || res.Unchanged() {
+			t.Errorf("%+v: created=%v changes=%v, want a reshape", s.c, res.Created, res.Changes)
+		}
+		for _, ch := range res.Changes {
+			if strings.Contains(ch, "create") || strings.Contains(ch, "delete") {
+				t.Errorf("%+v: reshape recreated something: %s", s.c, ch)
+			}
+		}
+		for i, h := range hosts() {
+			rb := read(t, name, h)
+			if rb.mtu != s.mtu[i] {
+				t.Errorf("%+v: %s MTU %d, want %d", s.c, h, rb.mtu, s.mtu[i])
+			}
+			tbf, isTbf := rb.qdisc.(*netlink.Tbf)
+			if s.rate == 0 && !isDefaultQdisc(rb.qdisc) || s.rate != 0 && (!isTbf || tbf.Rate != s.rate) {
+				t.Errorf("%+v: %s qdisc %v, want rate %d B/s", s.c, h, rb.qdisc, s.rate)
+			}
+			small := rb.sysctls[sysctlRmem] == "4096 65536 65536"
+			if small != (s.small && h == B) {
+				t.Errorf("%+v: %s tcp_rmem %q", s.c, h, rb.sysctls[sysctlRmem])
+			}
+		}
+		if again := up(t, s.c); !again.Unchanged() {
+			t.Errorf("%+v: the up after a reshape changed %v", s.c, again.Changes)
+		}
+	}
+	if nsInode(t, Namespace(name, A)) != inoA || nsInode(t, Namespace(name, B)) != inoB || read(t, name, A).index != idx {
+		t.Error("reshaping recreated a namespace or the veth")
+	}
+	echo(t, name)
+}
+
+func TestDown(t *testing.T) {
+	const name = "t-down"
+	dir := newLab(t, name)
+	up(t, Config{Name: name, Scenario: Capped10G})
+	// Hold namespace a open, as a process left inside it would: down must
+	// still remove the veth, not just the name.
+	held, err := os.Open(nsPath(Namespace(name, A)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+
+	res, err := Down(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Removed) != 3 {
+		t.Errorf("removed %v, want two namespaces and the record", res.Removed)
+	}
+	assertGone(t, dir, name)
+	err = onThread(func() error { return unix.Setns(int(held.Fd()), unix.CLONE_NEWNET) }, func() error {
+		if _, err := net.InterfaceByName(Iface); err == nil {
+			return fmt.Errorf("%s still exists in the removed namespace", Iface)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+	res, err = Down(t.Context(), name)
+	if err != nil || len(res.Removed) != 0 {
+		t.Errorf("second down: %+v, %v; want nothing removed and no error", res, err)
+	}
+	rep, err := Status(t.Context(), name)
+	if err != nil || len(rep.Labs) != 1 || rep.Labs[0].Exists {
+		t.Errorf("status after down: %+v, %v", rep, err)
+	}
+}
+
+// startHelper runs this test binary as a helper (see TestMain) and waits
+// until it prints "paused".
+func startHelper(t *testing.T, mode string, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), helperEnv+"="+mode)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	paused := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if sc.Text() == "paused" {
+				paused <- true
+				break
+			}
+		}
+		io.Copy(io.Discard, out)
+		paused <- false
+	}()
+	select {
+	case ok := <-paused:
+		if !ok {
+			cmd.Wait()
+			t.Fatalf("helper %s ended without pausing: %s", mode, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("helper %s did not pause", mode)
+	}
+	return cmd, &stderr
+}
+
+func TestKilledUpIsCleanedByDown(t *testing.T) {
+	const name = "t-killed"
+	dir := newLab(t, name)
+	cmd, _ := startHelper(t, "up-pause", name, "create namespace "+Namespace(name, A))
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+
+	if st, _ := probeNS(nsPath(Namespace(name, A))); st != nsPinned {
+		t.Fatalf("the killed up did not leave %s behind; the test proves nothing", Namespace(name, A))
+	}
+	rec, err := readRecord(filepath.Join(dir, "lab"), name)
+	if err != nil || rec == nil || rec.Phase != phaseCreating {
+		t.Errorf("record after kill: %+v, %v; want phase %q", rec, err, phaseCreating)
+	}
+	rep, err := Status(t.Context(), name)
+	if err != nil || len(rep.Labs) != 1 || len(rep.Labs[0].Problems) == 0 {
+		t.Errorf("status of a half-made lab shows no problem: %+v, %v", rep, err)
+	}
+	res, err := Down(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Removed) != 2 {
+		t.Errorf("removed %v, want namespace a and the record", res.Removed)
+	}
+	assertGone(t, dir, name)
+}
+
+func TestKilledUpWithoutRecord(t *testing.T) {
+	const name = "t-norec"
+	dir := newLab(t, name)
+	cmd, _ := startHelper(t, "up-pause", name, "create veth")
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	// Lose the record too, as with another LINERATE_STATE_DIR: down finds
+	// the lab by its namespace names.
+	os.Remove(filepath.Join(dir, "lab", name+".json"))
+	if _, err := Down(t.Context(), name); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, dir, name)
+}
+
+func TestInterruptedUpLeavesNothing(t *testing.T) {
+	const name = "t-sigint"
+	dir := newLab(t, name)
+	cmd, stderr := startHelper(t, "up-pause", name, "create veth")
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if code, _ := ExitCode(err); code != 2 || !strings.Contains(stderr.String(), "removed what it had created") {
+		t.Errorf("interrupted up: exit %d, stderr %q", code, stderr.String())
+	}
+	assertGone(t, dir, name)
+}
+
+func TestTwoLabsCoexist(t *testing.T) {
+	newLab(t, "t-one", "t-two")
+	up(t, Config{Name: "t-one", Scenario: MTUMismatch})
+	up(t, Config{Name: "t-two", Scenario: Capped10G})
+	if m := read(t, "t-one", B).mtu; m != 1500 {
+		t.Errorf("t-one b MTU %d, want 1500", m)
+	}
+	if m := read(t, "t-two", B).mtu; m != 9000 {
+		t.Errorf("t-two b MTU %d, want 9000", m)
+	}
+	echo(t, "t-one")
+	echo(t, "t-two")
+	rep, err := Status(t.Context(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, l := range rep.Labs {
+		found[l.Name] = l.Exists && len(l.Problems) == 0
+	}
+	if !found["t-one"] || !found["t-two"] {
+		t.Errorf("status of all labs: %+v", rep.Labs)
+	}
+	if _, err := Down(t.Context(), "t-one"); err != nil {
+		t.Fatal(err)
+	}
+	echo(t, "t-two")
+}
+
+func TestStatus(t *testing.T) {
+	const name = "t-status"
+	newLab(t, name)
+	up(t, Config{Name: name, Scenario: SmallBuffers, Rate: 25e9})
+	rep, err := Status(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := rep.Labs[0]
+	if !l.Exists || l.Scenario != SmallBuffers || l.Rate != "25gbit" || l.Phase != phaseUp || len(l.Problems) != 0 {
+		t.Errorf("lab status %+v", l)
+	}
+	for _, h := range l.Hosts {
+		var lab0 *LinkStatus
+		for i := range h.Links {
+			if h.Links[i].Name == Iface {
+				lab0 = &h.Links[i]
+			}
+		}
+		if lab0 == nil || lab0.MTU != 9000 || !lab0.Up || lab0.Qdisc.Kind != "tbf" || lab0.Qdisc.RateBPS != 25e9 ||
+			len(lab0.Addrs) != 1 || lab0.Addrs[0] != h.Host.Addr()+"/24" {
+			t.Errorf("%s: lab0 %+v", h.Host, lab0)
+		}
+		wantSysctls := 0
+		if h.Host == B {
+			wantSysctls = 2
+		}
+		if len(h.Sysctls) != wantSysctls {
+			t.Errorf("%s: changed sysctls %v, want %d", h.Host, h.Sysctls, wantSysctls)
+		}
+	}
+	if got := l.Hosts[1].Sysctls["net.ipv4.tcp_rmem"].Value; got != "4096 65536 65536" {
+		t.Errorf("b tcp_rmem %q", got)
+	}
+	var text bytes.Buffer
+	rep.WriteText(&text)
+	for _, want := range []string{"scenario small-buffers", "tbf 25gbit", "net.ipv4.tcp_wmem = 4096 16384 65536"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("status text lacks %q:\n%s", want, text.String())
+		}
+	}
+}
+
+func TestExecSeesTheHost(t *testing.T) {
+	const name = "t-exec"
+	newLab(t, name)
+	up(t, Config{Name: name, MTU: 4321})
+	var out bytes.Buffer
+	cmd := exec.Command("sh", "-c", "cat /sys/class/net/lab0/mtu; ls /sys/class/net")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := Start(name, A, cmd); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if got := strings.Fields(out.String()); strings.Join(got, " ") != "4321 lab0 lo" {
+		t.Errorf("inside host a: %q, want the MTU 4321 and only lab0 and lo", out.String())
+	}
+	// The sysfs mount stayed in the command's mount namespace.
+	if _, err := os.Stat("/sys/class/net/lo"); err != nil {
+		t.Errorf("the host's /sys changed: %v", err)
+	}
+	cmd = exec.Command("sh", "-c", "exit 3")
+	if err := Start(name, B, cmd); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := ExitCode(cmd.Wait()); code != 3 {
+		t.Errorf("exit status %d, want 3", code)
+	}
+	if err := Start("t-nolab", A, exec.Command("true")); err == nil || !strings.Contains(err.Error(), "lab up --name t-nolab") {
+		t.Errorf("Start in a missing lab: %v", err)
+	}
+}
+
+func TestRunDemo(t *testing.T) {
+	const name = "t-run"
+	dir := newLab(t, name)
+	t.Setenv(helperEnv, "doctor") // the lab hosts run this binary as doctor
+	out := filepath.Join(t.TempDir(), "demo")
+	var progress bytes.Buffer
+	res, err := Run(t.Context(), RunConfig{
+		Lab: Config{Name: name, Scenario: MTUMismatch}, OutDir: out, Self: os.Args[0], Progress: &progress,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, dir, name)
+	want := map[string]string{
+		"doctor on a": StepFindings, "doctor on b": StepFailed, "bench": StepSkipped,
+		"tune": StepSkipped, "bench after tune": StepSkipped, "report": StepSkipped,
+	}
+	if len(res.Steps) != len(want) {
+		t.Fatalf("steps %+v", res.Steps)
+	}
+	for _, s := range res.Steps {
+		if s.Status != want[s.Name] {
+			t.Errorf("step %s: %s (%s), want %s", s.Name, s.Status, s.Detail, want[s.Name])
+		}
+	}
+	if got := res.Failed(); len(got) != 1 || !strings.Contains(res.Steps[1].Detail, `unknown command "doctor"`) {
+		t.Errorf("failed %v, detail %q", got, res.Steps[1].Detail)
+	}
+	a, _ := os.ReadFile(filepath.Join(out, "doctor-a.txt"))
+	b, _ := os.ReadFile(filepath.Join(out, "doctor-b.txt"))
+	if !strings.Contains(string(a), "args doctor --iface lab0 --peer 198.18.0.2\nmtu 9000") ||
+		!strings.Contains(string(b), "args doctor --iface lab0\nmtu 1500") {
+		t.Errorf("doctor outputs:\n%s\n%s", a, b)
+	}
+	for _, f := range []string{"lab-up.txt", "lab-up.json", "summary.json"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, line := range []string{"skipped: bench (not built yet)", "failed: doctor on b: ", "findings: doctor on a", "lab t-run is down"} {
+		if !strings.Contains(progress.String(), line) {
+			t.Errorf("progress lacks %q:\n%s", line, progress.String())
+		}
+	}
+
+	// The demo refuses a lab that exists: it would remove it at the end.
+	up(t, Config{Name: name})
+	if _, err := Run(t.Context(), RunConfig{Lab: Config{Name: name}, OutDir: out, Self: os.Args[0]}); err == nil {
+		t.Error("the demo took over an existing lab")
+	}
+}
+
+func TestRunInterrupted(t *testing.T) {
+	const name = "t-runint"
+	dir := newLab(t, name)
+	t.Setenv(helperEnv, "doctor-hang")
+	out := filepath.Join(t.TempDir(), "demo")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		// Cancel once the first step runs inside the lab, as Ctrl-C would.
+		for !bytes.Contains(must(os.ReadFile(filepath.Join(out, "doctor-a.txt"))), []byte("started")) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		cancel()
+	}()
+	res, err := Run(ctx, RunConfig{Lab: Config{Name: name}, OutDir: out, Self: os.Args[0]})
+	if err == nil || !errors.Is(err, context.Canceled) {
+		t.Errorf("interrupted demo returned %v", err)
+	}
+	assertGone(t, dir, name)
+	if res == nil || len(res.Steps) == 0 || res.Steps[0].Status != StepCancelled || res.Steps[1].Status != StepCancelled {
+		t.Errorf("steps of an interrupted demo: %+v", res)
+	}
+}
+
+func must(b []byte, _ error) []byte { return b }

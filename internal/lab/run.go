@@ -1,0 +1,306 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// RunSchema names the JSON summary the demo writes to its output directory.
+const RunSchema = "linerate.lab-run/v1"
+
+// RunConfig says how to run the demo.
+type RunConfig struct {
+	// Lab is the lab the demo brings up and removes. It must not exist.
+	Lab Config
+	// OutDir receives one file per step and summary.json;
+	// "" means ./linerate-demo-<timestamp>.
+	OutDir string
+	// Self is the linerate binary run inside the lab hosts;
+	// "" means /proc/self/exe, this very binary.
+	Self string
+	// Progress receives one line per step as it happens; nil discards.
+	Progress io.Writer
+}
+
+// Step outcomes.
+const (
+	StepOK        = "ok"        // the step worked and found nothing
+	StepFindings  = "findings"  // the step worked and found something (exit 1)
+	StepFailed    = "failed"    // the step did not work
+	StepSkipped   = "skipped"   // the step is not built yet
+	StepCancelled = "cancelled" // interrupted before or while running
+)
+
+// StepResult is the outcome of one step of the demo.
+type StepResult struct {
+	Name    string  `json:"name"`
+	Status  string  `json:"status"`
+	Detail  string  `json:"detail,omitempty"`
+	Output  string  `json:"output,omitempty"`
+	Seconds float64 `json:"seconds"`
+}
+
+// RunResult is what the demo did; it is also written to OutDir/summary.json.
+type RunResult struct {
+	Schema   string       `json:"schema"`
+	Lab      string       `json:"lab"`
+	Scenario Scenario     `json:"scenario"`
+	OutDir   string       `json:"out_dir"`
+	Steps    []StepResult `json:"steps"`
+}
+
+// Failed lists the steps that failed.
+func (r *RunResult) Failed() []string {
+	var out []string
+	for _, s := range r.Steps {
+		if s.Status == StepFailed {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// step is one stage of the demo. A nil run means the stage is not built yet:
+// filling one in is all it takes to add it to the demo.
+type step struct {
+	name string
+	file string // output file name in OutDir
+	run  func(ctx context.Context, d *demo, out io.Writer) (findings bool, err error)
+}
+
+// demoSteps is the demo, in order, between bringing the lab up and down.
+func demoSteps() []step {
+	return []step{
+		{"doctor on a", "doctor-a.txt", linerateIn(A, "doctor", "--iface", Iface, "--peer", AddrB)},
+		{"doctor on b", "doctor-b.txt", linerateIn(B, "doctor", "--iface", Iface)},
+		{"bench", "bench.txt", nil},
+		{"tune", "tune.txt", nil},
+		{"bench after tune", "bench-tuned.txt", nil},
+		{"report", "report.txt", nil},
+	}
+}
+
+// demo is what the steps share.
+type demo struct {
+	name string
+	self string
+}
+
+// linerateIn runs `linerate ARGS` inside host h. Exit 1 means the command
+// worked and found something (DESIGN.md's exit codes); other non-zero exits
+// are failures, described by the last line the command wrote to stderr.
+func linerateIn(h Host, args ...string) func(context.Context, *demo, io.Writer) (bool, error) {
+	return func(ctx context.Context, d *demo, out io.Writer) (bool, error) {
+		cmd := exec.CommandContext(ctx, d.self, args...)
+		var stderr bytes.Buffer
+		cmd.Stdout = out
+		cmd.Stderr = io.MultiWriter(out, &stderr)
+		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+		cmd.WaitDelay = 5 * time.Second
+		if err := Start(d.name, h, cmd); err != nil {
+			return false, err
+		}
+		err := cmd.Wait()
+		code, ok := ExitCode(err)
+		switch {
+		case !ok:
+			return false, err
+		case code == 0:
+			return false, nil
+		case code == 1:
+			return true, nil
+		}
+		msg := lastLine(stderr.String())
+		if msg == "" {
+			msg = "no message"
+		}
+		return false, fmt.Errorf("linerate %s exited %d: %s", args[0], code, msg)
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// Run runs the demo: it brings lab rc.Lab up, runs each step with its
+// output in a file of rc.OutDir, and brings the lab down again, also when a
+// step fails or ctx is cancelled. A failed step does not stop the demo: the
+// result says which ones failed. The error is about the demo itself (the lab
+// could not be made, the output could not be written, ctx was cancelled).
+func Run(ctx context.Context, rc RunConfig) (res *RunResult, err error) {
+	c, err := rc.Lab.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := requireRoot(); err != nil {
+		return nil, err
+	}
+	progress := rc.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	d := &demo{name: c.Name, self: rc.Self}
+	if d.self == "" {
+		d.self = "/proc/self/exe"
+	}
+	dir := rc.OutDir
+	if dir == "" {
+		dir = "linerate-demo-" + time.Now().Format("20060102-150405")
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return nil, err
+	}
+	if exists, err := labExists(c.Name); err != nil {
+		return nil, err
+	} else if exists {
+		return nil, fmt.Errorf("lab %s already exists and the demo removes its lab when done: pass another --name, or run 'linerate lab down --name %s' first", c.Name, c.Name)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating the output directory: %w", err)
+	}
+	res = &RunResult{Schema: RunSchema, Lab: c.Name, Scenario: c.Scenario, OutDir: dir, Steps: []StepResult{}}
+
+	up, err := Up(ctx, c)
+	if err != nil {
+		return res, err
+	}
+	fmt.Fprintf(progress, "lab %s is up (scenario %s)\n", c.Name, c.Scenario)
+	defer func() {
+		// The lab goes whatever happened, with a context of its own:
+		// ctx may be the reason we are leaving.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if werr := writeSummary(res); werr != nil {
+			err = errors.Join(err, werr)
+		}
+		if _, derr := Down(dctx, c.Name); derr != nil {
+			err = errors.Join(err, derr)
+			return
+		}
+		fmt.Fprintf(progress, "lab %s is down\n", c.Name)
+	}()
+	if err := writeLabFile(ctx, filepath.Join(dir, "lab-up.txt"), up); err != nil {
+		return res, err
+	}
+
+	for _, st := range demoSteps() {
+		sr := runStep(ctx, d, dir, st)
+		res.Steps = append(res.Steps, sr)
+		switch sr.Status {
+		case StepSkipped:
+			fmt.Fprintf(progress, "skipped: %s (not built yet)\n", sr.Name)
+		case StepFailed:
+			fmt.Fprintf(progress, "failed: %s: %s (output in %s)\n", sr.Name, sr.Detail, sr.Output)
+		default:
+			fmt.Fprintf(progress, "%s: %s (output in %s)\n", sr.Status, sr.Name, sr.Output)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("demo interrupted: %w", context.Cause(ctx))
+	}
+	return res, nil
+}
+
+// runStep runs one step with its output in dir/st.file.
+func runStep(ctx context.Context, d *demo, dir string, st step) StepResult {
+	sr := StepResult{Name: st.name}
+	if st.run == nil {
+		sr.Status, sr.Detail = StepSkipped, "not built yet"
+		return sr
+	}
+	if ctx.Err() != nil {
+		sr.Status = StepCancelled
+		return sr
+	}
+	sr.Output = filepath.Join(dir, st.file)
+	f, err := os.Create(sr.Output)
+	if err != nil {
+		sr.Status, sr.Detail = StepFailed, err.Error()
+		return sr
+	}
+	start := time.Now()
+	findings, err := st.run(ctx, d, f)
+	sr.Seconds = time.Since(start).Round(time.Millisecond).Seconds()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case ctx.Err() != nil:
+		sr.Status = StepCancelled
+	case err != nil:
+		sr.Status, sr.Detail = StepFailed, err.Error()
+	case findings:
+		sr.Status = StepFindings
+	default:
+		sr.Status = StepOK
+	}
+	return sr
+}
+
+// labExists reports whether any namespace or record of lab name exists.
+func labExists(name string) (bool, error) {
+	for _, ns := range labNamespaces(name) {
+		st, err := probeNS(nsPath(ns))
+		if err != nil || st != nsAbsent {
+			return true, err
+		}
+	}
+	dir, err := labDir()
+	if err != nil {
+		return false, err
+	}
+	rec, err := readRecord(dir, name)
+	return rec != nil, err
+}
+
+// writeLabFile records what up did and the lab it made.
+func writeLabFile(ctx context.Context, path string, up *UpResult) error {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "linerate lab up --name %s --scenario %s\n", up.Name, up.Scenario)
+	for _, ch := range up.Changes {
+		fmt.Fprintf(&b, "  %s\n", ch)
+	}
+	b.WriteByte('\n')
+	rep, err := Status(ctx, up.Name)
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteText(&b); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	jpath := strings.TrimSuffix(path, ".txt") + ".json"
+	if err := os.WriteFile(jpath, append(js, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", jpath, err)
+	}
+	return nil
+}
+
+func writeSummary(res *RunResult) error {
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(res.OutDir, "summary.json")
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,476 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// UpResult says what Up did.
+type UpResult struct {
+	Name     string   `json:"name"`
+	Scenario Scenario `json:"scenario"`
+	// Created is true when the lab did not exist (or was incomplete) and
+	// Up built it, false when it reshaped or left an existing lab.
+	Created bool `json:"created"`
+	// Changes lists what Up changed, in order; empty means unchanged.
+	Changes []string `json:"changes"`
+	// Record is the path of the lab's state file.
+	Record string `json:"record"`
+}
+
+// Unchanged reports whether Up found the lab already as asked.
+func (r *UpResult) Unchanged() bool { return len(r.Changes) == 0 }
+
+// Up brings lab c.Name up shaped as c asks, or reshapes it in place if it
+// exists: it changes only what differs (MTUs, qdiscs, sysctls, a missing
+// address or link) and never recreates namespaces that are there.
+//
+// If ctx is cancelled or a step fails while Up is creating the lab, it
+// removes everything it made before returning. If the lab existed before,
+// it leaves it as far as it got and says so.
+func Up(ctx context.Context, c Config) (*UpResult, error) {
+	c, err := c.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := requireRoot(); err != nil {
+		return nil, err
+	}
+	dir, err := labDir()
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := lockLabs(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	rec, err := readRecord(dir, c.Name)
+	if err != nil {
+		return nil, err
+	}
+	names := labNamespaces(c.Name)
+	want := c.spec()
+	res := &UpResult{Name: c.Name, Scenario: c.Scenario, Record: recordPath(dir, c.Name), Changes: []string{}}
+
+	views, err := viewHosts(names)
+	if err != nil {
+		return nil, err
+	}
+	res.Created = views[0].state != nsPinned || views[1].state != nsPinned
+	structural := structuralPlan(c.Name, views, want)
+	var settings []change
+	if len(structural) == 0 {
+		if settings, err = settingsPlan(views, want); err != nil {
+			return nil, err
+		}
+		if len(settings) == 0 && rec.sameAsk(c) && rec.Phase == phaseUp {
+			return res, nil
+		}
+	}
+
+	// The record goes down before anything is created: if this process
+	// dies from here on, down still knows there is a lab to remove.
+	phase, created := phaseCreating, time.Time{}
+	if !res.Created {
+		phase = phaseReshaping
+		if rec != nil {
+			created = rec.Created
+		}
+	}
+	intent := newRecord(c, phase, created)
+	if err := writeRecord(dir, intent); err != nil {
+		return nil, err
+	}
+
+	a := &applier{ctx: ctx, hook: c.afterStep}
+	err = a.apply(structural)
+	if err == nil && len(structural) > 0 {
+		// Plan the settings against what now exists: a new namespace
+		// starts with copies of the host's sysctls, not the defaults.
+		if views, err = viewHosts(names); err == nil {
+			settings, err = settingsPlan(views, want)
+		}
+	}
+	if err == nil {
+		err = a.apply(settings)
+	}
+	res.Changes = a.done
+	if err != nil {
+		if res.Created {
+			// Nothing of a half-built lab is worth keeping: remove it all,
+			// even though ctx may be cancelled.
+			if _, derr := teardown(dir, c.Name); derr != nil {
+				return nil, fmt.Errorf("bringing up lab %s: %w; cleaning up also failed: %v (run 'linerate lab down --name %s')", c.Name, err, derr, c.Name)
+			}
+			return nil, fmt.Errorf("bringing up lab %s: %w (removed what it had created)", c.Name, err)
+		}
+		return nil, fmt.Errorf("reshaping lab %s: %w (it is partly reshaped: run 'linerate lab up' again, or 'linerate lab down --name %s')", c.Name, err, c.Name)
+	}
+	if len(res.Changes) == 0 {
+		res.Changes = append(res.Changes, "update the lab record")
+	}
+	if err := writeRecord(dir, newRecord(c, phaseUp, intent.Created)); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func labNamespaces(name string) [2]string {
+	return [2]string{Namespace(name, A), Namespace(name, B)}
+}
+
+// hostView is what one lab host looks like now.
+type hostView struct {
+	ns     string
+	state  nsState
+	lab0   netlink.Link
+	lo     netlink.Link
+	addrs  []netlink.Addr // IPv4 addresses of lab0
+	root   netlink.Qdisc  // root qdisc of lab0
+	sysctl map[string]string
+}
+
+func viewHosts(names [2]string) ([2]hostView, error) {
+	var vs [2]hostView
+	for i, ns := range names {
+		v, err := viewHost(ns)
+		if err != nil {
+			return vs, err
+		}
+		vs[i] = v
+	}
+	return vs, nil
+}
+
+func viewHost(ns string) (hostView, error) {
+	v := hostView{ns: ns}
+	var err error
+	if v.state, err = probeNS(nsPath(ns)); err != nil || v.state != nsPinned {
+		return v, err
+	}
+	c, err := dial(ns)
+	if err != nil {
+		return v, err
+	}
+	defer c.Close()
+	if v.lo, err = c.link("lo"); err != nil {
+		return v, err
+	}
+	if v.lab0, err = c.link(Iface); err != nil {
+		return v, err
+	}
+	if v.lab0 != nil {
+		if v.addrs, err = c.addrs(v.lab0, netlink.FAMILY_V4); err != nil {
+			return v, err
+		}
+		if v.root, err = c.rootQdisc(v.lab0); err != nil {
+			return v, err
+		}
+	}
+	v.sysctl, err = readSysctls(ns, managedSysctls())
+	return v, err
+}
+
+func managedSysctls() []string { return []string{sysctlRmem, sysctlWmem} }
+
+// vethPaired reports whether lab0 in a and lab0 in b are the two ends of one
+// veth pair: each one's link index (IFLA_LINK) is the other's ifindex.
+func vethPaired(a, b netlink.Link) bool {
+	va, ok1 := a.(*netlink.Veth)
+	vb, ok2 := b.(*netlink.Veth)
+	return ok1 && ok2 && va.Attrs().ParentIndex == vb.Attrs().Index && vb.Attrs().ParentIndex == va.Attrs().Index
+}
+
+// change is one step of a plan.
+type change struct {
+	desc string
+	do   func() error
+}
+
+// structuralPlan creates what must exist: namespaces and the veth pair.
+func structuralPlan(name string, v [2]hostView, want spec) []change {
+	var plan []change
+	for i := range v {
+		ns := v[i].ns
+		switch v[i].state {
+		case nsStale:
+			plan = append(plan,
+				change{"remove stale " + nsPath(ns), func() error { return deleteNS(ns) }},
+				change{"create namespace " + ns, func() error { return createNS(ns) }})
+		case nsAbsent:
+			plan = append(plan, change{"create namespace " + ns, func() error { return createNS(ns) }})
+		}
+	}
+	if v[0].lab0 != nil && v[1].lab0 != nil && vethPaired(v[0].lab0, v[1].lab0) {
+		return plan
+	}
+	// One end alone, or two links that are not one pair (someone changed
+	// the lab by hand): replace them.
+	for i := range v {
+		if v[i].lab0 == nil {
+			continue
+		}
+		ns := v[i].ns
+		plan = append(plan, change{fmt.Sprintf("delete %s in %s (not half of the lab's veth pair)", Iface, ns), func() error {
+			c, err := dial(ns)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			l, err := c.link(Iface)
+			if err != nil || l == nil {
+				return err
+			}
+			return c.nl.LinkDel(l)
+		}})
+	}
+	plan = append(plan, change{
+		fmt.Sprintf("create veth %s in %s <-> %s in %s (MTU %d/%d)", Iface, v[0].ns, Iface, v[1].ns, want.MTU[0], want.MTU[1]),
+		func() error { return createVeth(name, v[0].ns, v[1].ns, want) },
+	})
+	return plan
+}
+
+// createVeth creates the pair in a with its peer directly in b, so that no
+// end ever shows up in the host's namespace.
+func createVeth(name, nsA, nsB string, want spec) error {
+	ca, err := dial(nsA)
+	if err != nil {
+		return err
+	}
+	defer ca.Close()
+	cb, err := dial(nsB)
+	if err != nil {
+		return err
+	}
+	defer cb.Close()
+	la := netlink.NewLinkAttrs()
+	la.Name = Iface
+	la.MTU = want.MTU[0]
+	veth := &netlink.Veth{
+		LinkAttrs:     la,
+		PeerName:      Iface,
+		PeerNamespace: netlink.NsFd(int(cb.fd)),
+		PeerMTU:       uint32(want.MTU[1]),
+		PeerTxQLen:    -1, // the kernel's default, not 0
+	}
+	if err := ca.nl.LinkAdd(veth); err != nil {
+		hint := ""
+		if errors.Is(err, unix.EEXIST) {
+			hint = fmt.Sprintf(" (run 'linerate lab down --name %s')", name)
+		}
+		return fmt.Errorf("creating veth in %s: %w%s", nsA, err, hint)
+	}
+	return nil
+}
+
+// settingsPlan brings existing links to the wanted MTUs, addresses, state,
+// qdiscs and sysctls. v must show both namespaces and the veth pair.
+func settingsPlan(v [2]hostView, want spec) ([]change, error) {
+	var plan []change
+	for i, h := range hosts() {
+		hv := v[i]
+		ns := hv.ns
+		if hv.state != nsPinned || hv.lab0 == nil || hv.lo == nil {
+			return nil, fmt.Errorf("%s has no %s after creating it", ns, Iface)
+		}
+		idx := hv.lab0.Attrs().Index
+		onLab0 := func(f func(c *conn, l netlink.Link) error) func() error {
+			return func() error {
+				c, err := dial(ns)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				l, err := c.nl.LinkByIndex(idx)
+				if err != nil {
+					return fmt.Errorf("looking up %s in %s: %w", Iface, ns, err)
+				}
+				return f(c, l)
+			}
+		}
+		if mtu := hv.lab0.Attrs().MTU; mtu != want.MTU[i] {
+			m := want.MTU[i]
+			plan = append(plan, change{fmt.Sprintf("set MTU of %s in %s: %d -> %d", Iface, ns, mtu, m),
+				onLab0(func(c *conn, l netlink.Link) error { return c.nl.LinkSetMTU(l, m) })})
+		}
+		addr := &netlink.Addr{IPNet: &net.IPNet{IP: net.ParseIP(h.Addr()).To4(), Mask: net.CIDRMask(prefixLen, 32)}}
+		if !hasAddr(hv.addrs, addr) {
+			plan = append(plan, change{fmt.Sprintf("add %s to %s in %s", addr.IPNet, Iface, ns),
+				onLab0(func(c *conn, l netlink.Link) error { return c.nl.AddrAdd(l, addr) })})
+		}
+		if !isUp(hv.lo) {
+			plan = append(plan, change{"bring up lo in " + ns, func() error {
+				c, err := dial(ns)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				l, err := c.nl.LinkByName("lo")
+				if err != nil {
+					return err
+				}
+				return c.nl.LinkSetUp(l)
+			}})
+		}
+		if !isUp(hv.lab0) {
+			plan = append(plan, change{fmt.Sprintf("bring up %s in %s", Iface, ns),
+				onLab0(func(c *conn, l netlink.Link) error { return c.nl.LinkSetUp(l) })})
+		}
+		switch {
+		case want.Rate == 0 && !isDefaultQdisc(hv.root):
+			old := hv.root
+			plan = append(plan, change{fmt.Sprintf("remove %s from %s in %s", describeQdisc(old), Iface, ns),
+				onLab0(func(c *conn, _ netlink.Link) error { return c.nl.QdiscDel(old) })})
+		case want.Rate != 0 && (hv.root == nil || !sameTbf(hv.root, tbfFor(idx, want.Rate))):
+			t := tbfFor(idx, want.Rate)
+			plan = append(plan, change{fmt.Sprintf("shape %s in %s: %s", Iface, ns, describeQdisc(t)),
+				onLab0(func(c *conn, _ netlink.Link) error { return c.nl.QdiscReplace(t) })})
+		}
+		for _, p := range managedSysctls() {
+			cur, val := hv.sysctl[p], want.Sysctl[i][p]
+			if cur == val {
+				continue
+			}
+			plan = append(plan, change{fmt.Sprintf("set %s in %s: %q -> %q", sysctlName(p), ns, cur, val),
+				func() error { return writeSysctl(ns, p, val) }})
+		}
+	}
+	return plan, nil
+}
+
+func hasAddr(as []netlink.Addr, want *netlink.Addr) bool {
+	for _, a := range as {
+		if a.IPNet != nil && a.IPNet.String() == want.IPNet.String() {
+			return true
+		}
+	}
+	return false
+}
+
+// applier runs plans, stopping at the first error or when ctx is done.
+type applier struct {
+	ctx  context.Context
+	hook func(desc string)
+	done []string
+}
+
+func (a *applier) apply(plan []change) error {
+	for _, ch := range plan {
+		if err := a.ctx.Err(); err != nil {
+			return fmt.Errorf("interrupted before %q: %w", ch.desc, context.Cause(a.ctx))
+		}
+		if err := ch.do(); err != nil {
+			return fmt.Errorf("%s: %w", ch.desc, err)
+		}
+		a.done = append(a.done, ch.desc)
+		if a.hook != nil {
+			a.hook(ch.desc)
+		}
+	}
+	return nil
+}
+
+// DownResult says what Down removed.
+type DownResult struct {
+	Name string `json:"name"`
+	// Removed lists what was removed: namespaces and the record. Empty
+	// means there was no such lab.
+	Removed []string `json:"removed"`
+	// Busy lists processes still running in a removed namespace; the
+	// namespace lives on, without its veth, until they exit.
+	Busy []string `json:"busy,omitempty"`
+}
+
+// Down removes lab name: its veth, its namespaces and its record. It finds
+// the namespaces by name, so it also removes what a killed Up left behind,
+// with or without a record. A lab that does not exist is not an error (the
+// result's Removed is empty): down's job is that the lab is gone.
+func Down(ctx context.Context, name string) (*DownResult, error) {
+	if name == "" {
+		name = DefaultName
+	}
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	if err := requireRoot(); err != nil {
+		return nil, err
+	}
+	dir, err := labDir()
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := lockLabs(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return teardown(dir, name)
+}
+
+// teardown removes lab name; the caller holds the lock.
+func teardown(dir, name string) (*DownResult, error) {
+	res := &DownResult{Name: name, Removed: []string{}}
+	var errs []error
+	for _, ns := range labNamespaces(name) {
+		st, err := probeNS(nsPath(ns))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if st == nsAbsent {
+			continue
+		}
+		if st == nsPinned {
+			res.Busy = append(res.Busy, processesIn(ns)...)
+			// Delete the veth first: a process left in the namespace would
+			// keep it, and the link, alive after the unpin.
+			if err := deleteVeth(ns); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := deleteNS(ns); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		res.Removed = append(res.Removed, "namespace "+ns)
+	}
+	removed, err := removeRecord(dir, name)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if removed {
+		res.Removed = append(res.Removed, "record "+recordPath(dir, name))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return res, fmt.Errorf("removing lab %s: %w", name, err)
+	}
+	return res, nil
+}
+
+func deleteVeth(ns string) error {
+	c, err := dial(ns)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	l, err := c.link(Iface)
+	if err != nil || l == nil {
+		return err
+	}
+	if _, ok := l.(*netlink.Veth); !ok {
+		return nil
+	}
+	if err := c.nl.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
+		return fmt.Errorf("deleting %s in %s: %w", Iface, ns, err)
+	}
+	return nil
+}
