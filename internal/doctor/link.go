@@ -28,7 +28,7 @@ func linkDown(d *diag) []Finding {
 			Fix: []string{
 				fmt.Sprintf("if administratively down: ip link set dev %s up", v.Interface),
 				fmt.Sprintf("check cable and transceiver: ethtool %s; ethtool -m %s (a dead module reads nothing)", v.Interface, v.Interface),
-				fmt.Sprintf("if the port is unused, diagnose only the one in use: linerate doctor --iface <the other port>"),
+				"if the port is unused, diagnose only the one in use: linerate doctor --iface <the other port>",
 			},
 		})
 	}

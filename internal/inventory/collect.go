@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -148,14 +147,6 @@ func isNameChar(b byte) bool {
 
 func intPtr(v int) *int           { return &v }
 func floatPtr(v float64) *float64 { return &v }
-func sortedKeys(m map[int]bool) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
 
 // readInt reads an integer attribute, noting why when it cannot.
 func (c *collector) readInt(rel, what string) (int, bool) {
