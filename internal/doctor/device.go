@@ -51,7 +51,7 @@ func temperatureHigh(d *diag) []Finding {
 			Summary:  fmt.Sprintf("%s is at %.1f °C%s: hot NICs throttle, log errors and age; most are rated for 55 °C ambient with forced airflow", name, t, crit),
 			Evidence: ev,
 			Fix: []string{
-				"add airflow over the card's heatsink: server cards expect 200-350 LFM (seed 000: a 40 mm fan tied to the heatsink took a ConnectX-5 from 74 to 45 °C)",
+				"add airflow over the card's heatsink: server cards expect 200-350 LFM (a 40 mm fan tied to the heatsink has taken a ConnectX-5 in a desktop case from 74 to 45 °C)",
 				fmt.Sprintf("watch it under load: sensors, or linerate doctor --iface %s", v.Interface),
 			},
 		})

@@ -117,7 +117,7 @@ func pcieDowngraded(d *diag) []Finding {
 			f.Summary = what + ": the link trained narrower than both card and slot allow"
 			ev["cause"] = "training"
 			f.Fix = []string{
-				"power off and reseat the card: a partly seated x16 card trains at x4 or x8 (seed 000: pressing it home gave x16 and 100 Gbit/s)",
+				"power off and reseat the card: a partly seated x16 card trains at x4 or x8 (pressing one home has turned x4 and 25 Gbit/s into x16 and 100 Gbit/s)",
 				"check the BIOS setting for this slot (link width/bifurcation: x16, not x8x8 or x4x4x4x4) and any riser",
 				verify,
 			}

@@ -82,12 +82,13 @@ func writeHost(w io.Writer, r *Report, st termui.Style) {
 	for _, g := range slices.Sorted(mapKeys(c.Governors)) {
 		govs = append(govs, fmt.Sprintf("%s on %s", g, cpulist.Format(c.Governors[g])))
 	}
+	gov := strings.Join(govs, ", ")
 	if len(govs) == 0 {
-		govs = []string{"not reported (no cpufreq)"}
+		gov = "not reported (no cpufreq)"
 	} else if c.ScalingDriver != "" {
-		govs = append(govs, "("+c.ScalingDriver+")")
+		gov += " (" + c.ScalingDriver + ")"
 	}
-	fmt.Fprintf(w, "  %-10s %s\n", "governor", strings.Join(govs, ", "))
+	fmt.Fprintf(w, "  %-10s %s\n", "governor", gov)
 	ib := "not running"
 	if r.Host.IRQBalance.Running {
 		ib = fmt.Sprintf("running (pid %s)", joinInts(r.Host.IRQBalance.PIDs))
