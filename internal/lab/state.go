@@ -63,6 +63,21 @@ func (r *record) sameAsk(c Config) bool {
 // labDir returns the directory of lab records, creating it.
 func labDir() (string, error) { return statedir.Sub("lab") }
 
+// openLabs checks for root and takes the lab lock, returning the records
+// directory and the unlock function: what every changing command starts with.
+func openLabs(ctx context.Context) (dir string, unlock func(), err error) {
+	if err := requireRoot(); err != nil {
+		return "", nil, err
+	}
+	if dir, err = labDir(); err != nil {
+		return "", nil, err
+	}
+	if unlock, err = lockLabs(ctx, dir); err != nil {
+		return "", nil, err
+	}
+	return dir, unlock, nil
+}
+
 func recordPath(dir, name string) string { return filepath.Join(dir, name+".json") }
 
 // readRecord returns the record of lab name, or nil if there is none.

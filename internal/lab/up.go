@@ -39,14 +39,7 @@ func Up(ctx context.Context, c Config) (*UpResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := requireRoot(); err != nil {
-		return nil, err
-	}
-	dir, err := labDir()
-	if err != nil {
-		return nil, err
-	}
-	unlock, err := lockLabs(ctx, dir)
+	dir, unlock, err := openLabs(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -401,14 +394,7 @@ func Down(ctx context.Context, name string) (*DownResult, error) {
 	if err := ValidateName(name); err != nil {
 		return nil, err
 	}
-	if err := requireRoot(); err != nil {
-		return nil, err
-	}
-	dir, err := labDir()
-	if err != nil {
-		return nil, err
-	}
-	unlock, err := lockLabs(ctx, dir)
+	dir, unlock, err := openLabs(ctx)
 	if err != nil {
 		return nil, err
 	}
