@@ -101,6 +101,7 @@ var commands = []func(*cliEnv) *cobra.Command{
 	newDoctorCmd,
 	newLabCmd,
 	newSnapshotCmd,
+	newTuneCmd,
 	newVersionCmd,
 }
 

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"github.com/linerate/linerate/internal/placement"
 	"slices"
 	"strconv"
 	"strings"
@@ -133,14 +134,7 @@ func queuesTooFew(d *diag) []Finding {
 
 // localCPUs returns the CPUs of a NIC's NUMA node, or every online CPU
 // when the node is unknown (-1) or the host has one node.
-func (d *diag) localCPUs(v *nicView) []int {
-	if v.NUMANode != nil && *v.NUMANode >= 0 {
-		if c := d.inv.CPU.NodeCPUs(*v.NUMANode); len(c) > 0 {
-			return c
-		}
-	}
-	return d.inv.CPU.Online
-}
+func (d *diag) localCPUs(v *nicView) []int { return placement.LocalCPUs(&d.inv.CPU, v.NIC) }
 
 // governorNotPerformance: a CPU local to a selected NIC scales its clock
 // down (seed 002's perftest warning: 5.5 GHz vs 600 MHz).

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"github.com/linerate/linerate/internal/placement"
 	"slices"
 	"strings"
 
@@ -138,31 +139,15 @@ func (d *diag) carrying() []*nicView {
 	return out
 }
 
-// irqTarget proposes CPUs for a NIC's IRQs: local to its NUMA node, in
-// one L3 domain — the application's when --app-cpus is given, else the
-// local domain most of the IRQs already use (the smallest change) — and
-// off the application's CPUs (seed 000: application on 6, IRQs on 7-11).
+// irqTarget proposes CPUs for a NIC's IRQs: package placement's rule —
+// local to its NUMA node, in one L3 domain (the application's, with
+// --app-cpus), off the application's CPUs — which tune applies.
 func (d *diag) irqTarget(v *nicView) []int {
-	local := d.localCPUs(v)
-	app := d.opts.AppCPUs
-	cpu := &d.inv.CPU
-	dom := -1
-	if len(app) > 0 {
-		dom = cpu.L3Of(app[0])
-	} else {
-		dom = busiestDomain(cpu, v, local)
+	p, _ := placement.Place(&d.inv.CPU, placement.Request{NIC: v.NIC, AppCPUs: d.opts.AppCPUs})
+	if len(p.IRQCPUs) == 0 {
+		return d.localCPUs(v)
 	}
-	cands := local
-	if dom >= 0 {
-		cands = cpulist.Intersect(cpu.L3Domains[dom], local)
-		if len(cands) == 0 {
-			cands = cpu.L3Domains[dom]
-		}
-	}
-	if rest := cpulist.Subtract(cands, app); len(rest) > 0 {
-		return rest
-	}
-	return cands
+	return p.IRQCPUs
 }
 
 // irqRemoteNUMA: a NIC's IRQs routed to CPUs of another NUMA node than
@@ -244,27 +229,4 @@ func irqOnAppCPU(d *diag) []Finding {
 		})
 	}
 	return out
-}
-
-// busiestDomain returns the L3 domain, among those holding CPUs local to
-// the NIC, to which most of its IRQs are routed (ties: the lowest).
-func busiestDomain(cpu *inventory.CPU, v *nicView, local []int) int {
-	votes := map[int]int{}
-	for _, q := range v.IRQs {
-		for _, c := range q.AffinityOrEffective() {
-			if cpulist.Contains(local, c) {
-				votes[cpu.L3Of(c)]++
-			}
-		}
-	}
-	best, n := -1, 0
-	for dom, k := range votes {
-		if dom >= 0 && (k > n || (k == n && dom < best)) {
-			best, n = dom, k
-		}
-	}
-	if best < 0 && len(local) > 0 {
-		return cpu.L3Of(local[0])
-	}
-	return best
 }

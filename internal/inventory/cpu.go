@@ -13,7 +13,7 @@ import (
 const cpuDir = "sys/devices/system/cpu"
 
 func (c *collector) cpu() CPU {
-	cpu := CPU{L3Domains: [][]int{}, NUMANodes: map[string][]int{}, Governors: map[string][]int{}}
+	cpu := CPU{L3Domains: [][]int{}, SMTSiblings: [][]int{}, NUMANodes: map[string][]int{}, Governors: map[string][]int{}}
 	cpu.Online = c.onlineCPUs()
 	cpu.Count = len(cpu.Online)
 	cpu.Model = c.cpuModel()
@@ -22,9 +22,15 @@ func (c *collector) cpu() CPU {
 	packages := map[int]bool{}
 	// A CPU already seen in a domain or package shares it: skip its files.
 	// On a 512-CPU host this saves about a thousand reads.
-	inDomain, inPackage := map[int]bool{}, map[int]bool{}
+	inDomain, inPackage, inCore := map[int]bool{}, map[int]bool{}, map[int]bool{}
 	for _, n := range cpu.Online {
 		dir := fmt.Sprintf("%s/cpu%d", cpuDir, n)
+		if !inCore[n] {
+			if sib, err := c.fs.ReadCPUList(dir + "/topology/thread_siblings_list"); err == nil && len(sib) > 1 {
+				cpu.SMTSiblings = append(cpu.SMTSiblings, sib)
+				markAll(inCore, sib)
+			}
+		}
 		if !inDomain[n] {
 			if l3, ok := c.l3Of(dir); ok {
 				domains[cpulist.Format(l3)] = l3
@@ -204,6 +210,17 @@ func (cpu *CPU) L3Of(n int) int {
 		}
 	}
 	return -1
+}
+
+// CoreOf returns cpu with its SMT siblings (just cpu on a core with one
+// thread, or where siblings are unknown).
+func (cpu *CPU) CoreOf(n int) []int {
+	for _, s := range cpu.SMTSiblings {
+		if cpulist.Contains(s, n) {
+			return s
+		}
+	}
+	return []int{n}
 }
 
 // NodeCPUs returns the CPUs of NUMA node n (nil if unknown).

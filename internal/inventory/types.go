@@ -44,6 +44,9 @@ type CPU struct {
 	// L3Domains groups CPUs sharing a last-level cache (a CCD/CCX on AMD,
 	// a socket on most Intel parts), from cache/index*/shared_cpu_list.
 	L3Domains [][]int `json:"l3_domains"`
+	// SMTSiblings groups hardware threads of one core (thread_siblings_list),
+	// for cores with more than one thread.
+	SMTSiblings [][]int `json:"smt_siblings"`
 	// NUMANodes maps node number to its CPUs.
 	NUMANodes map[string][]int `json:"numa_nodes"`
 	// Governors maps each cpufreq governor to the CPUs running it; empty

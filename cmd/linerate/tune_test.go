@@ -1,0 +1,564 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/linerate/linerate/internal/cpulist"
+	"github.com/linerate/linerate/internal/lab"
+	"github.com/linerate/linerate/internal/tune"
+)
+
+// tuneHelperEnv makes the test binary run linerate (TestTuneCLIHelper):
+// the crash test kills it, the lab test runs it inside a lab host.
+const tuneHelperEnv = "LINERATE_TUNE_CLI_HELPER"
+
+// TestTuneCLIHelper is not a test: it is linerate, for subprocesses.
+func TestTuneCLIHelper(t *testing.T) {
+	if os.Getenv(tuneHelperEnv) != "1" {
+		t.Skip("helper process")
+	}
+	args := os.Args
+	for i, a := range args {
+		if a == "--" {
+			args = args[i+1:]
+			break
+		}
+	}
+	os.Exit(run(args, os.Stdin, os.Stdout, os.Stderr))
+}
+
+// tuneHelper returns a command running linerate ARGS through the test
+// binary at bin.
+func tuneHelper(bin string, args ...string) *exec.Cmd {
+	cmd := exec.Command(bin, append([]string{"-test.run=^TestTuneCLIHelper$", "--"}, args...)...)
+	cmd.Env = append(os.Environ(), tuneHelperEnv+"=1")
+	return cmd
+}
+
+func tuneRun(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// tuneNeedsRoot skips a test without root, and fails it when CI=true.
+func tuneNeedsRoot(t *testing.T, why string) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("this test needs root (%s) and CI=true: run it with sudo", why)
+	}
+	t.Skipf("needs root (%s)", why)
+}
+
+// tuneScratch returns a temporary directory on tmpfs when there is one:
+// tree copies hold thousands of files and journals sync to disk.
+func tuneScratch(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("/dev/shm", "linerate-tune-cli-")
+	if err != nil {
+		return t.TempDir()
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// tuneCopyTree copies a committed test host tree, links as links.
+func tuneCopyTree(t *testing.T, name string) string {
+	t.Helper()
+	src := filepath.Join("..", "..", "testdata", "hosts", name)
+	dst := filepath.Join(tuneScratch(t), name)
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		out := filepath.Join(dst, rel)
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(target, out)
+		case d.IsDir():
+			return os.MkdirAll(out, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(out, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// tuneTreeState records every file's bytes and every link below root.
+func tuneTreeState(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			out[rel] = "link:" + target
+			return err
+		case d.IsDir():
+			out[rel] = "dir"
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		out[rel] = "file:" + string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// tuneTreeDiff lists the paths whose bytes differ.
+func tuneTreeDiff(want, got map[string]string) []string {
+	var d []string
+	for p, w := range want {
+		if got[p] != w {
+			d = append(d, fmt.Sprintf("%s: %q, want %q", p, strings.TrimPrefix(got[p], "file:"), strings.TrimPrefix(w, "file:")))
+		}
+	}
+	for p := range got {
+		if _, ok := want[p]; !ok {
+			d = append(d, p+": new")
+		}
+	}
+	return d
+}
+
+// seed000Copy is a copy of seed 000's tree with Debian's irqbalance
+// configuration, so that every kind of file-backed change is planned.
+func seed000Copy(t *testing.T) string {
+	t.Helper()
+	root := tuneCopyTree(t, "ryzen-9900x-cx5-x4")
+	conf := "#Configuration for the irqbalance daemon\n\n#Should irqbalance be enabled?\nENABLED=\"1\"\n#Balance the IRQs only once?\nONESHOT=\"0\"\n"
+	if err := os.MkdirAll(filepath.Join(root, "etc/default"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc/default/irqbalance"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func journalCount(t *testing.T, state string) int {
+	t.Helper()
+	js, err := tune.List(filepath.Join(state, "tune"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(js)
+}
+
+// TestTunePlans checks the CLI's plans on the seeds' hosts against what
+// their authors did by hand.
+func TestTunePlans(t *testing.T) {
+	t.Setenv("LINERATE_STATE_DIR", t.TempDir())
+	tree := func(name string) string { return filepath.Join("..", "..", "testdata", "hosts", name) }
+
+	code, out, stderr := tuneRun(t, "tune", "--root", tree("ryzen-9900x-cx5-x4"), "--app-cpus", "6", "--json")
+	var p tune.Plan
+	if err := json.Unmarshal([]byte(out), &p); code != 0 || err != nil {
+		t.Fatalf("seed 000: exit %d, %v\n%s", code, err, stderr)
+	}
+	moved := 0
+	for _, c := range p.Changes {
+		if c.Kind != tune.KindIRQ {
+			continue
+		}
+		moved++
+		if cpu, _ := strconv.Atoi(c.After); cpu < 7 || cpu > 11 {
+			t.Errorf("seed 000: %s → %s, want 7-11", c.Target, c.After)
+		}
+	}
+	if moved != 13 || cpulist.Format(tune.AppCPUs(&p)) != "6" {
+		t.Errorf("seed 000: %d IRQs moved, application on %v", moved, tune.AppCPUs(&p))
+	}
+
+	code, out, _ = tuneRun(t, "tune", "--root", tree("xeon-xl710-gen2-x4"))
+	for _, want := range []string{
+		"net.core.rmem_max                   212992 → 16777216",
+		"ethtool -L ens2f0np0 combined 8  [queues.too_few]",
+		"tune changes it only when asked (--mtu 9000)",
+		"irq 46 i40e-ens2f0np0-TxRx-0",
+		"Run your application on CPUs 10,30",
+		"Nothing changed.",
+	} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("seed 003: exit %d, plan lacks %q:\n%s", code, want, out)
+		}
+	}
+}
+
+// TestTuneRefusals: bad input changes nothing and exits 2 with one line.
+func TestTuneRefusals(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("LINERATE_STATE_DIR", state)
+	root := seed000Copy(t)
+	orig := tuneTreeState(t, root)
+	for _, args := range [][]string{
+		{"tune", "--root", root, "--apply", "--iface", "eth9"},
+		{"tune", "--root", root, "--apply", "--app-cpus", "12"},
+		{"tune", "--root", root, "--apply", "--irq-cpus", "7,40"},
+		{"tune", "--root", root, "--apply", "--irq-cpus", "6-7", "--app-cpus", "6"},
+		{"tune", "--root", root, "--apply", "--app-cpus", "x"},
+		{"tune", "--root", root, "--apply", "--profile", "fast"},
+		{"tune", "--root", root, "--apply", "--mtu", "20"},
+		{"tune", "--root", root, "--iface", "eth9"},
+		{"tune", "revert"},
+		{"tune", "revert", "--last"},
+		{"tune", "revert", "../../etc/passwd"},
+	} {
+		code, out, stderr := tuneRun(t, args...)
+		if code != 2 || out != "" || !strings.HasPrefix(stderr, "linerate: ") || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and one error line", args[1:], code, out, stderr)
+		}
+	}
+	if d := tuneTreeDiff(orig, tuneTreeState(t, root)); len(d) > 0 {
+		t.Errorf("a refusal changed the tree: %v", d)
+	}
+	if n := journalCount(t, state); n != 0 {
+		t.Errorf("a refusal wrote %d journal(s)", n)
+	}
+	code, _, stderr := tuneApplyAsUser(t)
+	if code != 2 || !strings.Contains(stderr, "tune --apply changes this host and needs root") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("--apply without root: exit %d, %q", code, stderr)
+	}
+}
+
+// tuneApplyAsUser runs `tune --apply` on the live host without root: in
+// process when the tests are not root, else as nobody.
+func tuneApplyAsUser(t *testing.T) (int, string, string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return tuneRun(t, "tune", "--apply")
+	}
+	dir, err := os.MkdirTemp("", "linerate-tune-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "linerate.test")
+	b, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := tuneHelper(bin, "tune", "--apply")
+	cmd.Env = append(cmd.Env, "LINERATE_STATE_DIR="+dir, "HOME="+dir)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	code, ok := lab.ExitCode(cmd.Run())
+	if !ok {
+		t.Fatal("running as nobody failed")
+	}
+	return code, out.String(), errb.String()
+}
+
+// TestTuneApplyRevert applies to a tree copy, lists, reverts with a value
+// changed behind the journal's back, then forces.
+func TestTuneApplyRevert(t *testing.T) {
+	state := tuneScratch(t)
+	t.Setenv("LINERATE_STATE_DIR", state)
+	root := seed000Copy(t)
+	orig := tuneTreeState(t, root)
+	code, out, stderr := tuneRun(t, "tune", "--root", root, "--app-cpus", "6", "--apply")
+	if code != 0 || !strings.Contains(out, "31 applied, 0 refused, 0 skipped") || !strings.Contains(out, "Run your application on CPUs 6.") {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, stderr)
+	}
+	if len(tuneTreeDiff(orig, tuneTreeState(t, root))) != 31 {
+		t.Errorf("apply changed %d files, want 31", len(tuneTreeDiff(orig, tuneTreeState(t, root))))
+	}
+	code, out, _ = tuneRun(t, "tune", "list", "--json")
+	var list []struct {
+		ID      string `json:"id"`
+		State   string `json:"state"`
+		Planned int    `json:"planned"`
+		Root    string `json:"root"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || len(list) != 1 || list[0].State != "applied" || list[0].Planned != 31 || list[0].Root != root {
+		t.Fatalf("list: exit %d, %v: %s", code, err, out)
+	}
+	if code, out, _ = tuneRun(t, "tune", "list"); code != 0 || !strings.Contains(out, list[0].ID) || !strings.Contains(out, "applied") {
+		t.Errorf("list: %s", out)
+	}
+
+	gov := filepath.Join(root, "sys/devices/system/cpu/cpu3/cpufreq/scaling_governor")
+	if err := os.WriteFile(gov, []byte("schedutil\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = tuneRun(t, "tune", "revert", "--last")
+	if code != 1 || !strings.Contains(out, "30 restored, 1 left alone, 0 failed") || !strings.Contains(out, `now "schedutil", tune set "performance"`) {
+		t.Errorf("revert with a value changed since: exit %d\n%s", code, out)
+	}
+	if d := tuneTreeDiff(orig, tuneTreeState(t, root)); len(d) != 1 || !strings.Contains(d[0], "schedutil") {
+		t.Errorf("after revert: %v", d)
+	}
+	code, out, _ = tuneRun(t, "tune", "revert", list[0].ID, "--force")
+	if code != 0 || !strings.Contains(out, "1 restored, 0 left alone") {
+		t.Errorf("revert --force: exit %d\n%s", code, out)
+	}
+	if d := tuneTreeDiff(orig, tuneTreeState(t, root)); len(d) > 0 {
+		t.Errorf("after revert --force: %v", d)
+	}
+	if code, _, stderr = tuneRun(t, "tune", "revert", "--last"); code != 2 || !strings.Contains(stderr, "no journal with changes to revert") {
+		t.Errorf("revert --last with nothing left: exit %d %q", code, stderr)
+	}
+}
+
+// TestTuneKilledAtEveryStep kills `tune --apply` with SIGKILL after each
+// step, once with the journal record on disk and the change not yet made,
+// once after the change and its read-back; `revert --last` must then
+// restore the tree byte for byte. The tree and state are reused from one
+// kill to the next, so each revert must leave them exactly as found.
+func TestTuneKilledAtEveryStep(t *testing.T) {
+	state := tuneScratch(t)
+	t.Setenv("LINERATE_STATE_DIR", state)
+	root := seed000Copy(t)
+	orig := tuneTreeState(t, root)
+	args := []string{"tune", "--root", root, "--app-cpus", "6", "--apply"}
+	code, out, _ := tuneRun(t, "tune", "--root", root, "--app-cpus", "6", "--json")
+	var p tune.Plan
+	if err := json.Unmarshal([]byte(out), &p); code != 0 || err != nil || len(p.Changes) < 3 {
+		t.Fatalf("plan: exit %d, %v, %d changes", code, err, len(p.Changes))
+	}
+	for step := 1; step <= len(p.Changes); step++ {
+		for _, phase := range []string{":journaled", ""} {
+			at := strconv.Itoa(step) + phase
+			killAt(t, args, at)
+			changed := len(tuneTreeDiff(orig, tuneTreeState(t, root)))
+			if want := step - 1; phase == "" {
+				want = step
+				if changed != want {
+					t.Fatalf("killed after %s: %d file(s) changed, want %d", at, changed, want)
+				}
+			} else if changed != want {
+				t.Fatalf("killed after %s: %d file(s) changed, want %d", at, changed, want)
+			}
+			code, out, stderr := tuneRun(t, "tune", "revert", "--last")
+			if code != 0 {
+				t.Fatalf("revert after a kill at %s: exit %d\n%s%s", at, code, out, stderr)
+			}
+			if d := tuneTreeDiff(orig, tuneTreeState(t, root)); len(d) > 0 {
+				t.Fatalf("revert after a kill at %s left %v", at, d)
+			}
+		}
+	}
+	if n := journalCount(t, state); n != 2*len(p.Changes) {
+		t.Errorf("%d journals, want one per kill (%d)", n, 2*len(p.Changes))
+	}
+}
+
+// killAt runs linerate ARGS paused at step "N[:journaled]" and kills it
+// with SIGKILL once it says it paused.
+func killAt(t *testing.T, args []string, at string) {
+	t.Helper()
+	cmd := tuneHelper(os.Args[0], args...)
+	cmd.Env = append(cmd.Env, pauseEnv+"="+at)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	paused := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		var seen []string
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "paused after step") {
+				paused <- nil
+				io.Copy(io.Discard, stderr)
+				return
+			}
+			seen = append(seen, sc.Text())
+		}
+		paused <- fmt.Errorf("exited without pausing: %s", strings.Join(seen, "; "))
+	}()
+	select {
+	case err = <-paused:
+	case <-time.After(60 * time.Second):
+		err = errors.New("did not pause within 60 s")
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if err != nil {
+		t.Fatalf("tune --apply paused at %s: %v", at, err)
+	}
+}
+
+// TestTuneLab runs tune inside the receiving host of a small-buffers lab:
+// iperf3 before, tune --apply in b, iperf3 after, then revert --last must
+// put every sysctl of b back exactly.
+func TestTuneLab(t *testing.T) {
+	tuneNeedsRoot(t, "network namespaces")
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("iperf3 is not installed")
+		}
+		t.Skip("iperf3 is not installed")
+	}
+	t.Setenv("LINERATE_STATE_DIR", t.TempDir())
+	const name = "t-tune"
+	t.Cleanup(func() { tuneRun(t, "lab", "down", "--name", name) })
+	if code, out, stderr := tuneRun(t, "lab", "up", "--name", name, "--scenario", "small-buffers"); code != 0 {
+		t.Fatalf("lab up: exit %d\n%s%s", code, out, stderr)
+	}
+
+	beforeGbps := labIperf(t, name)
+	sysctls := labSysctls(t, name)
+	if !strings.Contains(sysctls["/proc/sys/net/ipv4/tcp_rmem"], "65536") {
+		t.Fatalf("small-buffers lab: b's tcp_rmem is %q", sysctls["/proc/sys/net/ipv4/tcp_rmem"])
+	}
+
+	code, out, stderr := labTune(t, name, "tune", "--json")
+	var p tune.Plan
+	if err := json.Unmarshal([]byte(out), &p); code != 0 || err != nil {
+		t.Fatalf("plan in b: exit %d, %v\n%s", code, err, stderr)
+	}
+	for _, c := range p.Changes {
+		if c.Kind != tune.KindSysctl {
+			t.Fatalf("the plan in a lab host changes more than its sysctls: %+v", c)
+		}
+	}
+	if len(p.Changes) == 0 || p.Root != "/" {
+		t.Fatalf("plan in b: %+v", p)
+	}
+	code, out, stderr = labTune(t, name, "tune", "--apply")
+	t.Logf("tune --apply in b:\n%s", out)
+	if code != 0 {
+		t.Fatalf("apply in b: exit %d\n%s%s", code, out, stderr)
+	}
+	if got := labSysctls(t, name)["/proc/sys/net/ipv4/tcp_rmem"]; got != "4096\t65536\t4194304" {
+		t.Errorf("b's tcp_rmem after tune: %q", got)
+	}
+	afterGbps := labIperf(t, name)
+
+	code, out, stderr = labTune(t, name, "tune", "revert", "--last")
+	if code != 0 {
+		t.Fatalf("revert in b: exit %d\n%s%s", code, out, stderr)
+	}
+	now := labSysctls(t, name)
+	for k, v := range sysctls {
+		if now[k] != v {
+			t.Errorf("%s in b after revert: %q, want %q", k, now[k], v)
+		}
+	}
+	if len(now) != len(sysctls) {
+		t.Errorf("b has %d sysctls after revert, %d before", len(now), len(sysctls))
+	}
+	t.Logf("iperf3 a → b, 5 s, small-buffers: before tune %.2f Gbit/s, after tune %.2f Gbit/s (%+.0f%%)",
+		beforeGbps, afterGbps, 100*(afterGbps-beforeGbps)/beforeGbps)
+	if afterGbps <= beforeGbps {
+		t.Errorf("no gain: %.2f Gbit/s before, %.2f after", beforeGbps, afterGbps)
+	}
+}
+
+// labTune runs linerate ARGS inside host b of lab name.
+func labTune(t *testing.T, name string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := tuneHelper(os.Args[0], args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := lab.Start(name, lab.B, cmd); err != nil {
+		t.Fatal(err)
+	}
+	code, ok := lab.ExitCode(cmd.Wait())
+	if !ok {
+		t.Fatalf("running linerate %v in b failed", args)
+	}
+	return code, out.String(), errb.String()
+}
+
+// labSysctls reads every readable sysctl of net.core and net.ipv4 in b.
+func labSysctls(t *testing.T, name string) map[string]string {
+	t.Helper()
+	cmd := exec.Command("grep", "-r", ".", "/proc/sys/net/core", "/proc/sys/net/ipv4")
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := lab.Start(name, lab.B, cmd); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait() // some files are write-only: grep complains and goes on
+	m := map[string]string{}
+	for l := range strings.SplitSeq(strings.TrimSpace(out.String()), "\n") {
+		k, v, _ := strings.Cut(l, ":")
+		m[k] += v
+	}
+	if len(m) < 50 {
+		t.Fatalf("read only %d sysctls in b", len(m))
+	}
+	return m
+}
+
+// labIperf measures a → b with iperf3 for 5 s and returns Gbit/s received.
+func labIperf(t *testing.T, name string) float64 {
+	t.Helper()
+	srv := exec.Command("iperf3", "-s", "-1")
+	if err := lab.Start(name, lab.B, srv); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	for try := 0; ; try++ {
+		var out bytes.Buffer
+		cli := exec.Command("iperf3", "-c", lab.AddrB, "-t", "5", "-J")
+		cli.Stdout = &out
+		if err := lab.Start(name, lab.A, cli); err != nil {
+			t.Fatal(err)
+		}
+		err := cli.Wait()
+		var res struct {
+			End struct {
+				SumReceived struct {
+					BitsPerSecond float64 `json:"bits_per_second"`
+				} `json:"sum_received"`
+			} `json:"end"`
+			Error string `json:"error"`
+		}
+		jerr := json.Unmarshal(out.Bytes(), &res)
+		if err == nil && jerr == nil && res.End.SumReceived.BitsPerSecond > 0 {
+			return res.End.SumReceived.BitsPerSecond / 1e9
+		}
+		if try == 30 {
+			t.Fatalf("iperf3 a → b: %v %v %s", err, jerr, res.Error)
+		}
+		time.Sleep(100 * time.Millisecond) // the server is not listening yet
+	}
+}

@@ -1,0 +1,271 @@
+package tune
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/safchain/ethtool"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/linerate/linerate/internal/hostfs"
+)
+
+// ErrNotSupported reports a NIC setting its driver does not offer.
+var ErrNotSupported = errors.New("not supported by the driver")
+
+// Devices reads and sets the NIC settings that live in the driver rather
+// than in files: queue counts and ring sizes (the ethtool ioctl, through
+// github.com/safchain/ethtool) and the MTU (rtnetlink). Each works in the
+// calling thread's network namespace. Tests fake it.
+type Devices interface {
+	Channels(iface string) (Channels, error)
+	SetChannels(iface string, c Channels) error
+	Rings(iface string) (Rings, error)
+	SetRings(iface string, r Rings) error
+	MTU(iface string) (int, error)
+	SetMTU(iface string, mtu int) error
+}
+
+// Channels are a NIC's queue counts and their maxima, as `ethtool -l`
+// shows them.
+type Channels struct {
+	RX, TX, Other, Combined             uint32
+	MaxRX, MaxTX, MaxOther, MaxCombined uint32
+}
+
+// Rings are a NIC's descriptor ring sizes and their maxima (`ethtool -g`).
+type Rings struct {
+	RX, RXMini, RXJumbo, TX             uint32
+	MaxRX, MaxRXMini, MaxRXJumbo, MaxTX uint32
+}
+
+// settings is an ordered list of "name value" pairs, the form `ethtool -L`
+// and `ethtool -G` take, used to journal and compare device settings.
+type settings []setPair
+
+type setPair struct {
+	name  string
+	value uint64
+}
+
+// String writes the pairs as ethtool takes them: "rx 0 tx 0 other 1 combined 8".
+func (s settings) String() string {
+	parts := make([]string, 0, 2*len(s))
+	for _, p := range s {
+		parts = append(parts, p.name, strconv.FormatUint(p.value, 10))
+	}
+	return strings.Join(parts, " ")
+}
+
+// parseSettings reads what settings.String wrote.
+func parseSettings(s string) (settings, error) {
+	f := strings.Fields(s)
+	if len(f)%2 != 0 {
+		return nil, fmt.Errorf("settings %q: want name value pairs", s)
+	}
+	var out settings
+	for i := 0; i < len(f); i += 2 {
+		v, err := strconv.ParseUint(f[i+1], 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("settings %q: %s is not a count", s, f[i+1])
+		}
+		out = append(out, setPair{f[i], v})
+	}
+	return out, nil
+}
+
+// get returns a setting's value.
+func (s settings) get(name string) (uint64, bool) {
+	i := slices.IndexFunc(s, func(p setPair) bool { return p.name == name })
+	if i < 0 {
+		return 0, false
+	}
+	return s[i].value, true
+}
+
+// merge returns s with the values of over replacing its own.
+func (s settings) merge(over settings) settings {
+	out := slices.Clone(s)
+	for _, p := range over {
+		if i := slices.IndexFunc(out, func(q setPair) bool { return q.name == p.name }); i >= 0 {
+			out[i].value = p.value
+		} else {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// equal reports whether a and b hold the same values by name.
+func (s settings) equal(b settings) bool {
+	if len(s) != len(b) {
+		return false
+	}
+	for _, p := range s {
+		if v, ok := b.get(p.name); !ok || v != p.value {
+			return false
+		}
+	}
+	return true
+}
+
+func (c Channels) settings() settings {
+	return settings{{"rx", uint64(c.RX)}, {"tx", uint64(c.TX)}, {"other", uint64(c.Other)}, {"combined", uint64(c.Combined)}}
+}
+
+func (c Channels) with(s settings) Channels {
+	get := func(name string, v uint32) uint32 {
+		if n, ok := s.get(name); ok {
+			return uint32(n)
+		}
+		return v
+	}
+	c.RX, c.TX, c.Other, c.Combined = get("rx", c.RX), get("tx", c.TX), get("other", c.Other), get("combined", c.Combined)
+	return c
+}
+
+func (r Rings) settings() settings {
+	return settings{{"rx", uint64(r.RX)}, {"rx-mini", uint64(r.RXMini)}, {"rx-jumbo", uint64(r.RXJumbo)}, {"tx", uint64(r.TX)}}
+}
+
+func (r Rings) with(s settings) Rings {
+	get := func(name string, v uint32) uint32 {
+		if n, ok := s.get(name); ok {
+			return uint32(n)
+		}
+		return v
+	}
+	r.RX, r.RXMini, r.RXJumbo, r.TX = get("rx", r.RX), get("rx-mini", r.RXMini), get("rx-jumbo", r.RXJumbo), get("tx", r.TX)
+	return r
+}
+
+// Target is where a plan is applied or a journal reverted.
+type Target struct {
+	// FS is the root: the live "/" or a captured tree.
+	FS *hostfs.FS
+	// Devices sets driver settings; nil below a captured tree, where
+	// changes that need the live NIC are skipped.
+	Devices Devices
+	// Restart restarts a service (irqbalance, after its configuration
+	// changed); nil below a captured tree, where nothing runs.
+	Restart func(service string) error
+
+	close func() error
+}
+
+// NewTarget returns the target for fs: the live NIC and systemd when fs is
+// the live root, the tree's files alone otherwise. Close releases it.
+func NewTarget(fs *hostfs.FS) (*Target, error) {
+	t := &Target{FS: fs}
+	if !fs.IsLive() {
+		return t, nil
+	}
+	eth, err := ethtool.NewEthtool()
+	if err != nil {
+		return nil, fmt.Errorf("opening the ethtool socket: %w", err)
+	}
+	t.Devices = liveDevices{eth: eth}
+	t.Restart = restartService
+	t.close = func() error { eth.Close(); return nil }
+	return t, nil
+}
+
+// Close releases the target's sockets.
+func (t *Target) Close() error {
+	if t.close == nil {
+		return nil
+	}
+	return t.close()
+}
+
+// restartService restarts a systemd unit, so that irqbalance reads its
+// new ban list. A failure is an error: a pin irqbalance will undo within
+// ten seconds is not a pin.
+func restartService(name string) error {
+	out, err := exec.Command("systemctl", "restart", name+".service").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("systemctl restart %s: %w: %s (restart it yourself, then run linerate tune again)", name, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// liveDevices is Devices over the running kernel.
+type liveDevices struct{ eth *ethtool.Ethtool }
+
+// driverErr wraps an ioctl error, mapping EOPNOTSUPP to ErrNotSupported.
+func driverErr(what, iface string, err error) error {
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		return fmt.Errorf("%s of %s: %w", what, iface, ErrNotSupported)
+	}
+	return fmt.Errorf("%s of %s: %w", what, iface, err)
+}
+
+// Channels reads queue counts with ETHTOOL_GCHANNELS.
+func (d liveDevices) Channels(iface string) (Channels, error) {
+	c, err := d.eth.GetChannels(iface)
+	if err != nil {
+		return Channels{}, driverErr("reading the channels (ethtool -l)", iface, err)
+	}
+	return Channels{RX: c.RxCount, TX: c.TxCount, Other: c.OtherCount, Combined: c.CombinedCount,
+		MaxRX: c.MaxRx, MaxTX: c.MaxTx, MaxOther: c.MaxOther, MaxCombined: c.MaxCombined}, nil
+}
+
+// SetChannels writes queue counts with ETHTOOL_SCHANNELS.
+func (d liveDevices) SetChannels(iface string, c Channels) error {
+	_, err := d.eth.SetChannels(iface, ethtool.Channels{
+		RxCount: c.RX, TxCount: c.TX, OtherCount: c.Other, CombinedCount: c.Combined,
+		MaxRx: c.MaxRX, MaxTx: c.MaxTX, MaxOther: c.MaxOther, MaxCombined: c.MaxCombined,
+	})
+	if err != nil {
+		return driverErr("setting the channels (ethtool -L)", iface, err)
+	}
+	return nil
+}
+
+// Rings reads ring sizes with ETHTOOL_GRINGPARAM.
+func (d liveDevices) Rings(iface string) (Rings, error) {
+	r, err := d.eth.GetRing(iface)
+	if err != nil {
+		return Rings{}, driverErr("reading the ring sizes (ethtool -g)", iface, err)
+	}
+	return Rings{RX: r.RxPending, RXMini: r.RxMiniPending, RXJumbo: r.RxJumboPending, TX: r.TxPending,
+		MaxRX: r.RxMaxPending, MaxRXMini: r.RxMiniMaxPending, MaxRXJumbo: r.RxJumboMaxPending, MaxTX: r.TxMaxPending}, nil
+}
+
+// SetRings writes ring sizes with ETHTOOL_SRINGPARAM.
+func (d liveDevices) SetRings(iface string, r Rings) error {
+	_, err := d.eth.SetRing(iface, ethtool.Ring{
+		RxPending: r.RX, RxMiniPending: r.RXMini, RxJumboPending: r.RXJumbo, TxPending: r.TX,
+		RxMaxPending: r.MaxRX, RxMiniMaxPending: r.MaxRXMini, RxJumboMaxPending: r.MaxRXJumbo, TxMaxPending: r.MaxTX,
+	})
+	if err != nil {
+		return driverErr("setting the ring sizes (ethtool -G)", iface, err)
+	}
+	return nil
+}
+
+// MTU reads the link's MTU over rtnetlink.
+func (d liveDevices) MTU(iface string) (int, error) {
+	l, err := netlink.LinkByName(iface)
+	if err != nil {
+		return 0, fmt.Errorf("reading the MTU of %s: %w", iface, err)
+	}
+	return l.Attrs().MTU, nil
+}
+
+// SetMTU sets the link's MTU over rtnetlink.
+func (d liveDevices) SetMTU(iface string, mtu int) error {
+	l, err := netlink.LinkByName(iface)
+	if err != nil {
+		return fmt.Errorf("setting the MTU of %s: %w", iface, err)
+	}
+	if err := netlink.LinkSetMTU(l, mtu); err != nil {
+		return fmt.Errorf("setting the MTU of %s to %d: %w (the driver's maximum may be lower)", iface, mtu, err)
+	}
+	return nil
+}

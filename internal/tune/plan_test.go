@@ -1,0 +1,282 @@
+package tune
+
+import (
+	"bytes"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/linerate/linerate/internal/cpulist"
+	"github.com/linerate/linerate/internal/termui"
+)
+
+func changesOf(p *Plan, k Kind) []Change {
+	var out []Change
+	for _, c := range p.Changes {
+		if c.Kind == k {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func change(t *testing.T, p *Plan, target string) Change {
+	t.Helper()
+	for _, c := range p.Changes {
+		if c.Target == target {
+			return c
+		}
+	}
+	t.Fatalf("no change of %s in the plan", target)
+	return Change{}
+}
+
+func hasNote(p *Plan, finding, text string) bool {
+	return slices.ContainsFunc(p.Notes, func(n Note) bool {
+		return (finding == "" || n.Finding == finding) && strings.Contains(n.Text, text)
+	})
+}
+
+// irqCPUs returns the CPU each planned IRQ change moves its IRQ to.
+func irqTargets(t *testing.T, p *Plan) map[int]int {
+	t.Helper()
+	out := map[int]int{}
+	for _, c := range changesOf(p, KindIRQ) {
+		irq, err := strconv.Atoi(strings.TrimPrefix(c.Target, "irq "))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cpu, err := strconv.Atoi(c.After)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[irq] = cpu
+	}
+	return out
+}
+
+// TestPlanSeed000 checks the plan for seed 000's host against what its
+// author did by hand: the application on CPU 6, the IRQs on 7-11
+// (mlnx-tools' set_irq_affinity_cpulist.sh 7-11, round-robin).
+func TestPlanSeed000(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{"app-cpus 6", Options{AppCPUs: []int{6}}},
+		// Without --app-cpus: the L3 domain most IRQs already use (6-11),
+		// its first core for the application.
+		{"no app-cpus", Options{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := plan(t, hostTree("ryzen-9900x-cx5-x4"), nil, tc.opts)
+			got := irqTargets(t, p)
+			// All 13 IRQs of the port that is up, in number order over 7-11;
+			// none of the down port's (101, 102).
+			irqs := []int{98, 99, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119}
+			for i, q := range irqs {
+				if want := 7 + i%5; got[q] != want {
+					t.Errorf("IRQ %d → %d, want %d", q, got[q], want)
+				}
+			}
+			if len(got) != len(irqs) {
+				t.Errorf("moves IRQs %v, want exactly %v", got, irqs)
+			}
+			if len(p.Placements) != 1 || !slices.Equal(p.Placements[0].AppCPUs, []int{6}) || !slices.Equal(p.Placements[0].IRQCPUs, cpulist.MustParse("7-11")) {
+				t.Errorf("placements %+v, want application on 6 and IRQs on 7-11", p.Placements)
+			}
+			for _, c := range changesOf(p, KindIRQ) {
+				if c.Interface != "enp1s0f0np0" || c.Finding != "irq.spans_l3_domains" ||
+					c.Command != "echo "+c.After+" > /proc/irq/"+strings.TrimPrefix(c.Target, "irq ")+"/smp_affinity_list" {
+					t.Errorf("IRQ change %+v", c)
+				}
+			}
+			for _, key := range []string{"net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"} {
+				c := change(t, p, key)
+				if !strings.HasSuffix(c.After, "33554432") || c.Finding != "sysctl.socket_buffers_small" {
+					t.Errorf("%s: %+v, want its maximum raised to 32 MiB (2 × 100 Gbit/s × 1 ms)", key, c)
+				}
+			}
+			if c := change(t, p, "net.ipv4.tcp_rmem"); c.Before != "4096 131072 6291456" || c.After != "4096 131072 33554432" {
+				t.Errorf("tcp_rmem %q → %q: only the maximum may change", c.Before, c.After)
+			}
+			if n := len(changesOf(p, KindGovernor)); n != 12 {
+				t.Errorf("%d governor changes, want 12 (node 0: CPUs 0-11)", n)
+			}
+			if len(changesOf(p, KindMTU))+len(changesOf(p, KindChannels)) != 0 {
+				t.Error("MTU 9000 and 12 queues need no change")
+			}
+			// irqbalance runs, but the tree has no configuration file to edit.
+			if !hasNote(p, "irqbalance.running", "--banirq=98") || len(changesOf(p, KindIRQBalance)) != 0 {
+				t.Errorf("irqbalance: want a note naming the bans, no change; notes %+v", p.Notes)
+			}
+			if !hasNote(p, "", "enp1s0f1np1 is down: left alone") {
+				t.Errorf("the down port is not reported as left alone: %+v", p.Notes)
+			}
+			for _, c := range p.Changes {
+				if c.Interface == "enp1s0f1np1" {
+					t.Errorf("a change for the down port: %+v", c)
+				}
+			}
+		})
+	}
+}
+
+// TestPlanSeed003 checks seed 003's host: buffers raised, 8 queues, MTU as
+// advice, IRQs moved to NUMA node 1 (10-19,30-39).
+func TestPlanSeed003(t *testing.T) {
+	p := plan(t, hostTree("xeon-xl710-gen2-x4"), nil, Options{})
+	for _, key := range []string{"net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"} {
+		if c := change(t, p, key); !strings.HasSuffix(c.After, "16777216") {
+			t.Errorf("%s → %q, want 16 MiB (2 × 40 Gbit/s × 1 ms, a power of two)", key, c.After)
+		}
+	}
+	ch := changesOf(p, KindChannels)
+	if len(ch) != 1 || ch[0].Command != "ethtool -L ens2f0np0 combined 8" || ch[0].Finding != "queues.too_few" || !ch[0].LiveOnly {
+		t.Errorf("channels %+v, want ethtool -L ens2f0np0 combined 8", ch)
+	}
+	if len(changesOf(p, KindMTU)) != 0 || !hasNote(p, "mtu.not_jumbo", "--mtu 9000") {
+		t.Errorf("MTU: want advice, not a change; notes %+v", p.Notes)
+	}
+	node1 := cpulist.MustParse("10-19,30-39")
+	got := irqTargets(t, p)
+	if len(got) != 2 {
+		t.Errorf("IRQ moves %v, want IRQs 45 and 46", got)
+	}
+	for q, c := range got {
+		if !cpulist.Contains(node1, c) {
+			t.Errorf("IRQ %d → CPU %d, off NUMA node 1", q, c)
+		}
+	}
+	if c := change(t, p, "irq 46"); c.Finding != "irq.remote_numa" {
+		t.Errorf("IRQ 46 answers %q, want irq.remote_numa", c.Finding)
+	}
+	for _, c := range changesOf(p, KindGovernor) {
+		cpu, _ := strconv.Atoi(strings.TrimPrefix(c.Target, "cpu"))
+		if !cpulist.Contains(node1, cpu) {
+			t.Errorf("governor of cpu%d, which is not near the NIC", cpu)
+		}
+	}
+	if app := AppCPUs(p); len(app) == 0 || len(cpulist.Subtract(app, node1)) > 0 || len(cpulist.Intersect(app, cpulist.MustParse("11-19,31-39"))) > 0 {
+		t.Errorf("application CPUs %v: want a core of node 1 apart from the IRQs", app)
+	}
+}
+
+func TestPlanMTU(t *testing.T) {
+	p := plan(t, hostTree("xeon-xl710-gen2-x4"), nil, Options{MTU: 9000})
+	m := changesOf(p, KindMTU)
+	if len(m) != 1 || m[0].Before != "1500" || m[0].After != "9000" || m[0].Command != "ip link set dev ens2f0np0 mtu 9000" || m[0].Finding != "mtu.not_jumbo" || !m[0].LiveOnly {
+		t.Errorf("MTU changes %+v", m)
+	}
+}
+
+func TestPlanLiveDevices(t *testing.T) {
+	dev := xl710()
+	dev.ch["ens2f0np0"] = Channels{Combined: 1, MaxCombined: 4}
+	p := plan(t, hostTree("xeon-xl710-gen2-x4"), dev, Options{})
+	if c := changesOf(p, KindChannels); len(c) != 1 || c[0].After != "combined 4" {
+		t.Errorf("channels %+v, want combined 4: the NIC's maximum caps the 8 wanted", c)
+	}
+	if r := changesOf(p, KindRings); len(r) != 1 || r[0].Before != "rx 512 tx 512" || r[0].After != "rx 4096 tx 4096" || r[0].Command != "ethtool -G ens2f0np0 rx 4096 tx 4096" {
+		t.Errorf("rings %+v, want rx/tx 512 → 4096", r)
+	}
+	dev.ch["ens2f0np0"] = Channels{Combined: 4, MaxCombined: 4}
+	delete(dev.rings, "ens2f0np0")
+	p = plan(t, hostTree("xeon-xl710-gen2-x4"), dev, Options{})
+	if len(changesOf(p, KindChannels)) != 0 || !hasNote(p, "queues.too_few", "already has the most queues") {
+		t.Errorf("a NIC at its maximum: %+v", p.Notes)
+	}
+	if len(changesOf(p, KindRings)) != 0 || !hasNote(p, "", "not supported by the driver") {
+		t.Errorf("rings the driver does not offer must be skipped with a note: %+v", p.Notes)
+	}
+}
+
+func TestPlanLatency(t *testing.T) {
+	p := plan(t, hostTree("ryzen-9900x-cx5-x4"), nil, Options{Profile: Latency, AppCPUs: []int{6}})
+	// One BDP, 100 Gbit/s × 1 ms = 12.5 MB, rounded up to a page.
+	if c := change(t, p, "net.core.rmem_max"); c.After != "12500992" {
+		t.Errorf("latency rmem_max → %s, want 12500992", c.After)
+	}
+	for _, c := range p.Changes {
+		if c.Target == "net.ipv4.tcp_slow_start_after_idle" || c.Kind == KindRings {
+			t.Errorf("latency profile plans a throughput setting: %+v", c)
+		}
+	}
+	// The tree has no busy_read: said, not hidden.
+	if !hasNote(p, "", "net.core.busy_read is not present") || !hasNote(p, "", "adaptive-rx off") {
+		t.Errorf("notes %+v", p.Notes)
+	}
+	if len(irqTargets(t, p)) != 13 {
+		t.Error("the latency profile places IRQs too")
+	}
+}
+
+func TestPlanIRQCPUs(t *testing.T) {
+	p := plan(t, hostTree("ryzen-9900x-cx5-x4"), nil, Options{IRQCPUs: []int{8, 9}, AppCPUs: []int{6}})
+	for q, c := range irqTargets(t, p) {
+		if c != 8 && c != 9 {
+			t.Errorf("IRQ %d → %d, want 8 or 9", q, c)
+		}
+	}
+	if got := irqTargets(t, p)[99]; got != 9 {
+		t.Errorf("IRQ 99 → %d, want 9 (round-robin from IRQ 98 on 8)", got)
+	}
+}
+
+// TestPlanSelects checks that a plan touches only what was selected.
+func TestPlanSelects(t *testing.T) {
+	p := plan(t, hostTree("ryzen-9900x-cx5-x4"), nil, Options{Ifaces: []string{"enp1s0f1np1"}})
+	if len(changesOf(p, KindIRQ)) != 0 {
+		t.Errorf("the down port's IRQs moved without an IRQ finding: %+v", changesOf(p, KindIRQ))
+	}
+	if !slices.Equal(p.Interfaces, []string{"enp1s0f1np1"}) {
+		t.Errorf("interfaces %v", p.Interfaces)
+	}
+	healthy := plan(t, hostTree("xeon-6530-t6-healthy"), nil, Options{})
+	for _, c := range healthy.Changes {
+		if c.Finding != "" {
+			t.Errorf("a healthy host's plan answers a finding: %+v", c)
+		}
+	}
+}
+
+func TestPlanRefusals(t *testing.T) {
+	fs, inv := open(t, hostTree("ryzen-9900x-cx5-x4"))
+	for _, tc := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{Ifaces: []string{"eth9"}}, "--iface eth9: no such interface"},
+		{Options{AppCPUs: []int{12}}, "--app-cpus 12: CPU 12 is not online"},
+		{Options{IRQCPUs: []int{7, 40}}, "--irq-cpus 7,40: CPU 40 is not online"},
+		{Options{IRQCPUs: []int{6, 7}, AppCPUs: []int{6}}, "share CPU 6"},
+		{Options{MTU: 20}, "--mtu 20"},
+		{Options{Profile: "fast"}, `unknown profile "fast"`},
+	} {
+		_, err := NewPlan(Input{FS: fs, Inventory: inv}, tc.opts)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.opts, err, tc.want)
+		}
+	}
+}
+
+func TestWritePlan(t *testing.T) {
+	p := plan(t, hostTree("ryzen-9900x-cx5-x4"), nil, Options{AppCPUs: []int{6}})
+	var b bytes.Buffer
+	if err := WritePlan(&b, p, termui.Style{}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"net.core.rmem_max                   212992 → 33554432",
+		"sysctl -w net.ipv4.tcp_rmem='4096 131072 33554432'  [sysctl.socket_buffers_small]",
+		"irq 99 mlx5_comp0@pci:0000:01:00.0    7 → 8      echo 8 > /proc/irq/99/smp_affinity_list  [irq.spans_l3_domains]",
+		"CPU governors (cpufreq)",
+		"Run your application on CPUs 6: taskset -c 6 <command> (iperf3: -A 6)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan lacks %q:\n%s", want, out)
+		}
+	}
+}
