@@ -647,7 +647,7 @@ func TestRunDemo(t *testing.T) {
 	assertGone(t, dir, name)
 	want := map[string]string{
 		"doctor on a": StepFindings, "doctor on b": StepFailed, "bench": StepSkipped,
-		"tune": StepSkipped, "bench after tune": StepSkipped, "report": StepSkipped,
+		"tune": StepOK, "bench after tune": StepSkipped, "report": StepSkipped,
 	}
 	if len(res.Steps) != len(want) {
 		t.Fatalf("steps %+v", res.Steps)
@@ -665,6 +665,11 @@ func TestRunDemo(t *testing.T) {
 	if !strings.Contains(string(a), "args doctor --iface lab0 --peer 198.18.0.2\nmtu 9000") ||
 		!strings.Contains(string(b), "args doctor --iface lab0\nmtu 1500") {
 		t.Errorf("doctor outputs:\n%s\n%s", a, b)
+	}
+	// Commands inside the lab keep their state (tune's journal) in the
+	// output directory, not in the user's.
+	if tn, _ := os.ReadFile(filepath.Join(out, "tune.txt")); !strings.Contains(string(tn), "args tune --iface lab0 --apply\nstate "+filepath.Join(out, "state")) {
+		t.Errorf("tune step output: %q", tn)
 	}
 	for _, f := range []string{"lab-up.txt", "lab-up.json", "summary.json"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {

@@ -41,8 +41,13 @@ func helper(mode string, args []string) int {
 		}
 		return 0
 	case "doctor":
-		// Stands in for `linerate doctor`: shows what it sees of the host,
-		// then reports findings when given --peer and fails without.
+		// Stands in for linerate: `tune` shows its arguments and state
+		// directory; `doctor` shows what it sees of the host, then reports
+		// findings when given --peer and fails without.
+		if len(args) > 0 && args[0] == "tune" {
+			fmt.Printf("args %s\nstate %s\n", strings.Join(args, " "), os.Getenv("LINERATE_STATE_DIR"))
+			return 0
+		}
 		b, err := os.ReadFile("/sys/class/net/" + Iface + "/mtu")
 		fmt.Printf("args %s\nmtu %s", strings.Join(args, " "), b)
 		if err != nil {

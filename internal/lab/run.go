@@ -84,7 +84,7 @@ func demoSteps() []step {
 		{"doctor on a", "doctor-a.txt", linerateIn(A, "doctor", "--iface", Iface, "--peer", AddrB)},
 		{"doctor on b", "doctor-b.txt", linerateIn(B, "doctor", "--iface", Iface)},
 		{"bench", "bench.txt", nil},
-		{"tune", "tune.txt", nil},
+		{"tune", "tune.txt", linerateIn(B, "tune", "--iface", Iface, "--apply")},
 		{"bench after tune", "bench-tuned.txt", nil},
 		{"report", "report.txt", nil},
 	}
@@ -94,6 +94,10 @@ func demoSteps() []step {
 type demo struct {
 	name string
 	self string
+	// state is the state directory of the commands run inside the lab
+	// hosts (tune's journals): the output directory's, so the demo leaves
+	// nothing behind in the user's own state.
+	state string
 }
 
 // linerateIn runs `linerate ARGS` inside host h. Exit 1 means the command
@@ -102,6 +106,7 @@ type demo struct {
 func linerateIn(h Host, args ...string) func(context.Context, *demo, io.Writer) (bool, error) {
 	return func(ctx context.Context, d *demo, out io.Writer) (bool, error) {
 		cmd := exec.CommandContext(ctx, d.self, args...)
+		cmd.Env = append(os.Environ(), "LINERATE_STATE_DIR="+d.state, "NO_COLOR=1")
 		var stderr bytes.Buffer
 		cmd.Stdout = out
 		cmd.Stderr = io.MultiWriter(out, &stderr)
@@ -161,6 +166,7 @@ func Run(ctx context.Context, rc RunConfig) (res *RunResult, err error) {
 	if dir, err = filepath.Abs(dir); err != nil {
 		return nil, err
 	}
+	d.state = filepath.Join(dir, "state")
 	if exists, err := labExists(c.Name); err != nil {
 		return nil, err
 	} else if exists {
