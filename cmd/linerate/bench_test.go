@@ -1,0 +1,311 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/linerate/linerate/internal/lab"
+)
+
+// lockedBuffer is a bytes.Buffer a command may write while a test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// freePort returns a loopback port nobody listens on (for a moment).
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// serveOnce runs `linerate serve --once` in-process and returns its stdout
+// once it listens, and a channel with its exit code.
+func serveOnce(t *testing.T, args ...string) (*lockedBuffer, <-chan int) {
+	t.Helper()
+	out, errb := &lockedBuffer{}, &lockedBuffer{}
+	code := make(chan int, 1)
+	go func() {
+		code <- run(append([]string{"serve", "--once", "--bind", "127.0.0.1"}, args...), strings.NewReader(""), out, errb)
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(out.String(), "Listening on ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not listen: %q %q", out.String(), errb.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("serve stderr:\n%s", errb.String())
+		}
+	})
+	return out, code
+}
+
+// TestServeTokenToBench starts an agent without --token-file and runs a
+// client with the token it printed, as a user would.
+func TestServeTokenToBench(t *testing.T) {
+	port := freePort(t)
+	out, code := serveOnce(t, "--port", port)
+	m := regexp.MustCompile(`(?m)^\s+([0-9a-f]{64})$`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("serve printed no token: %q", out.String())
+	}
+	if !strings.Contains(out.String(), "LINERATE_TOKEN="+m[1]) {
+		t.Errorf("serve does not say how to pass the token: %q", out.String())
+	}
+	t.Setenv("LINERATE_TOKEN", m[1])
+	stdout, stderr, c := runCLI(t, "bench", "127.0.0.1", "-p", port, "-t", "1", "-i", "0.5", "-V")
+	if c != 0 {
+		t.Fatalf("bench: exit %d: %s", c, stderr)
+	}
+	for _, want := range []string{"Placement (auto): client CPU", "[  1]", "[SUM]   0.00-0.50   sec", "sender", "receiver", "CPU time: client"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("bench output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if c := <-code; c != 0 {
+		t.Errorf("serve --once exited %d", c)
+	}
+}
+
+// TestBenchJSON checks the names DESIGN.md's linerate.bench/v1 contract
+// fixes, on a real run, and --json-stream's events.
+func TestBenchJSON(t *testing.T) {
+	tok := tokenFile(t, 0o600)
+	port := freePort(t)
+	_, code := serveOnce(t, "--port", port, "--token-file", tok)
+	stdout, stderr, c := runCLI(t, "bench", "127.0.0.1:"+port, "--token-file", tok, "-t", "1", "-O", "0.5", "-i", "0.5", "--json")
+	if c != 0 {
+		t.Fatalf("bench --json: exit %d: %s", c, stderr)
+	}
+	<-code
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("bench --json is not JSON: %v\n%s", err, stdout)
+	}
+	if doc["schema"] != "linerate.bench/v1" || doc["engine"] != "native" {
+		t.Errorf("schema %v engine %v", doc["schema"], doc["engine"])
+	}
+	want := []string{
+		"run_id", "start.peer", "start.streams", "start.duration_s", "start.omit_s", "start.direction",
+		"start.placement.client", "start.placement.server", "start.window.requested", "start.window.granted",
+		"intervals.0.start", "intervals.0.end", "intervals.0.streams.0.id", "intervals.0.streams.0.bytes",
+		"intervals.0.streams.0.bits_per_second", "intervals.0.streams.0.rtt_us", "intervals.0.streams.0.cwnd_bytes",
+		"intervals.0.streams.0.retransmits", "intervals.0.sum.bytes", "intervals.0.sum.bits_per_second",
+		"intervals.0.sum.retransmits", "intervals.0.cpu.client", "intervals.0.cpu.server",
+		"end.sum_sent.bytes", "end.sum_sent.bits_per_second", "end.sum_sent.retransmits",
+		"end.sum_received.bytes", "end.sum_received.bits_per_second", "end.cpu.client_seconds", "end.cpu.server_seconds",
+	}
+	for _, path := range want {
+		if _, ok := lookup(doc, path); !ok {
+			t.Errorf("--json lacks %s", path)
+		}
+	}
+	cpus, _ := lookup(doc, "intervals.1.cpu.client")
+	for k, v := range cpus.(map[string]any) {
+		if _, err := strconv.Atoi(k); err != nil {
+			t.Errorf("cpu.client key %q is not a CPU number", k)
+		}
+		for _, f := range []string{"busy", "softirq", "irq"} {
+			if _, ok := v.(map[string]any)[f]; !ok {
+				t.Errorf("cpu.client.%s lacks %s", k, f)
+			}
+		}
+	}
+
+	_, code = serveOnce(t, "--port", port, "--token-file", tok)
+	stdout, stderr, c = runCLI(t, "bench", "127.0.0.1:"+port, "--token-file", tok, "-t", "0.5", "-i", "0.25", "--json-stream")
+	if c != 0 {
+		t.Fatalf("bench --json-stream: exit %d: %s", c, stderr)
+	}
+	<-code
+	var events []string
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var ev struct {
+			Event string          `json:"event"`
+			Data  json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil || len(ev.Data) == 0 {
+			t.Fatalf("--json-stream line %q: %v", line, err)
+		}
+		events = append(events, ev.Event)
+	}
+	if strings.Join(events, ",") != "start,interval,interval,end" {
+		t.Errorf("events = %v", events)
+	}
+}
+
+// lookup follows a dotted path of keys and array indexes.
+func lookup(v any, path string) (any, bool) {
+	for _, k := range strings.Split(path, ".") {
+		switch x := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = x[k]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, err := strconv.Atoi(k)
+			if err != nil || i >= len(x) {
+				return nil, false
+			}
+			v = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+func tokenFile(t *testing.T, mode os.FileMode) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(f, []byte("0123456789abcdef0123456789abcdef\n"), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(f, mode); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestServeAndBenchRefuse(t *testing.T) {
+	open := tokenFile(t, 0o644)
+	t.Setenv("LINERATE_TOKEN", "")
+	os.Unsetenv("LINERATE_TOKEN")
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--token-file", open}, "chmod 600"},
+		{[]string{"serve", "--port", "70000"}, "--port 70000"},
+		{[]string{"bench", "127.0.0.1", "--token-file", open}, "chmod 600"},
+		{[]string{"bench", "127.0.0.1"}, "no token"},
+		{[]string{"bench", "127.0.0.1", "-P", "129"}, "-P 129"},
+		{[]string{"bench", "127.0.0.1", "-R", "--bidir"}, "pick one"},
+		{[]string{"bench", "127.0.0.1", "--json", "--json-stream"}, "pick one"},
+		{[]string{"bench", "127.0.0.1", "-A", "0,1,2"}, "ambiguous"},
+		{[]string{"bench", "127.0.0.1", "-w", "3G"}, "--window"},
+		{[]string{"bench", "127.0.0.1", "-Z=splice"}, "--zerocopy"},
+		{[]string{"bench", "127.0.0.1", "-t", "ten"}, "give seconds"},
+	}
+	for _, tt := range tests {
+		_, stderr, code := runCLI(t, tt.args...)
+		if code != 2 || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tt.args, code, stderr, tt.want)
+		}
+	}
+}
+
+func TestBenchFlagParsers(t *testing.T) {
+	for in, want := range map[string]uint64{"4M": 4 << 20, "512k": 512 << 10, "1.5G": 3 << 29, "1000": 1000} {
+		if got, err := parseSize(in, 1024); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	if got, _ := parseSize("10G", 1000); got != 10e9 {
+		t.Errorf("10G bits = %d", got)
+	}
+	var s seconds
+	for in, want := range map[string]time.Duration{"10": 10 * time.Second, "0.5": 500 * time.Millisecond, "1m30s": 90 * time.Second} {
+		if err := s.Set(in); err != nil || time.Duration(s) != want {
+			t.Errorf("seconds %q = %s, %v", in, time.Duration(s), err)
+		}
+	}
+	for in, want := range map[string]string{
+		"h": "h:5301", "h:1": "h:1", "10.0.0.1": "10.0.0.1:5301", "fe80::1": "[fe80::1]:5301",
+		"[fe80::1]": "[fe80::1]:5301", "[fe80::1]:7": "[fe80::1]:7",
+	} {
+		if got := withDefaultPort(in, 5301); got != want {
+			t.Errorf("withDefaultPort(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestBenchLab runs `linerate bench lab:NAME` with the real binary: the
+// agent in host b, the client in host a.
+func TestBenchLab(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("TestBenchLab needs root (network namespaces) and CI=true: run it with sudo")
+		}
+		t.Skip("needs root")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "linerate")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	t.Setenv("LINERATE_STATE_DIR", dir)
+	const name = "t-bench"
+	if _, err := lab.Up(context.Background(), lab.Config{Name: name}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := lab.Down(context.Background(), name); err != nil {
+			t.Errorf("lab down: %v", err)
+		}
+	})
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(bin, "bench", "lab:"+name, "-t", "1", "-R", "--json")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bench lab:%s: %v\n%s", name, err, stderr.String())
+	}
+	var res struct {
+		Start struct {
+			Peer      string `json:"peer"`
+			Direction string `json:"direction"`
+			Client    struct {
+				Iface string `json:"iface"`
+			} `json:"client"`
+		} `json:"start"`
+		End struct {
+			SumReceived struct {
+				Bytes uint64 `json:"bytes"`
+			} `json:"sum_received"`
+		} `json:"end"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("output: %v\n%s", err, stdout.String())
+	}
+	if res.Start.Peer != lab.AddrB || res.Start.Direction != "receive" || res.Start.Client.Iface != lab.Iface || res.End.SumReceived.Bytes == 0 {
+		t.Errorf("result: %+v", res)
+	}
+	// A lab that does not exist says how to make it.
+	cmd = exec.Command(bin, "bench", "lab:nosuch", "-t", "1")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "linerate lab up --name nosuch") {
+		t.Errorf("bench lab:nosuch: %v: %s", err, out)
+	}
+}

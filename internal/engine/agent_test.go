@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAgentRefuses checks that the agent turns away each kind of bad
+// client with its reason in the log, without crashing, and serves a good
+// client afterwards.
+func TestAgentRefuses(t *testing.T) {
+	addr, logs := agent(t, &Server{MaxDuration: 2 * time.Second})
+	raw := func(t *testing.T, b []byte) {
+		t.Helper()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Write(b)
+	}
+	t.Run("wrong token", func(t *testing.T) {
+		_, err := Run(context.Background(), Config{Peer: addr, Token: []byte("wrong-token-0123456789"), Duration: time.Second})
+		if !errors.Is(err, ErrAuth) {
+			t.Errorf("err = %v, want ErrAuth", err)
+		}
+		waitLog(t, logs, "refused client", "wrong MAC")
+	})
+	t.Run("replayed handshake", func(t *testing.T) {
+		frames := recordHandshake(t, addr)
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Write(frames[0])
+		readFrame(c, maxFrame) // a fresh challenge
+		c.Write(frames[1])
+		waitLog(t, logs, "refused client", "replayed handshake")
+	})
+	t.Run("unknown cookie", func(t *testing.T) {
+		b := []byte(dataMagic)
+		cookie := make([]byte, nonceSize)
+		rand.Read(cookie)
+		raw(t, binary.BigEndian.AppendUint32(append(b, cookie...), 0))
+		waitLog(t, logs, "refused data connection", "unknown cookie")
+	})
+	t.Run("oversized frame", func(t *testing.T) {
+		raw(t, binary.BigEndian.AppendUint32(nil, maxHandshakeFrame+1))
+		waitLog(t, logs, "refused client", "frame larger than allowed")
+	})
+	t.Run("truncated frame", func(t *testing.T) {
+		raw(t, append(binary.BigEndian.AppendUint32(nil, 100), `{"type":"hel`...))
+		waitLog(t, logs, "refused client", "truncated frame")
+	})
+	t.Run("duration over the bound", func(t *testing.T) {
+		_, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Duration: 5 * time.Second})
+		var pe *PeerError
+		if !errors.As(err, &pe) || pe.Busy || !strings.Contains(pe.Reason, "over this agent's limit") {
+			t.Errorf("err = %v, want a refusal naming the limit", err)
+		}
+		waitLog(t, logs, "refused test", "over this agent's limit of 2s")
+	})
+	t.Run("second client", func(t *testing.T) {
+		started := make(chan struct{})
+		first := make(chan error, 1)
+		go func() {
+			var once bool
+			_, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Duration: time.Second, Interval: 100 * time.Millisecond,
+				Progress: func(e Event) {
+					if e.Event == "interval" && !once {
+						once = true
+						close(started)
+					}
+				}})
+			first <- err
+		}()
+		select {
+		case <-started:
+		case err := <-first:
+			t.Fatalf("first client: %v", err)
+		}
+		_, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Duration: time.Second})
+		var pe *PeerError
+		if !errors.As(err, &pe) || !pe.Busy {
+			t.Errorf("second client: %v, want busy", err)
+		}
+		waitLog(t, logs, "refused client", "busy")
+		if err := <-first; err != nil {
+			t.Errorf("first client: %v", err)
+		}
+	})
+	t.Run("client killed mid-test", func(t *testing.T) {
+		killClient(t, addr)
+		waitLog(t, logs, "test aborted", "went away mid-test")
+	})
+	// After all that, the agent still serves.
+	for _, dir := range []Direction{Send, Receive} {
+		res, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Duration: time.Second, Direction: dir})
+		if err != nil {
+			t.Fatalf("a good client after the refusals: %v", err)
+		}
+		checkEnd(t, res)
+	}
+}
+
+// recordHandshake authenticates once and returns the client's two frames
+// (hello, auth) as they crossed the wire.
+func recordHandshake(t *testing.T, addr string) [][]byte {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	rec := &recorder{Conn: nc, c: nc}
+	c := newConn(rec)
+	if _, err := clientHandshake(c, testToken); err != nil {
+		t.Fatal(err)
+	}
+	return rec.frames
+}
+
+// killClient starts a client process in reverse mode (the agent sends),
+// and kills it with SIGKILL once its first interval is in.
+func killClient(t *testing.T, addr string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], addr, "2")
+	cmd.Env = append(os.Environ(), helperEnv+"=client", TokenEnv+"="+string(testToken), "DIRECTION=receive")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "started\n" {
+		cmd.Process.Kill()
+		t.Fatalf("client helper: %q %v", line, err)
+	}
+	cmd.Process.Kill()
+}

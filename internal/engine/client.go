@@ -1,0 +1,362 @@
+package engine
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/linerate/linerate/internal/cpulist"
+	"github.com/linerate/linerate/internal/hostfs"
+)
+
+// Timeouts of the client's steps.
+const (
+	dialTimeout  = 5 * time.Second
+	setupTimeout = 15 * time.Second // the agent collects its facts and accepts N connections
+	endGrace     = 10 * time.Second // after the last interval, for the streams to drain
+)
+
+// client is one Run in progress.
+type client struct {
+	cfg  Config
+	p    params
+	log  *slog.Logger
+	fs   *hostfs.FS
+	ctrl *conn
+	me   HostInfo
+	peer HostInfo
+	res  *Result
+	side *side
+}
+
+// Run runs one test against the agent at cfg.Peer and returns its result.
+// Progress, if set, sees each event as it happens. Cancelling ctx ends the
+// test early with ctx's error.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	c := &client{cfg: cfg, p: cfg.params(), log: cfg.Logger, fs: cfg.Host}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.fs == nil {
+		c.fs = hostfs.Live()
+	}
+	if err := c.p.validate(24 * time.Hour); err != nil { // the agent applies its own, lower bound
+		return nil, err
+	}
+	if len(cfg.Token) == 0 {
+		return nil, errors.New("no token: give the agent's token (--token-file or " + TokenEnv + ")")
+	}
+	cc, err := c.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cc.Close()
+	unwatch := context.AfterFunc(ctx, func() { cc.Close() })
+	defer unwatch()
+	res, err := c.run(ctx)
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("test interrupted: %w", context.Cause(ctx))
+	}
+	return res, err
+}
+
+func (c *client) dial(ctx context.Context) (net.Conn, error) {
+	addr := withPort(c.cfg.Peer, DefaultPort)
+	d := net.Dialer{Timeout: dialTimeout}
+	cc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the agent at %s: %w (is 'linerate serve' running there?)", addr, err)
+	}
+	c.ctrl = newConn(cc)
+	return cc, nil
+}
+
+// withPort adds the default port to a peer written without one.
+func withPort(peer string, port int) string {
+	if _, _, err := net.SplitHostPort(peer); err == nil {
+		return peer
+	}
+	if a, err := netip.ParseAddr(peer); err == nil && a.Is6() {
+		return net.JoinHostPort(a.String(), strconv.Itoa(port))
+	}
+	return net.JoinHostPort(peer, strconv.Itoa(port))
+}
+
+func (c *client) run(ctx context.Context) (*Result, error) {
+	peer, err := clientHandshake(c.ctrl, c.cfg.Token)
+	if err != nil {
+		return nil, err
+	}
+	c.peer = *peer
+	local := addrPort(c.ctrl.c.LocalAddr())
+	var notes []string
+	c.me, notes = hostFacts(c.fs, local.Addr())
+	clientCPUs, serverCPUs, source, err := c.placement()
+	if err != nil {
+		return nil, err
+	}
+	c.p.ServerCPUs = serverCPUs
+	if err := c.ctrl.send(requestMsg{Type: msgRequest, params: c.p}, handshakeTimeout); err != nil {
+		return nil, fmt.Errorf("sending the test request: %w", err)
+	}
+	var acc acceptMsg
+	if err := c.ctrl.expect(msgAccept, &acc, setupTimeout); err != nil {
+		return nil, fmt.Errorf("the agent did not accept the test: %w", err)
+	}
+	streams, err := c.openStreams(ctx, acc, assign(c.p.connections(), clientCPUs))
+	if err != nil {
+		return nil, err
+	}
+	c.res = c.startResult(acc, streams, source, notes)
+	var ready readyMsg
+	if err := c.ctrl.expect(msgReady, &ready, setupTimeout); err != nil {
+		closeStreams(streams)
+		return nil, fmt.Errorf("waiting for the agent's data connections: %w", err)
+	}
+	c.finishStart(streams, ready.Window)
+	return c.measure(ctx, streams)
+}
+
+func addrPort(a net.Addr) netip.AddrPort {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t.AddrPort()
+	}
+	ap, _ := netip.ParseAddrPort(a.String())
+	return ap
+}
+
+// placement decides the CPUs of both ends' stream threads.
+func (c *client) placement() (client, server []int, source string, err error) {
+	for _, cpu := range c.cfg.ClientCPUs {
+		if len(c.me.CPUs) > 0 && !cpulist.Contains(c.me.CPUs, cpu) {
+			return nil, nil, "", fmt.Errorf("-A: CPU %d is not available to this process (it may use %s)", cpu, cpulist.Format(c.me.CPUs))
+		}
+	}
+	switch {
+	case c.cfg.ClientCPUs != nil && c.cfg.ServerCPUs != nil:
+		source = "user"
+	case c.cfg.ClientCPUs == nil && c.cfg.ServerCPUs == nil:
+		source = "auto"
+	default:
+		source = "user+auto"
+	}
+	if c.me.BootID != "" && c.me.BootID == c.peer.BootID {
+		client, server = split(c.cfg.ClientCPUs, c.cfg.ServerCPUs, c.me.Candidates, c.me.CPUs)
+		return client, server, source, nil
+	}
+	client = c.cfg.ClientCPUs
+	if client == nil {
+		client = c.me.Candidates
+	}
+	return client, c.cfg.ServerCPUs, source, nil // nil: the agent picks its own
+}
+
+// dataPreamble starts every data connection: magic, cookie, stream index.
+const (
+	dataMagic       = "LRDATA01"
+	dataPreambleLen = len(dataMagic) + nonceSize + 4
+)
+
+func preamble(cookie []byte, index int) []byte {
+	b := make([]byte, 0, dataPreambleLen)
+	b = append(b, dataMagic...)
+	b = append(b, cookie...)
+	return binary.BigEndian.AppendUint32(b, uint32(index))
+}
+
+// openStreams makes the data connections, each announced by the cookie
+// and its index, with the socket options set before connect.
+func (c *client) openStreams(ctx context.Context, acc acceptMsg, cpus []int) ([]*stream, error) {
+	if len(acc.Cookie) != nonceSize {
+		return nil, fmt.Errorf("%w: cookie of %d bytes", errBadMessage, len(acc.Cookie))
+	}
+	remote := addrPort(c.ctrl.c.RemoteAddr())
+	addr := netip.AddrPortFrom(remote.Addr(), uint16(acc.Port)).String()
+	opts := sockOpts{window: c.p.Window, congestion: c.p.Congestion, pacing: c.p.FQRate / 8}
+	var streams []*stream
+	for i := range c.p.connections() {
+		o := opts
+		o.zerocopy = c.p.ZeroCopy == MsgZeroCopy && c.p.clientSends(i)
+		d := net.Dialer{Timeout: dialTimeout, Control: o.control}
+		nc, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			closeStreams(streams)
+			return nil, fmt.Errorf("data connection %d to %s: %w", i+1, addr, err)
+		}
+		nc.SetWriteDeadline(time.Now().Add(dialTimeout))
+		if _, err := nc.Write(preamble(acc.Cookie, i)); err != nil {
+			nc.Close()
+			closeStreams(streams)
+			return nil, fmt.Errorf("data connection %d: %w", i+1, err)
+		}
+		fd, err := detach(nc)
+		if err != nil {
+			closeStreams(streams)
+			return nil, err
+		}
+		streams = append(streams, &stream{id: i + 1, send: c.p.clientSends(i), cpu: cpus[i], fd: fd})
+	}
+	return streams, nil
+}
+
+func closeStreams(streams []*stream) {
+	for _, s := range streams {
+		closeFD(s.fd)
+	}
+}
+
+// measure runs the test: both ends' streams, the interval clock, the
+// agent's reports, and the end.
+func (c *client) measure(ctx context.Context, streams []*stream) (*Result, error) {
+	snd, err := newSender(c.p.ZeroCopy)
+	if err != nil {
+		closeStreams(streams)
+		return nil, err
+	}
+	c.side = newSide(c.p, streams, snd, newHostSampler(c.fs, c.me.NICIRQs), "lrc")
+	defer c.side.closeAll()
+	c.emit(Event{Event: "start", Data: &c.res.Start})
+	rd := newReader(c.ctrl, c.p)
+	c.side.begin()
+	if err := c.ctrl.send(bareMsg{Type: msgStart}, handshakeTimeout); err != nil {
+		c.side.finish(0)
+		return nil, fmt.Errorf("starting the test: %w", err)
+	}
+	if err := c.intervals(ctx, rd); err != nil {
+		c.side.finish(0)
+		return nil, err
+	}
+	return c.end(rd)
+}
+
+// intervals samples this end at every boundary and merges the agent's
+// sample of the same interval into one report.
+func (c *client) intervals(ctx context.Context, rd *reader) error {
+	wait := min(c.p.interval()/2, 500*time.Millisecond)
+	for !c.side.done() {
+		due, _ := c.side.due()
+		t := time.NewTimer(time.Until(due))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return context.Cause(ctx)
+		case err := <-rd.errc:
+			t.Stop()
+			return fmt.Errorf("the agent's control connection: %w", err)
+		case <-t.C:
+		}
+		cs := c.side.sample()
+		if c.side.done() {
+			// The agent takes its last sample when told to stop.
+			c.side.halt.Store(true)
+			if err := c.ctrl.send(bareMsg{Type: msgStop}, handshakeTimeout); err != nil {
+				return fmt.Errorf("stopping the test: %w", err)
+			}
+			wait = endGrace
+		}
+		iv := c.merge(cs, rd.await(cs.Index, wait))
+		c.res.Intervals = append(c.res.Intervals, iv)
+		c.emit(Event{Event: "interval", Data: &c.res.Intervals[len(c.res.Intervals)-1]})
+	}
+	return nil
+}
+
+func (c *client) emit(e Event) {
+	if c.cfg.Progress != nil {
+		c.cfg.Progress(e)
+	}
+}
+
+// end waits for the streams to drain and the agent's totals.
+func (c *client) end(rd *reader) (*Result, error) {
+	c.side.finish(endGrace)
+	var em *endMsg
+	select {
+	case em = <-rd.endc:
+	case err := <-rd.errc:
+		return nil, fmt.Errorf("waiting for the agent's totals: %w", err)
+	case <-time.After(endGrace):
+		return nil, errors.New("the agent sent no totals within 10 s of the end")
+	}
+	c.res.End = c.totals(em)
+	c.emit(Event{Event: "end", Data: &c.res.End})
+	return c.res, nil
+}
+
+// reader reads the agent's messages during a test.
+type reader struct {
+	c       *conn
+	samples map[int]*sideSample
+	ivc     chan *sideSample
+	endc    chan *endMsg
+	errc    chan error
+}
+
+func newReader(c *conn, p params) *reader {
+	r := &reader{c: c, samples: map[int]*sideSample{}, ivc: make(chan *sideSample, 64),
+		endc: make(chan *endMsg, 1), errc: make(chan error, 1)}
+	limit := p.omit() + p.duration() + 2*endGrace + setupTimeout
+	go r.loop(time.Now().Add(limit))
+	return r
+}
+
+func (r *reader) loop(deadline time.Time) {
+	for {
+		typ, body, err := r.c.recv(time.Until(deadline))
+		if err != nil {
+			r.errc <- err
+			return
+		}
+		switch typ {
+		case msgInterval:
+			var m intervalMsg
+			if err := decodeAs(typ, body, msgInterval, &m); err != nil {
+				r.errc <- err
+				return
+			}
+			r.ivc <- &m.sideSample
+		case msgEnd:
+			var m endMsg
+			if err := decodeAs(typ, body, msgEnd, &m); err != nil {
+				r.errc <- err
+				return
+			}
+			r.endc <- &m
+			return
+		default:
+			r.errc <- decodeAs(typ, body, msgEnd, nil)
+			return
+		}
+	}
+}
+
+// await returns the agent's sample of interval k, waiting up to d for it;
+// nil if it did not come.
+func (r *reader) await(k int, d time.Duration) *sideSample {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		if s, ok := r.samples[k]; ok {
+			delete(r.samples, k)
+			return s
+		}
+		select {
+		case s := <-r.ivc:
+			if s.Index >= k {
+				r.samples[s.Index] = s
+			}
+		case <-t.C:
+			return nil
+		}
+	}
+}
+
+// isEOF tells a peer that hung up from other failures.
+func isEOF(err error) bool { return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) }

@@ -1,0 +1,169 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/inventory"
+)
+
+// ryzen is seed 000's CPU: 12 CPUs in two L3 domains (CCDs), one node.
+func ryzen() *inventory.CPU {
+	all := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
+	return &inventory.CPU{Count: 12, Online: all, L3Domains: [][]int{{0, 1, 2, 3, 4, 5}, {6, 7, 8, 9, 10, 11}},
+		NUMANodes: map[string][]int{"0": all}}
+}
+
+func TestCandidates(t *testing.T) {
+	cpu := ryzen()
+	node := 0
+	irqsOn := func(cpus ...int) *inventory.NIC {
+		n := &inventory.NIC{Interface: "enp1s0f0np0", NUMANode: &node}
+		for i, c := range cpus {
+			n.IRQs = append(n.IRQs, inventory.IRQ{IRQ: 99 + i, Effective: []int{c}})
+		}
+		return n
+	}
+	tests := []struct {
+		name string
+		nic  *inventory.NIC
+		want []int
+	}{
+		// Seed 000: IRQs pinned to 7-11; the stream goes to 6, in their L3
+		// domain but off their cores, then to the other CCD.
+		{"seed 000 tuned", irqsOn(7, 8, 9, 10, 11), []int{6, 0, 1, 2, 3, 4, 5}},
+		{"IRQs on CCD 0", irqsOn(0, 1), []int{2, 3, 4, 5, 6, 7, 8, 9, 10, 11}},
+		{"no IRQs known", irqsOn(), cpu.Online},
+		{"no NIC", nil, cpu.Online},
+		{"IRQs everywhere", irqsOn(cpu.Online...), cpu.Online},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var irq []int
+			if tt.nic != nil {
+				irq = irqCPUs(tt.nic)
+			}
+			if got := candidates(cpu.Online, cpu, tt.nic, irq); !slices.Equal(got, tt.want) {
+				t.Errorf("candidates = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	// A NIC on node 1 of a two-node host keeps its streams on node 1.
+	two := &inventory.CPU{Online: []int{0, 1, 2, 3}, NUMANodes: map[string][]int{"0": {0, 1}, "1": {2, 3}}}
+	one := 1
+	if got := candidates(two.Online, two, &inventory.NIC{NUMANode: &one}, nil); !slices.Equal(got, []int{2, 3}) {
+		t.Errorf("node-1 NIC: %v", got)
+	}
+}
+
+func TestSplit(t *testing.T) {
+	tests := []struct {
+		name                string
+		client, server      []int
+		cands, allowed      []int
+		wantClient, wantSrv []int
+	}{
+		{"2-CPU VM", nil, nil, []int{0, 1}, []int{0, 1}, []int{0}, []int{1}},
+		{"odd", nil, nil, []int{6, 0, 1}, []int{0, 1, 6}, []int{6, 0}, []int{1}},
+		{"client given", []int{1}, nil, []int{0, 1}, []int{0, 1}, []int{1}, []int{0}},
+		{"server given", nil, []int{0}, []int{0, 1}, []int{0, 1}, []int{1}, []int{0}},
+		{"both given", []int{0}, []int{0}, []int{0, 1}, []int{0, 1}, []int{0}, []int{0}},
+		{"one candidate", nil, nil, []int{3}, []int{2, 3}, []int{2}, []int{3}},
+		{"one CPU", nil, nil, []int{0}, []int{0}, []int{0}, []int{0}},
+	}
+	for _, tt := range tests {
+		c, s := split(tt.client, tt.server, tt.cands, tt.allowed)
+		if !slices.Equal(c, tt.wantClient) || !slices.Equal(s, tt.wantSrv) {
+			t.Errorf("%s: split = %v, %v; want %v, %v", tt.name, c, s, tt.wantClient, tt.wantSrv)
+		}
+	}
+	if got := assign(5, []int{4, 5}); !slices.Equal(got, []int{4, 5, 4, 5, 4}) {
+		t.Errorf("assign = %v", got)
+	}
+	if got := assign(2, nil); !slices.Equal(got, []int{-1, -1}) {
+		t.Errorf("assign unpinned = %v", got)
+	}
+	if got := used([]int{5, 4, 5, -1}); !slices.Equal(got, []int{5, 4}) {
+		t.Errorf("used = %v", got)
+	}
+}
+
+func TestParseAffinity(t *testing.T) {
+	tests := []struct {
+		in           string
+		client, serv []int
+		bad          bool
+	}{
+		{in: "0,1", client: []int{0}, serv: []int{1}},
+		{in: "0-3,4-7", client: []int{0, 1, 2, 3}, serv: []int{4, 5, 6, 7}},
+		{in: "0,2/1,3", client: []int{0, 2}, serv: []int{1, 3}},
+		{in: "6", client: []int{6}},
+		{in: "/5", serv: []int{5}},
+		{in: "0,1,2", bad: true},
+		{in: "x,1", bad: true},
+	}
+	for _, tt := range tests {
+		c, s, err := ParseAffinity(tt.in)
+		if tt.bad != (err != nil) || !slices.Equal(c, tt.client) || !slices.Equal(s, tt.serv) {
+			t.Errorf("ParseAffinity(%q) = %v, %v, %v", tt.in, c, s, err)
+		}
+		if err == nil {
+			c2, s2, err := ParseAffinity(FormatAffinity(c, s))
+			if err != nil || !slices.Equal(c2, c) || !slices.Equal(s2, s) {
+				t.Errorf("%q does not survive FormatAffinity: %q", tt.in, FormatAffinity(c, s))
+			}
+		}
+	}
+}
+
+// TestHostSampler feeds the sampler two readings of a captured /proc and
+// checks the per-CPU deltas, including the NIC's interrupts.
+func TestHostSampler(t *testing.T) {
+	root := t.TempDir()
+	write := func(name, data string) {
+		p := filepath.Join(root, "proc", name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("stat", "cpu  0 0 0 200 0 0 0 0 0 0\ncpu0 0 0 0 100 0 0 0 0 0 0\ncpu1 0 0 0 100 0 0 0 0 0 0\nintr 0\n")
+	write("softirqs", "       CPU0       CPU1\n NET_TX: 1 1\n NET_RX: 10 10\n")
+	write("interrupts", "       CPU0       CPU1\n 99:  5  7  IR-PCI-MSIX-0000:01:00.0  1-edge  mlx5_comp0@pci:0000:01:00.0\n 100: 1 1  IR-PCI-MSIX-0000:02:00.0  1-edge  other\n")
+	fs, err := hostfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	h := newHostSampler(fs, []int{99})
+	// 100 ticks later: CPU 0 was busy (60 user, 30 softirq, 10 idle), CPU 1 idle.
+	write("stat", "cpu  60 0 0 310 0 0 30 0 0 0\ncpu0 60 0 0 110 0 0 30 0 0 0\ncpu1 0 0 0 200 0 0 0 0 0 0\nintr 0\n")
+	write("softirqs", "       CPU0       CPU1\n NET_TX: 3 1\n NET_RX: 5010 10\n")
+	write("interrupts", "       CPU0       CPU1\n 99:  4005  7  IR-PCI-MSIX-0000:01:00.0  1-edge  mlx5_comp0@pci:0000:01:00.0\n 100: 900 900  IR-PCI-MSIX-0000:02:00.0  1-edge  other\n")
+	per, total := h.sample()
+	want0 := CPUSample{Busy: 90, SoftIRQ: 30, NetRX: 5000, NetTX: 2, NICIRQs: 4000}
+	if per["0"] != want0 {
+		t.Errorf("cpu0 = %+v, want %+v", per["0"], want0)
+	}
+	if per["1"] != (CPUSample{}) {
+		t.Errorf("cpu1 = %+v, want idle", per["1"])
+	}
+	if total.Busy != 45 || total.NICIRQs != 4000 {
+		t.Errorf("total = %+v", total)
+	}
+	if len(h.notes) != 0 {
+		t.Errorf("notes: %v", h.notes)
+	}
+	// A source that goes missing is noted once, and the rest still works.
+	os.Remove(filepath.Join(root, "proc", "softirqs"))
+	h.sample()
+	h.sample()
+	if len(h.notes) != 1 {
+		t.Errorf("notes: %v", h.notes)
+	}
+}

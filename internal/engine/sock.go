@@ -1,0 +1,187 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// SockBufs are the socket buffer sizes one end's data sockets got, as
+// getsockopt reports them (Linux doubles what was asked, for its own
+// bookkeeping), and the sysctls that capped them, if any.
+type SockBufs struct {
+	Sndbuf   int      `json:"sndbuf"`
+	Rcvbuf   int      `json:"rcvbuf"`
+	CappedBy []string `json:"capped_by,omitempty"` // "net.core.wmem_max=212992"
+}
+
+// sockOpts are the per-socket settings of a test.
+type sockOpts struct {
+	window     int    // SO_SNDBUF and SO_RCVBUF; 0 leaves autotuning on
+	congestion string // TCP_CONGESTION; "" keeps the default
+	pacing     uint64 // SO_MAX_PACING_RATE in bytes per second; 0 none
+	zerocopy   bool   // SO_ZEROCOPY, for MSG_ZEROCOPY sends
+}
+
+// apply sets the options on fd. The window must be set before connect on
+// the client (so the window scale covers it); the agent sets it on
+// accepted sockets, where Linux has already chosen a window scale from
+// the largest buffer the sysctls allow.
+func (o sockOpts) apply(fd int) error {
+	if o.window > 0 {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, o.window); err != nil {
+			return fmt.Errorf("setting SO_SNDBUF to %d: %w", o.window, err)
+		}
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, o.window); err != nil {
+			return fmt.Errorf("setting SO_RCVBUF to %d: %w", o.window, err)
+		}
+	}
+	if o.congestion != "" {
+		if err := unix.SetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, o.congestion); err != nil {
+			return fmt.Errorf("congestion control %q: %w (is it in net.ipv4.tcp_allowed_congestion_control? try 'modprobe tcp_%s')", o.congestion, err, o.congestion)
+		}
+	}
+	if o.pacing > 0 {
+		if err := unix.SetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_MAX_PACING_RATE, o.pacing); err != nil {
+			return fmt.Errorf("setting SO_MAX_PACING_RATE: %w", err)
+		}
+	}
+	if o.zerocopy {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ZEROCOPY, 1); err != nil {
+			return fmt.Errorf("enabling SO_ZEROCOPY: %w (MSG_ZEROCOPY needs Linux 4.14)", err)
+		}
+	}
+	return nil
+}
+
+// control adapts apply to net.Dialer.Control.
+func (o sockOpts) control(_, _ string, rc syscall.RawConn) error {
+	var err error
+	if cerr := rc.Control(func(fd uintptr) { err = o.apply(int(fd)) }); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// bufSizes reads SO_SNDBUF and SO_RCVBUF.
+func bufSizes(fd int) (snd, rcv int, err error) {
+	if snd, err = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF); err != nil {
+		return 0, 0, fmt.Errorf("reading SO_SNDBUF: %w", err)
+	}
+	if rcv, err = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF); err != nil {
+		return 0, 0, fmt.Errorf("reading SO_RCVBUF: %w", err)
+	}
+	return snd, rcv, nil
+}
+
+// detach takes a connection out of Go's poller: it duplicates the
+// descriptor, closes the net.Conn (which also removes it from epoll) and
+// makes the duplicate blocking. The stream's thread then sleeps in the
+// kernel when the socket is full or empty, as iperf3's does, instead of
+// parking and being woken through the poller.
+func detach(c net.Conn) (int, error) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		c.Close()
+		return -1, fmt.Errorf("%T has no file descriptor", c)
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		c.Close()
+		return -1, err
+	}
+	fd := -1
+	var derr error
+	if err := rc.Control(func(f uintptr) { fd, derr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		derr = err
+	}
+	c.Close()
+	if derr != nil {
+		return -1, fmt.Errorf("duplicating the socket: %w", derr)
+	}
+	if err := unix.SetNonblock(fd, false); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("making the socket blocking: %w", err)
+	}
+	return fd, nil
+}
+
+// tcpInfo is the part of TCP_INFO a report shows.
+type tcpInfo struct {
+	RTT, RTTVar  uint32 // microseconds
+	Cwnd         uint64 // bytes: snd_cwnd × snd_mss
+	TotalRetrans uint32
+	DeliveryRate uint64 // bytes per second
+}
+
+func readTCPInfo(fd int) (tcpInfo, error) {
+	ti, err := unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+	if err != nil {
+		return tcpInfo{}, err
+	}
+	return tcpInfo{
+		RTT: ti.Rtt, RTTVar: ti.Rttvar,
+		Cwnd:         uint64(ti.Snd_cwnd) * uint64(ti.Snd_mss),
+		TotalRetrans: ti.Total_retrans,
+		DeliveryRate: ti.Delivery_rate,
+	}, nil
+}
+
+// pinThread binds the calling OS thread to cpu (-1: leave it). The caller
+// must have locked its goroutine to the thread.
+func pinThread(cpu int) error {
+	if cpu < 0 {
+		return nil
+	}
+	set := unix.NewCPUSet(cpu + 1)
+	set.Set(cpu)
+	if err := unix.SchedSetaffinityDynamic(0, set); err != nil {
+		return fmt.Errorf("pinning a stream thread to CPU %d: %w", cpu, err)
+	}
+	return nil
+}
+
+// nameThread names the calling OS thread (at most 15 bytes), so that top
+// -H, htop and /proc/PID/task/TID/comm show which stream it carries.
+func nameThread(name string) {
+	p, err := unix.BytePtrFromString(name)
+	if err != nil {
+		return
+	}
+	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(p)), 0, 0, 0) // cosmetic
+}
+
+// allowedCPUs returns the CPUs this process may run on: the calling
+// thread's affinity. Only stream threads are pinned, and they run nothing
+// but their stream, so any other goroutine sees the process's mask.
+func allowedCPUs() ([]int, error) {
+	for n := 1024; n <= 1<<20; n *= 4 {
+		set := unix.NewCPUSet(n)
+		err := unix.SchedGetaffinityDynamic(0, set)
+		if errors.Is(err, unix.EINVAL) {
+			continue // the kernel's mask is larger
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the CPU affinity: %w", err)
+		}
+		var cpus []int
+		for c := range n {
+			if set.IsSet(c) {
+				cpus = append(cpus, c)
+			}
+		}
+		return cpus, nil
+	}
+	return nil, errors.New("reading the CPU affinity: mask too large")
+}
+
+// closeFD closes a descriptor the engine owns; -1 is no descriptor.
+func closeFD(fd int) {
+	if fd >= 0 {
+		_ = unix.Close(fd)
+	}
+}

@@ -1,0 +1,178 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// What one system call moves: 128 KiB, iperf3's TCP default (-l), so the
+// two tools make the same system calls. Larger writes were faster on
+// loopback (1.5x at 512 KiB) but up to 2x slower over the lab's veth,
+// where a 128 KiB write was best (docs/benchmarks.md); larger reads were
+// slower on both.
+const (
+	sendSize = 128 << 10
+	recvSize = 128 << 10
+)
+
+// stream is one TCP connection of a test, seen from one end.
+type stream struct {
+	id   int  // 1-based, as reports number streams
+	send bool // this end writes; otherwise it reads
+	cpu  int  // CPU its thread is pinned to; -1 unpinned
+	fd   int  // blocking descriptor, owned by the session
+
+	bytes atomic.Uint64 // moved so far; read by the sampler
+	zc    zcStats
+	err   error // set by the stream's goroutine before it is done
+}
+
+// zcStats counts MSG_ZEROCOPY sends and what the kernel did with them.
+type zcStats struct {
+	sends       atomic.Uint64 // sendmsg calls that sent data
+	completions atomic.Uint64 // sends the kernel reported done
+	copied      atomic.Uint64 // of those, sends it copied after all
+}
+
+// sender says how a sending stream moves its bytes.
+type sender interface {
+	loop(s *stream, stop *atomic.Bool) error
+}
+
+// run starts the stream's thread: locked, pinned and named, moving bytes
+// until stop is set (sending) or the peer closes (receiving). The thread
+// is never unlocked, so it exits with the goroutine and its affinity and
+// name go with it instead of leaking to other goroutines.
+func (s *stream) run(wg *sync.WaitGroup, snd sender, stop *atomic.Bool, name string) {
+	wg.Add(1)
+	go s.thread(wg, snd, stop, name)
+}
+
+func (s *stream) thread(wg *sync.WaitGroup, snd sender, stop *atomic.Bool, name string) {
+	runtime.LockOSThread()
+	if unix.Gettid() == unix.Getpid() {
+		// The main thread never exits: the runtime parks it when its
+		// locked goroutine ends, pinned and named as the stream, and ps
+		// shows the process under that name. Use another thread.
+		runtime.UnlockOSThread()
+		go s.thread(wg, snd, stop, name)
+		return
+	}
+	defer wg.Done()
+	if err := pinThread(s.cpu); err != nil {
+		s.err = err
+		return
+	}
+	nameThread(name)
+	if s.send {
+		s.err = snd.loop(s, stop)
+		// Tell the receiver no more is coming; it reads to EOF.
+		_ = unix.Shutdown(s.fd, unix.SHUT_WR)
+		return
+	}
+	s.err = s.recvLoop()
+}
+
+// recvLoop reads until the peer closes.
+func (s *stream) recvLoop() error {
+	buf := make([]byte, recvSize)
+	var y yielder
+	for {
+		y.tick()
+		n, err := unix.Read(s.fd, buf)
+		switch {
+		case n > 0:
+			s.bytes.Add(uint64(n))
+		case err == nil:
+			return nil // EOF: the sender is done
+		case err == unix.EINTR:
+		default:
+			return fmt.Errorf("stream %d: receiving: %w", s.id, err)
+		}
+	}
+}
+
+// copySender writes from a buffer: the kernel copies every byte.
+type copySender struct{}
+
+func (copySender) loop(s *stream, stop *atomic.Bool) error {
+	buf := make([]byte, sendSize)
+	fillPattern(buf)
+	var y yielder
+	for !stop.Load() {
+		y.tick()
+		n, err := unix.Write(s.fd, buf)
+		if n > 0 {
+			s.bytes.Add(uint64(n))
+		}
+		if err != nil && err != unix.EINTR {
+			return sendErr(s, stop, err)
+		}
+	}
+	return nil
+}
+
+// sendErr reports a send error, unless the test was stopping anyway and
+// the agent shut the socket down.
+func sendErr(s *stream, stop *atomic.Bool, err error) error {
+	if stop.Load() && (errors.Is(err, unix.EPIPE) || errors.Is(err, unix.ECONNRESET)) {
+		return nil
+	}
+	return fmt.Errorf("stream %d: sending: %w", s.id, err)
+}
+
+// fillPattern fills b with a non-zero, non-repeating-per-page pattern, so
+// nothing along the path can shortcut zero pages.
+func fillPattern(b []byte) {
+	x := uint32(2463534242)
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		b[i] = byte(x)
+	}
+}
+
+// yielder lets a stream thread pass through the Go scheduler every
+// yieldEvery. A goroutine that only makes system calls never does, so
+// after 10 ms the runtime's monitor thread (sysmon) takes its P away at
+// each check and, having found work, keeps polling every 20 µs: about 10%
+// of another CPU, on a machine whose CPUs are the measurement. A yield
+// costs two thread switches, a few µs per yieldEvery (under 10 ms, the
+// runtime's limit).
+type yielder struct {
+	n    uint32
+	last time.Time
+}
+
+const yieldEvery = 5 * time.Millisecond
+
+func (y *yielder) tick() {
+	y.n++
+	if y.n%16 != 0 {
+		return
+	}
+	if now := time.Now(); now.Sub(y.last) >= yieldEvery {
+		y.last = now
+		runtime.Gosched()
+	}
+}
+
+// reserveProcs makes room in the Go scheduler for n stream threads. Each
+// holds a P while in a system call; when no P is left idle, the runtime
+// takes them back after 20 µs, so every system call would return through
+// the scheduler's slow path (measured: a third less throughput with two
+// streams on two CPUs). The threads are pinned and almost always in the
+// kernel, so the extra Ps cost nothing. It never lowers GOMAXPROCS: an
+// agent's next test, or the other end of an in-process test, may need it.
+func reserveProcs(n int) {
+	if want := runtime.NumCPU() + n; runtime.GOMAXPROCS(0) < want {
+		runtime.GOMAXPROCS(want)
+	}
+}

@@ -1,0 +1,216 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// ZeroCopy names a way to send without copying from user memory.
+type ZeroCopy string
+
+// Zero-copy methods.
+const (
+	// NoZeroCopy writes from a buffer (the kernel copies it).
+	NoZeroCopy ZeroCopy = ""
+	// Sendfile sends a memfd's pages with sendfile(2), as iperf3 -Z does.
+	// It is the default for --zerocopy: faster than MSG_ZEROCOPY in every
+	// measurement in docs/benchmarks.md, and never copied by the kernel.
+	Sendfile ZeroCopy = "sendfile"
+	// MsgZeroCopy sends with sendmsg(MSG_ZEROCOPY) and reaps completions
+	// from the socket's error queue. The kernel copies anyway when the
+	// packets are delivered locally (loopback, veth) or the device cannot
+	// gather; the result says how often (end.zerocopy.copied).
+	MsgZeroCopy ZeroCopy = "msg_zerocopy"
+)
+
+// ParseZeroCopy accepts "", "sendfile" and "msg_zerocopy" (or "msg").
+func ParseZeroCopy(s string) (ZeroCopy, error) {
+	switch s {
+	case "", "none":
+		return NoZeroCopy, nil
+	case "sendfile":
+		return Sendfile, nil
+	case "msg", "msg_zerocopy":
+		return MsgZeroCopy, nil
+	}
+	return "", fmt.Errorf("unknown zero-copy method %q (sendfile or msg_zerocopy)", s)
+}
+
+// sendfileSender sends the pages of one memfd, shared by every stream of
+// the test: they are only read, by the kernel.
+type sendfileSender struct{ memfd int }
+
+func newSendfileSender() (*sendfileSender, error) {
+	fd, err := unix.MemfdCreate("linerate-zerocopy", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("creating a memfd for sendfile: %w", err)
+	}
+	buf := make([]byte, sendSize)
+	fillPattern(buf)
+	if _, err := unix.Pwrite(fd, buf, 0); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("filling the sendfile memfd: %w", err)
+	}
+	return &sendfileSender{memfd: fd}, nil
+}
+
+func (z *sendfileSender) close() { unix.Close(z.memfd) }
+
+func (z *sendfileSender) loop(s *stream, stop *atomic.Bool) error {
+	for !stop.Load() {
+		var off int64
+		n, err := unix.Sendfile(s.fd, z.memfd, &off, sendSize)
+		if n > 0 {
+			s.bytes.Add(uint64(n))
+		}
+		if err != nil && err != unix.EINTR {
+			return sendErr(s, stop, err)
+		}
+	}
+	return nil
+}
+
+// zcRing is how many blocks a MSG_ZEROCOPY stream may have in flight: 16
+// × 512 KiB = 8 MiB, twice the kernel's default tcp_wmem maximum, so the
+// ring never stalls a socket whose buffer could take more.
+const zcRing = 16
+
+// msgZCSender sends with MSG_ZEROCOPY from a ring of blocks in memory of
+// its own (mmap, out of the Go heap), reusing a block only after the
+// kernel said it is done with it.
+type msgZCSender struct{}
+
+func (msgZCSender) loop(s *stream, stop *atomic.Bool) error {
+	mem, err := unix.Mmap(-1, 0, zcRing*sendSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return fmt.Errorf("stream %d: mapping zero-copy buffers: %w", s.id, err)
+	}
+	fillPattern(mem)
+	z := &zcState{s: s}
+	err = z.sendAll(mem, stop)
+	// The kernel may still read blocks in flight: wait for them before
+	// the memory goes (a bounded wait; if the peer vanished, the pages
+	// stay mapped until the process exits rather than be freed under it).
+	if z.drain(2 * time.Second) {
+		_ = unix.Munmap(mem)
+	}
+	return err
+}
+
+// zcState tracks MSG_ZEROCOPY sends by the kernel's notification ids: the
+// nth send that moved data has id n-1 (mod 2^32), and uses block id % zcRing.
+type zcState struct {
+	s       *stream
+	next    uint32       // id of the next send
+	busy    [zcRing]bool // block still referenced by the kernel
+	pending int
+	oob     [256]byte
+}
+
+func (z *zcState) sendAll(mem []byte, stop *atomic.Bool) error {
+	for !stop.Load() {
+		slot := z.next % zcRing
+		for z.busy[slot] {
+			if err := z.wait(); err != nil {
+				return err
+			}
+		}
+		block := mem[int(slot)*sendSize : int(slot+1)*sendSize]
+		n, err := unix.SendmsgN(z.s.fd, block, nil, nil, unix.MSG_ZEROCOPY)
+		if n > 0 {
+			z.busy[slot] = true
+			z.pending++
+			z.next++
+			z.s.bytes.Add(uint64(n))
+			z.s.zc.sends.Add(1)
+		}
+		switch {
+		case err == nil, err == unix.EINTR:
+		case err == unix.ENOBUFS: // too many notifications queued: reap, retry
+			if err := z.wait(); err != nil {
+				return err
+			}
+		default:
+			return sendErr(z.s, stop, err)
+		}
+		if err := z.reap(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wait blocks until a notification arrives (POLLERR), then reaps.
+func (z *zcState) wait() error {
+	fds := []unix.PollFd{{Fd: int32(z.s.fd)}}
+	if _, err := unix.Poll(fds, 1000); err != nil && err != unix.EINTR {
+		return fmt.Errorf("stream %d: waiting for zero-copy completions: %w", z.s.id, err)
+	}
+	return z.reap()
+}
+
+// reap reads every queued notification without blocking.
+func (z *zcState) reap() error {
+	for z.pending > 0 {
+		_, oobn, _, _, err := unix.Recvmsg(z.s.fd, nil, z.oob[:], unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+		if err == unix.EAGAIN || err == unix.EINTR {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("stream %d: reading zero-copy completions: %w", z.s.id, err)
+		}
+		if err := z.complete(z.oob[:oobn]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// complete marks the blocks of one notification free.
+func (z *zcState) complete(oob []byte) error {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return fmt.Errorf("stream %d: zero-copy notification: %w", z.s.id, err)
+	}
+	for _, m := range msgs {
+		if len(m.Data) < int(unsafe.Sizeof(unix.SockExtendedErr{})) {
+			continue
+		}
+		ee := (*unix.SockExtendedErr)(unsafe.Pointer(&m.Data[0]))
+		if ee.Origin != unix.SO_EE_ORIGIN_ZEROCOPY {
+			if ee.Errno != 0 {
+				return fmt.Errorf("stream %d: socket error: %w", z.s.id, unix.Errno(ee.Errno))
+			}
+			continue
+		}
+		n := ee.Data - ee.Info + 1 // ids Info..Data, inclusive (mod 2^32)
+		for id := ee.Info; id != ee.Data+1; id++ {
+			if z.busy[id%zcRing] {
+				z.busy[id%zcRing] = false
+				z.pending--
+			}
+		}
+		z.s.zc.completions.Add(uint64(n))
+		if ee.Code&unix.SO_EE_CODE_ZEROCOPY_COPIED != 0 {
+			z.s.zc.copied.Add(uint64(n))
+		}
+	}
+	return nil
+}
+
+// drain waits up to d for every send to complete and reports whether all
+// did.
+func (z *zcState) drain(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for z.pending > 0 && time.Now().Before(deadline) {
+		if err := z.wait(); err != nil && !errors.Is(err, unix.EBADF) {
+			return false
+		}
+	}
+	return z.pending == 0
+}
