@@ -1,0 +1,140 @@
+// Package store keeps linerate's results history in SQLite
+// (modernc.org/sqlite: pure Go, so a CGO_ENABLED=0 build works): every
+// benchmark run with its parameters, label, engine, both hosts' doctor
+// JSON, the full linerate.bench/v1 document (intervals and per-CPU
+// telemetry) and its campaign.
+//
+// The database lives at DefaultPath unless the caller names one (--db):
+// $LINERATE_STATE_DIR/results.db when that is set; for root
+// /var/lib/linerate/results.db (beside the tune journals, so one backup
+// holds both); for other users $XDG_DATA_HOME/linerate/results.db, i.e.
+// ~/.local/share/linerate/results.db — results are data a user keeps, not
+// state a program may rebuild, so XDG_DATA_HOME rather than
+// XDG_STATE_HOME.
+//
+// Durability: the database runs in WAL mode, and every run is committed in
+// a transaction of its own the moment it ends, so a campaign killed with
+// SIGKILL leaves every finished run readable. Schema changes are ordered
+// migrations (migrations.go) applied in one transaction and recorded in
+// the schema_version table.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+)
+
+// FileName is the database's file name inside its directory.
+const FileName = "results.db"
+
+// busyTimeout is how long a statement waits for another process's lock
+// (a history listing while a campaign commits) before failing.
+const busyTimeout = 5 * time.Second
+
+// Store is an open results database. Its methods are safe for concurrent
+// use.
+type Store struct {
+	db   *sql.DB
+	path string
+}
+
+// DefaultPath returns where the results database lives when no --db is
+// given (see the package comment), without creating anything.
+func DefaultPath() string {
+	if d := os.Getenv("LINERATE_STATE_DIR"); d != "" {
+		return filepath.Join(d, FileName)
+	}
+	if os.Geteuid() == 0 {
+		return filepath.Join("/var/lib/linerate", FileName)
+	}
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "linerate", FileName)
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "share", "linerate", FileName)
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("linerate-%d", os.Geteuid()), FileName)
+}
+
+// Open opens the database at path, creating it and its directory (mode
+// 0700) if needed, and brings its schema up to date. An empty path means
+// DefaultPath.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		path = DefaultPath()
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("creating the results directory: %w (use --db PATH to put the database elsewhere)", err)
+	}
+	db, err := sql.Open("sqlite", dsn(path))
+	if err != nil {
+		return nil, fmt.Errorf("opening results database %s: %w", path, err)
+	}
+	// One connection: SQLite has one writer anyway, each modernc
+	// connection carries its own page cache and libc state, and a single
+	// connection makes the pragmas in the DSN hold for every statement.
+	db.SetMaxOpenConns(1)
+	s := &Store{db: db, path: path}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("results database %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// dsn sets the pragmas on every connection the driver opens: WAL (readers
+// do not block the writer; a killed writer loses only its open
+// transaction), a busy timeout instead of SQLITE_BUSY at once, and
+// enforced foreign keys (off by default in SQLite).
+func dsn(path string) string {
+	q := url.Values{}
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(NORMAL)") // WAL + NORMAL: durable across a process kill, fast commits
+	q.Add("_txlock", "immediate")           // take the write lock at BEGIN: no upgrade deadlocks
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+// Path returns the database file's path.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// ErrNotFound is returned for a run or campaign ID the database does not
+// hold, and for a label no run carries.
+var ErrNotFound = errors.New("not in the results database")
+
+// tx runs fn in a transaction, committing when fn returns nil.
+func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	t, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("starting a transaction: %w", err)
+	}
+	if err := fn(t); err != nil {
+		t.Rollback()
+		return err
+	}
+	if err := t.Commit(); err != nil {
+		return fmt.Errorf("committing: %w", err)
+	}
+	return nil
+}
+
+// timeText formats t the way the database stores times: RFC 3339 in UTC
+// with milliseconds, so that text order is time order.
+func timeText(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
+func parseTime(s string) time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, s) // written by timeText; zero if someone edited it
+	return t
+}
