@@ -1,0 +1,378 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/linerate/linerate/internal/engine"
+)
+
+// endLoad is one end's CPU load over a run's measured intervals, or the
+// mean over several runs: per CPU, % busy, % in softirq, and NET_RX
+// softirqs per interval.
+type endLoad struct {
+	app     []int // the benchmark threads' CPUs on this end
+	busy    map[int]float64
+	softirq map[int]float64
+	netRX   map[int]float64
+}
+
+// receiver names the end whose NET_RX softirq carries the payload: the
+// server when the client sends, else the client. With both directions,
+// the server (the client's own receive path is the mirror image).
+func receiver(d engine.Direction) string {
+	if d == engine.Receive {
+		return "client"
+	}
+	return "server"
+}
+
+// loadOf averages one end's per-CPU samples over the run's measured
+// intervals.
+func loadOf(r *Run, side string) endLoad {
+	l := endLoad{busy: map[int]float64{}, softirq: map[int]float64{}, netRX: map[int]float64{}}
+	if side == "client" {
+		l.app = r.Start.Placement.Client
+	} else {
+		l.app = r.Start.Placement.Server
+	}
+	n := 0
+	for _, iv := range r.Intervals {
+		per := iv.CPU.Server
+		if side == "client" {
+			per = iv.CPU.Client
+		}
+		if iv.Omitted || len(per) == 0 {
+			continue
+		}
+		n++
+		for k, s := range per {
+			cpu, err := strconv.Atoi(k)
+			if err != nil {
+				continue
+			}
+			l.busy[cpu] += s.Busy
+			l.softirq[cpu] += s.SoftIRQ
+			l.netRX[cpu] += float64(s.NetRX)
+		}
+	}
+	for _, m := range []map[int]float64{l.busy, l.softirq, l.netRX} {
+		for k := range m {
+			m[k] /= float64(max(n, 1))
+		}
+	}
+	return l
+}
+
+// meanLoad averages loads of several runs; the application CPUs are the
+// union of theirs.
+func meanLoad(ls []endLoad) endLoad {
+	out := endLoad{busy: map[int]float64{}, softirq: map[int]float64{}, netRX: map[int]float64{}}
+	for _, l := range ls {
+		for _, c := range l.app {
+			if !slices.Contains(out.app, c) {
+				out.app = append(out.app, c)
+			}
+		}
+		for _, p := range [][2]map[int]float64{{out.busy, l.busy}, {out.softirq, l.softirq}, {out.netRX, l.netRX}} {
+			for k, v := range p[1] {
+				p[0][k] += v / float64(len(ls))
+			}
+		}
+	}
+	slices.Sort(out.app)
+	return out
+}
+
+// softirqCPUs returns the CPUs that served the end's softirq work: those
+// with at least a quarter of the busiest CPU's softirq time and 5% at
+// least; where /proc/stat showed no softirq time, those with a quarter of
+// the most NET_RX softirqs.
+func (l endLoad) softirqCPUs() []int {
+	pick := func(m map[int]float64, floor float64) []int {
+		var top float64
+		for _, v := range m {
+			top = math.Max(top, v)
+		}
+		var out []int
+		for c, v := range m {
+			if v >= math.Max(floor, top/4) && v > 0 {
+				out = append(out, c)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	if cpus := pick(l.softirq, 5); len(cpus) > 0 {
+		return cpus
+	}
+	return pick(l.netRX, 1)
+}
+
+// relation classifies where softirq ran against the application's CPUs.
+type relation int
+
+const (
+	relUnknown   relation = iota
+	relAppCore            // on the application's own CPU(s)
+	relOtherL3            // only in L3 domains the application does not use
+	relSplitL3            // across L3 domains, the application's and others
+	relSameL3             // other CPUs of the application's L3 domain(s)
+	relOtherCPUs          // other CPUs, topology unknown
+)
+
+func relate(soft, app []int, t Topology) relation {
+	switch {
+	case len(soft) == 0 || len(app) == 0:
+		return relUnknown
+	case overlaps(soft, app):
+		return relAppCore
+	}
+	sd, ad := t.domains(soft), t.domains(app)
+	switch {
+	case len(sd) == 0 || len(ad) == 0:
+		return relOtherCPUs
+	case !overlaps(sd, ad):
+		return relOtherL3
+	case len(sd) > 1 || !subset(sd, ad):
+		return relSplitL3
+	}
+	return relSameL3
+}
+
+// what says a relation in the words of a "what differs" sentence.
+func (r relation) what() string {
+	switch r {
+	case relAppCore:
+		return "shared the application's core"
+	case relOtherL3:
+		return "ran in another L3 domain than the application"
+	case relSplitL3:
+		return "was spread across L3 domains"
+	case relSameL3:
+		return "ran on other CPUs of the application's L3 domain, off its core"
+	case relOtherCPUs:
+		return "ran on other CPUs than the application"
+	}
+	return "ran on CPUs the telemetry could not relate to the application"
+}
+
+func overlaps(a, b []int) bool {
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			return true
+		}
+	}
+	return false
+}
+
+func subset(a, b []int) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// whereSoftirq describes in words where an end's softirq work ran:
+// "NET_RX softirq on CPU 6 (92% busy), the application's own CPU".
+func whereSoftirq(l endLoad, t Topology) string {
+	soft := l.softirqCPUs()
+	if len(soft) == 0 {
+		return "no softirq load was seen"
+	}
+	s := "NET_RX softirq on " + cpusName(soft) + " (" + busyRange(l, soft) + ")"
+	app := l.app
+	switch relate(soft, app, t) {
+	case relAppCore:
+		if subset(soft, app) {
+			s += ", the application's own " + cpuWord(app)
+		} else {
+			s += ", including the application's " + cpusName(intersect(soft, app))
+		}
+	case relSameL3:
+		s += fmt.Sprintf(", in %s with the application's %s but off its core", domainsName(t, t.domains(soft)), cpusName(app))
+	case relSplitL3:
+		s += fmt.Sprintf(", across %s; the application's %s is in %s", domainsName(t, t.domains(soft)), cpusName(app), domainsName(t, t.domains(app)))
+	case relOtherL3:
+		s += fmt.Sprintf(", in %s, not the application's %s", domainsName(t, t.domains(soft)), domainsName(t, t.domains(app)))
+	case relOtherCPUs:
+		s += ", not the application's " + cpusName(app)
+	}
+	if nodes := t.nodes(soft); len(t.NUMANodes) > 1 && len(nodes) > 0 {
+		s += fmt.Sprintf(" (NUMA node%s %s)", plural(len(nodes)), joinInts(nodes))
+	}
+	return s
+}
+
+func cpuWord(app []int) string {
+	if len(app) == 1 {
+		return "CPU " + strconv.Itoa(app[0])
+	}
+	return cpusName(app)
+}
+
+func intersect(a, b []int) []int {
+	var out []int
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func domainsName(t Topology, ds []int) string {
+	if len(ds) == 1 {
+		return t.domainName(ds[0])
+	}
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = strings.TrimPrefix(t.domainName(d), "L3 domain ")
+	}
+	return "L3 domains " + strings.Join(parts, " and ")
+}
+
+// busyRange writes the busy share of cpus: "92% busy" or "35-50% busy".
+func busyRange(l endLoad, cpus []int) string {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, c := range cpus {
+		lo, hi = math.Min(lo, l.busy[c]), math.Max(hi, l.busy[c])
+	}
+	if math.Round(lo) == math.Round(hi) {
+		return fmt.Sprintf("%.0f%% busy", hi)
+	}
+	return fmt.Sprintf("%.0f-%.0f%% busy", lo, hi)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ", ")
+}
+
+// bucketNames names buckets from slowest to fastest.
+func bucketNames(n int) []string {
+	switch n {
+	case 1:
+		return []string{""}
+	case 2:
+		return []string{"slow", "fast"}
+	case 3:
+		return []string{"slow", "middle", "fast"}
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("bucket-%d", i+1)
+	}
+	return out
+}
+
+// explainBuckets says what differed between the buckets of one point, in
+// plain sentences: one per bucket, then what differs between the slowest
+// and the fastest. runs[i] holds the runs of buckets[i].
+func explainBuckets(point string, buckets [][]*Run, gap float64, t Topology) []string {
+	total := 0
+	for _, b := range buckets {
+		total += len(b)
+	}
+	out := []string{fmt.Sprintf("%s: the %d runs fell into %d buckets (split where neighbouring throughputs differ by more than %.2f Gbit/s = max(5%% of the median, 3 × the median gap between neighbours)).",
+		point, total, len(buckets), gap)}
+	names := bucketNames(len(buckets))
+	side := receiver(buckets[0][0].Start.Direction)
+	loads := make([]endLoad, len(buckets))
+	for i, b := range buckets {
+		ls := make([]endLoad, len(b))
+		for j, r := range b {
+			ls[j] = loadOf(r, side)
+		}
+		loads[i] = meanLoad(ls)
+		out = append(out, fmt.Sprintf("The %d %s run%s (%s): on the receiver (%s), %s.",
+			len(b), names[i], plural(len(b)), gbpsRange(b), side, whereSoftirq(loads[i], t)))
+	}
+	return append(out, whatDiffers(loads[0], loads[len(loads)-1], names[0], names[len(names)-1], t))
+}
+
+// whatDiffers compares the slowest and fastest buckets' receivers.
+func whatDiffers(slow, fast endLoad, slowName, fastName string, t Topology) string {
+	ss, fs := slow.softirqCPUs(), fast.softirqCPUs()
+	rs, rf := relate(ss, slow.app, t), relate(fs, fast.app, t)
+	switch {
+	case rs != rf && rs != relUnknown && rf != relUnknown:
+		return fmt.Sprintf("What differs: in the %s runs the receiver's softirq work %s; in the %s runs it %s.", slowName, rs.what(), fastName, rf.what())
+	case !slices.Equal(ss, fs) && len(ss) > 0 && len(fs) > 0:
+		return fmt.Sprintf("What differs: the receiver's softirq work ran on %s in the %s runs and on %s in the %s runs.", cpusName(ss), slowName, cpusName(fs), fastName)
+	case !slices.Equal(slow.app, fast.app) && len(slow.app) > 0 && len(fast.app) > 0:
+		return fmt.Sprintf("What differs: the receiving application ran on %s in the %s runs and on %s in the %s runs.", cpusName(slow.app), slowName, cpusName(fast.app), fastName)
+	}
+	return "The per-CPU telemetry does not tell the buckets apart (same softirq CPUs, same application CPUs): look at what else ran on the hosts, and at CPU frequency."
+}
+
+func gbpsRange(runs []*Run) string {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, r := range runs {
+		lo, hi = math.Min(lo, r.Gbps()), math.Max(hi, r.Gbps())
+	}
+	if fmt.Sprintf("%.1f", lo) == fmt.Sprintf("%.1f", hi) {
+		return fmt.Sprintf("%.1f Gbit/s", lo)
+	}
+	return fmt.Sprintf("%.1f-%.1f Gbit/s", lo, hi)
+}
+
+// explainPlacements compares the fastest and the slowest placement of the
+// same stream count: where each end's threads ran and how busy those CPUs
+// were, and where the receiver's softirq ran.
+func explainPlacements(fast, slow *PointSummary, fastRuns, slowRuns []*Run, t Topology) string {
+	ratio := fast.MedianGbps / slow.MedianGbps
+	s := fmt.Sprintf("Placement %s ran %.2f× as fast as %s (median %.2f vs %.2f Gbit/s, %d stream%s).",
+		fast.Placement, ratio, slow.Placement, fast.MedianGbps, slow.MedianGbps, fast.Streams, plural(fast.Streams))
+	return s + " With " + slow.Placement + ": " + placementFacts(slowRuns, t) + "; with " + fast.Placement + ": " + placementFacts(fastRuns, t) + "."
+}
+
+// placementFacts says where a point's threads ran and what their CPUs
+// did.
+func placementFacts(runs []*Run, t Topology) string {
+	cl, sv := make([]endLoad, len(runs)), make([]endLoad, len(runs))
+	for i, r := range runs {
+		cl[i], sv[i] = loadOf(r, "client"), loadOf(r, "server")
+	}
+	c, s := meanLoad(cl), meanLoad(sv)
+	same := sameMachine(runs[0])
+	var parts []string
+	switch {
+	case same && len(c.app) > 0 && slices.Equal(c.app, s.app):
+		parts = append(parts, fmt.Sprintf("client and server threads shared %s (%s) on one machine", cpusName(c.app), busyRange(c, c.app)))
+	default:
+		if len(c.app) > 0 {
+			parts = append(parts, fmt.Sprintf("client on %s (%s)", cpusName(c.app), busyRange(c, c.app)))
+		}
+		if len(s.app) > 0 {
+			parts = append(parts, fmt.Sprintf("server on %s (%s)", cpusName(s.app), busyRange(s, s.app)))
+		}
+	}
+	recv := s
+	if receiver(runs[0].Start.Direction) == "client" {
+		recv = c
+	}
+	parts = append(parts, "receiver's "+whereSoftirq(recv, t))
+	return strings.Join(parts, ", ")
+}
+
+// sameMachine reports whether both ends of a run ran on one kernel (a
+// lab, or loopback): then their per-CPU samples are of the same CPUs.
+func sameMachine(r *Run) bool {
+	return r.Start.Client.BootID != "" && r.Start.Client.BootID == r.Start.Server.BootID
+}

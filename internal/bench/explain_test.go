@@ -1,0 +1,239 @@
+package bench
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/linerate/linerate/internal/engine"
+)
+
+// seed000Topology is the Ryzen 9 9900X of seed 000: two CCDs, CPUs 0-5
+// and 6-11, each with its own L3; one NUMA node.
+func seed000Topology() Topology {
+	return Topology{
+		L3Domains: [][]int{{0, 1, 2, 3, 4, 5}, {6, 7, 8, 9, 10, 11}},
+		NUMANodes: map[string][]int{"0": {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}},
+	}
+}
+
+// syntheticRun is a 10-interval run at gbps with the server (the
+// receiver) pinned to CPU 6 and softirq load on the CPUs given (cpu →
+// {busy, softirq}); the other CPUs idle at 1% busy.
+func syntheticRun(gbps float64, load map[int][2]float64) *Run {
+	r := &Run{Result: engine.Result{Schema: engine.Schema, Engine: "iperf3"}}
+	r.Start = engine.Start{Streams: 1, DurationS: 10, Direction: engine.Send,
+		Placement: engine.Placement{Client: []int{6}, Server: []int{6}, Source: "user"},
+		Client:    engine.HostInfo{BootID: "crow"}, Server: engine.HostInfo{BootID: "vulture"}}
+	for i := range 10 {
+		per := map[string]engine.CPUSample{}
+		for cpu := range 12 {
+			s := engine.CPUSample{Busy: 1}
+			if l, ok := load[cpu]; ok {
+				s = engine.CPUSample{Busy: l[0], SoftIRQ: l[1], NetRX: uint64(l[1] * 1000)}
+			}
+			per[strconv.Itoa(cpu)] = s
+		}
+		r.Intervals = append(r.Intervals, engine.Interval{Start: float64(i), End: float64(i + 1),
+			Sum: engine.Sum{BitsPerSecond: gbps * 1e9}, CPU: engine.HostCPUs{Client: map[string]engine.CPUSample{"6": {Busy: 70}}, Server: per}})
+	}
+	r.End = engine.End{Seconds: 10, SumReceived: engine.Received{BitsPerSecond: gbps * 1e9},
+		CPU: engine.EndCPU{ClientSeconds: 7, ServerSeconds: 9}}
+	return r
+}
+
+// seed000Runs are the three buckets of seed 000: worst (~65 Gbit/s, the
+// NIC's softirq on the server's own CPU 6), better (~84, softirq split
+// between CPU 0 of the other CCD and CPU 7), best (~99, softirq on CPUs
+// 7-10 of the application's CCD).
+func seed000Runs() []*Run {
+	worst := map[int][2]float64{6: {92, 41}}
+	better := map[int][2]float64{6: {85, 2}, 0: {45, 30}, 7: {40, 28}}
+	best := map[int][2]float64{6: {80, 2}, 7: {35, 22}, 8: {34, 21}, 9: {36, 23}, 10: {33, 20}}
+	return []*Run{
+		syntheticRun(64.6, worst), syntheticRun(98.8, best), syntheticRun(84.9, better),
+		syntheticRun(64.5, worst), syntheticRun(99.0, best), syntheticRun(64.7, worst), syntheticRun(83.7, better),
+	}
+}
+
+func TestSplitBuckets(t *testing.T) {
+	var gbps []float64
+	for _, r := range seed000Runs() {
+		gbps = append(gbps, r.Gbps())
+	}
+	got := splitBuckets(gbps)
+	want := [][]int{{3, 0, 5}, {6, 2}, {1, 4}}
+	if len(got) != 3 {
+		t.Fatalf("buckets %v, want 3", got)
+	}
+	for i := range want {
+		if len(got[i]) != len(want[i]) {
+			t.Fatalf("buckets %v, want %v", got, want)
+		}
+		for j := range want[i] {
+			if got[i][j] != want[i][j] {
+				t.Fatalf("buckets %v, want %v", got, want)
+			}
+		}
+	}
+	// Unimodal noise stays one bucket: the gap never exceeds 5% of the median.
+	if b := splitBuckets([]float64{9.1, 9.3, 9.2, 9.6, 9.4, 9.0}); len(b) != 1 {
+		t.Errorf("noise split into %v", b)
+	}
+	// A wide but even spread stays one bucket: no gap stands out.
+	if b := splitBuckets([]float64{10, 12, 14, 16, 18, 20, 22}); len(b) != 1 {
+		t.Errorf("even spread split into %v", b)
+	}
+	if b := splitBuckets([]float64{10, 10.1, 20, 20.2}); len(b) != 2 {
+		t.Errorf("two modes: %v", b)
+	}
+	if b := splitBuckets([]float64{5}); len(b) != 1 {
+		t.Errorf("one run: %v", b)
+	}
+}
+
+func TestExplainSeed000(t *testing.T) {
+	spec := Spec{Engine: "iperf3", Peer: "192.168.88.3", Repeat: 7,
+		Run: Params{Duration: 10e9, Placement: Placement{Client: []int{6}, Server: []int{6}}}}
+	var outs []Outcome
+	for i, r := range seed000Runs() {
+		outs = append(outs, Outcome{Point: 0, ID: int64(i + 1), Run: r})
+	}
+	ceiling := 98.9
+	s := Summarize(spec, outs, seed000Topology(), &ceiling)
+	if len(s.Points) != 1 || len(s.Points[0].Buckets) != 3 {
+		t.Fatalf("points %+v", s.Points)
+	}
+	p := s.Points[0]
+	if p.MedianGbps != 83.7 || p.MinGbps != 64.5 || p.MaxGbps != 99 || p.CI95Gbps[0] > p.MedianGbps || p.CI95Gbps[1] < p.MedianGbps {
+		t.Errorf("stats %+v", p)
+	}
+	if p.CeilingShare == nil || math.Abs(*p.CeilingShare-83.7/98.9) > 0.001 {
+		t.Errorf("ceiling share %v", p.CeilingShare)
+	}
+	if p.CPUPerGbit.Client == nil || p.CPUPerGbit.Server == nil {
+		t.Errorf("cpu cost %+v", p.CPUPerGbit)
+	}
+	if ids := p.Buckets[0].RunIDs; len(ids) != 3 || ids[0] != 4 {
+		t.Errorf("slow bucket runs %v", ids)
+	}
+	text := strings.Join(s.Explanation, "\n")
+	t.Log("\n" + text)
+	for _, want := range []string{
+		"fell into 3 buckets",
+		"The 3 slow runs (64.5-64.7 Gbit/s): on the receiver (server), NET_RX softirq on CPU 6 (92% busy), the application's own CPU 6.",
+		"The 2 middle runs (83.7-84.9 Gbit/s): on the receiver (server), NET_RX softirq on CPUs 0,7 (40-45% busy), across L3 domains 0 (CPUs 0-5) and 1 (CPUs 6-11); the application's CPU 6 is in L3 domain 1 (CPUs 6-11).",
+		"The 2 fast runs (98.8-99.0 Gbit/s): on the receiver (server), NET_RX softirq on CPUs 7-10 (33-36% busy), in L3 domain 1 (CPUs 6-11) with the application's CPU 6 but off its core.",
+		"What differs: in the slow runs the receiver's softirq work shared the application's core; in the fast runs it ran on other CPUs of the application's L3 domain, off its core.",
+		"Reproduce it with: linerate bench 192.168.88.3 --engine iperf3 -t 10 -P 1 -A 6,6",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("explanation lacks %q", want)
+		}
+	}
+	if s.Best == nil || s.Best.MedianGbps != 83.7 || s.Best.Placement != "6,6" {
+		t.Errorf("best %+v", s.Best)
+	}
+}
+
+func TestExplainNoDifference(t *testing.T) {
+	same := map[int][2]float64{3: {50, 20}}
+	b := [][]*Run{{syntheticRun(10, same)}, {syntheticRun(20, same)}}
+	out := explainBuckets("x", b, 1, seed000Topology())
+	if !strings.Contains(out[len(out)-1], "does not tell the buckets apart") {
+		t.Errorf("got %q", out[len(out)-1])
+	}
+}
+
+func TestExplainPlacements(t *testing.T) {
+	// The lab: both ends on one 2-CPU machine. 0,0 shares CPU 0; 0,1 does not.
+	lab := Topology{L3Domains: [][]int{{0, 1}}, NUMANodes: map[string][]int{"0": {0, 1}}}
+	mk := func(gbps float64, client, server int, load map[int][2]float64) *Run {
+		r := syntheticRun(gbps, load)
+		r.Start.Placement = engine.Placement{Client: []int{client}, Server: []int{server}}
+		r.Start.Client.BootID, r.Start.Server.BootID = "lab", "lab"
+		for i := range r.Intervals {
+			r.Intervals[i].CPU.Client = r.Intervals[i].CPU.Server
+		}
+		return r
+	}
+	spec := Spec{Engine: "iperf3", Peer: "lab:t", Repeat: 2, Run: Params{Duration: 3e9},
+		Placements: []Placement{{Client: []int{0}, Server: []int{0}}, {Client: []int{0}, Server: []int{1}}}}
+	shared := map[int][2]float64{0: {99, 35}, 1: {3, 1}}
+	apart := map[int][2]float64{0: {97, 20}, 1: {88, 30}}
+	outs := []Outcome{
+		{Point: 0, ID: 1, Run: mk(7.1, 0, 0, shared)}, {Point: 1, ID: 2, Run: mk(13.9, 0, 1, apart)},
+		{Point: 0, ID: 3, Run: mk(7.3, 0, 0, shared)}, {Point: 1, ID: 4, Run: mk(14.1, 0, 1, apart)},
+	}
+	s := Summarize(spec, outs, lab, nil)
+	text := strings.Join(s.Explanation, "\n")
+	t.Log("\n" + text)
+	for _, want := range []string{
+		"Placement 0,1 ran 1.94× as fast as 0,0 (median 14.00 vs 7.20 Gbit/s, 1 stream).",
+		"With 0,0: client and server threads shared CPU 0 (99% busy) on one machine",
+		"with 0,1: client on CPU 0 (97% busy), server on CPU 1 (88% busy)",
+		"Reproduce it with: linerate bench lab:t --engine iperf3 -t 3 -P 1 -A 0,1",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("explanation lacks %q", want)
+		}
+	}
+	if s.Best.Placement != "0,1" || s.Points[0].CeilingShare != nil {
+		t.Errorf("best %+v, share %v", s.Best, s.Points[0].CeilingShare)
+	}
+}
+
+func TestBootstrapDeterministic(t *testing.T) {
+	xs := []float64{9.1, 9.3, 9.2, 9.6, 9.4, 9.0, 9.5}
+	a, b := bootstrapMedianCI(xs), bootstrapMedianCI(xs)
+	if a != b || a[0] > median(xs) || a[1] < median(xs) || a[0] < 9.0 || a[1] > 9.6 {
+		t.Errorf("ci %v %v", a, b)
+	}
+	if c := bootstrapMedianCI([]float64{4}); c != [2]float64{4, 4} {
+		t.Errorf("one value: %v", c)
+	}
+	ch := bootstrapChangeCI([]float64{10, 10.2, 9.9}, []float64{9, 9.1, 8.9})
+	if ch[1] >= 0 || ch[0] < -0.2 {
+		t.Errorf("change ci %v", ch)
+	}
+}
+
+func TestPlacementParsing(t *testing.T) {
+	ps, err := ParsePlacements("6,6;0,0; 6,7 ;auto;0-3,4-7;6,")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range ps {
+		got = append(got, p.String())
+	}
+	if strings.Join(got, ";") != "6,6;0,0;6,7;auto;0-3,4-7;6," {
+		t.Errorf("placements %v", got)
+	}
+	for _, bad := range []string{"6", "6,7,8", "x,1", ";"} {
+		if _, err := ParsePlacements(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	st, err := ParseStreams("1,2,4,2")
+	if err != nil || len(st) != 3 {
+		t.Errorf("streams %v %v", st, err)
+	}
+	if _, err := ParseStreams("0"); err == nil {
+		t.Error("0 streams accepted")
+	}
+}
+
+func TestSpecOrderInterleaves(t *testing.T) {
+	s := Spec{Repeat: 2, Streams: []int{1, 2}, Placements: []Placement{{}, {Client: []int{0}, Server: []int{1}}}}
+	if n := len(s.Points()); n != 4 {
+		t.Fatalf("%d points", n)
+	}
+	if o := s.Order(); len(o) != 8 || o[0] != 0 || o[3] != 3 || o[4] != 0 {
+		t.Errorf("order %v", o)
+	}
+	if !s.IsCampaign() || (Spec{}).IsCampaign() {
+		t.Error("IsCampaign")
+	}
+}

@@ -1,0 +1,217 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/linerate/linerate/internal/cpulist"
+	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/hostfs"
+)
+
+// iperf3Port is the port the driver's iperf3 servers listen on: iperf3's
+// default, so the command printed to reproduce a run needs no -p.
+const iperf3Port = 5201
+
+// Iperf3 drives iperf3: a one-off server (-s -1) on the peer, the client
+// with -J, or --json-stream where the installed iperf3 has it (3.17 and
+// later) so intervals show as they happen.
+type Iperf3 struct {
+	Hosts Hosts
+	// FS is where telemetry is read; nil is the live host.
+	FS *hostfs.FS
+
+	once   sync.Once
+	stream bool // the installed iperf3 has --json-stream
+	err    error
+}
+
+// Name returns "iperf3".
+func (d *Iperf3) Name() string { return "iperf3" }
+
+// Check finds iperf3 and whether it has --json-stream.
+func (d *Iperf3) Check() error {
+	d.once.Do(func() {
+		if _, err := exec.LookPath("iperf3"); err != nil {
+			d.err = missingTool("iperf3", "iperf3")
+			return
+		}
+		// --help lists --json-stream from 3.17 on; 3.12 (Debian 12) does not.
+		out, _ := exec.Command("iperf3", "--help").CombinedOutput()
+		d.stream = bytes.Contains(out, []byte("--json-stream"))
+	})
+	return d.err
+}
+
+// clientArgs builds the client's command line.
+func (d *Iperf3) clientArgs(p Params) []string {
+	a := []string{"iperf3", "-c", d.Hosts.Addr(), "-p", strconv.Itoa(iperf3Port),
+		"-t", secs(p.Duration), "-i", secs(p.Interval), "-P", strconv.Itoa(p.Streams)}
+	if p.Omit > 0 {
+		a = append(a, "-O", secs(p.Omit))
+	}
+	if !p.Placement.Auto() {
+		// iperf3 pins its whole process to one CPU per end (-A n,m).
+		a = append(a, "-A", firstCPU(p.Placement.Client)+","+firstCPU(p.Placement.Server))
+	}
+	switch p.Direction {
+	case engine.Receive:
+		a = append(a, "-R")
+	case engine.Bidir:
+		a = append(a, "--bidir")
+	}
+	if p.Window > 0 {
+		a = append(a, "-w", strconv.Itoa(p.Window))
+	}
+	if d.stream {
+		return append(a, "--json-stream")
+	}
+	return append(a, "-J")
+}
+
+// Run makes one iperf3 run.
+func (d *Iperf3) Run(ctx context.Context, p Params, live func(engine.Interval)) (*Run, error) {
+	if err := d.Check(); err != nil {
+		return nil, err
+	}
+	if !p.Placement.Auto() && (len(p.Placement.Client) > 1 || len(p.Placement.Server) > 1) {
+		return nil, errors.New("iperf3 -A pins each end to one CPU: give one CPU per side")
+	}
+	ctx, cancel := withTimeout(ctx, p)
+	defer cancel()
+	// -A pins the server: iperf3 passes the client's choice to it.
+	srv, srvArgv, err := d.Hosts.StartServer(ctx, ToolServer{Tool: "iperf3", Port: iperf3Port, Bind: d.Hosts.Addr()})
+	if err != nil {
+		return nil, err
+	}
+	args := d.clientArgs(p)
+	var raw string
+	run, err := retryConnect(ctx, func() (*Run, error) {
+		r, out, err := d.client(ctx, p, args, live)
+		raw = out
+		return r, err
+	}, func(err error) bool { return strings.Contains(err.Error(), "unable to connect") })
+	_, srvOut, stopErr := srv.Stop()
+	if err != nil {
+		return nil, withServerOutput(err, srvOut)
+	}
+	if stopErr != nil {
+		return nil, stopErr
+	}
+	run.raw = raw
+	run.Tool.Client, run.Tool.Server = args, srvArgv
+	d.finish(run, p)
+	return run, nil
+}
+
+// client runs the client once, with telemetry beside it.
+func (d *Iperf3) client(ctx context.Context, p Params, args []string, live func(engine.Interval)) (*Run, string, error) {
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	var smp *sampler
+	if !p.NoTelemetry {
+		smp = startSampler(fsOr(d.FS), d.Hosts.NICIRQs(), p.Interval)
+	}
+	if err := d.Hosts.StartClient(cmd); err != nil {
+		stopSampler(smp)
+		return nil, "", err
+	}
+	var raw bytes.Buffer
+	tee := io.TeeReader(stdout, &raw)
+	var run *Run
+	if d.stream {
+		run, err = ParseIperf3Stream(tee, live)
+	} else {
+		var b []byte
+		if b, err = io.ReadAll(tee); err == nil {
+			run, err = ParseIperf3(b)
+		}
+	}
+	io.Copy(io.Discard, stdout)
+	werr := cmd.Wait()
+	samples := stopSampler(smp)
+	switch {
+	case err != nil:
+		return nil, raw.String(), err
+	case werr != nil:
+		return nil, raw.String(), fmt.Errorf("iperf3 client: %v: %s", werr, strings.TrimSpace(stderr.String()))
+	}
+	attach(run, samples, sameHosts(d.Hosts))
+	if live != nil && !d.stream {
+		for _, iv := range run.Intervals {
+			live(iv) // 3.12 reports at the end only
+		}
+	}
+	return run, raw.String(), nil
+}
+
+func stopSampler(s *sampler) []cpuSample {
+	if s == nil {
+		return nil
+	}
+	return s.Stop()
+}
+
+func fsOr(fs *hostfs.FS) *hostfs.FS {
+	if fs == nil {
+		return hostfs.Live()
+	}
+	return fs
+}
+
+func sameHosts(h Hosts) bool {
+	c, s := h.Facts()
+	return c.BootID != "" && c.BootID == s.BootID
+}
+
+// finish fills what the tool does not say: where the ends ran.
+func (d *Iperf3) finish(r *Run, p Params) {
+	finishStart(r, p, d.Hosts)
+}
+
+func finishStart(r *Run, p Params, h Hosts) {
+	r.Start.Client, r.Start.Server = h.Facts()
+	r.Start.Placement = engine.Placement{Client: p.Placement.Client, Server: p.Placement.Server, Source: "user"}
+	if p.Placement.Auto() {
+		r.Start.Placement.Source = "auto"
+	}
+	if r.Start.IntervalS == 0 {
+		r.Start.IntervalS = p.Interval.Seconds()
+	}
+	if r.Start.Timestamp.IsZero() {
+		r.Start.Timestamp = time.Now().UTC()
+	}
+}
+
+func withServerOutput(err error, out string) error {
+	if out = strings.TrimSpace(out); out != "" && !errBusy(err) {
+		if len(out) > 300 {
+			out = out[len(out)-300:]
+		}
+		return fmt.Errorf("%w (server said: %s)", err, strings.ReplaceAll(out, "\n", "; "))
+	}
+	return err
+}
+
+// secs writes a duration in seconds the way iperf takes it: "2", "0.1".
+func secs(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) }
+
+func firstCPU(cpus []int) string {
+	if len(cpus) == 0 {
+		return ""
+	}
+	return cpulist.Format(cpus[:1])
+}

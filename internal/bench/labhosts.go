@@ -1,0 +1,199 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/linerate/linerate/internal/doctor"
+	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/inventory"
+	"github.com/linerate/linerate/internal/lab"
+	"github.com/linerate/linerate/internal/netdev"
+)
+
+// LabPrefix marks a peer that is a lab: "lab:NAME" runs the client in
+// host a and the server in host b of lab NAME.
+const LabPrefix = "lab:"
+
+// LabHosts runs an external tool across a lab: the client in host a, the
+// server in host b, both started directly (no agent is needed on one
+// machine).
+type LabHosts struct {
+	Name   string
+	bootID string
+}
+
+// NewLabHosts returns the hosts of lab name.
+func NewLabHosts(name string) (*LabHosts, error) {
+	if err := lab.ValidateName(name); err != nil {
+		return nil, err
+	}
+	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return &LabHosts{Name: name, bootID: strings.TrimSpace(string(b))}, nil
+}
+
+// Addr is host b's lab address.
+func (l *LabHosts) Addr() string { return lab.AddrB }
+
+// StartClient starts cmd in host a.
+func (l *LabHosts) StartClient(cmd *exec.Cmd) error { return lab.Start(l.Name, lab.A, cmd) }
+
+// Iface is the lab link's interface.
+func (l *LabHosts) Iface() string { return lab.Iface }
+
+// NICIRQs is empty: a veth has no interrupts.
+func (l *LabHosts) NICIRQs() []int { return nil }
+
+// Facts describes both lab hosts: one machine, so one boot ID.
+func (l *LabHosts) Facts() (engine.HostInfo, engine.HostInfo) {
+	h, _ := os.Hostname()
+	c := engine.HostInfo{Hostname: h, BootID: l.bootID, Iface: lab.Iface}
+	return c, c
+}
+
+// StartServer starts t in host b, pinned with taskset(1) when it names
+// CPUs (lab.Start forks from a thread of its own, so the thread-affinity
+// way StartToolServer pins does not reach the child here).
+func (l *LabHosts) StartServer(ctx context.Context, t ToolServer) (ServerProc, []string, error) {
+	argv, err := t.Argv()
+	if err != nil {
+		return nil, nil, err
+	}
+	argv = pinned(t.CPUs, argv)
+	s, err := startLocalServer(argv, func(cmd *exec.Cmd) error { return lab.Start(l.Name, lab.B, cmd) })
+	return s, argv, err
+}
+
+// localServer is a server process this process started.
+type localServer struct {
+	cmd  *exec.Cmd
+	out  *lockedBuffer
+	done chan struct{}
+}
+
+func startLocalServer(argv []string, start func(*exec.Cmd) error) (*localServer, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	// No Pdeathsig: lab.Start forks from a thread that ends right after,
+	// which would kill the server at once. A server left by a killed bench
+	// ends with its lab (lab down), or, for iperf3 -1, after one test.
+	if err := start(cmd); err != nil {
+		return nil, fmt.Errorf("starting %s on the server: %w", argv[0], err)
+	}
+	s := &localServer{cmd: cmd, out: out, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(s.done) }()
+	return s, nil
+}
+
+// Stop waits a moment for a server that ends by itself, then interrupts
+// it, then kills it.
+func (s *localServer) Stop() (float64, string, error) {
+	for _, step := range []struct {
+		sig  os.Signal
+		wait time.Duration
+	}{{nil, time.Second}, {os.Interrupt, time.Second}, {os.Kill, 5 * time.Second}} {
+		if step.sig != nil {
+			s.cmd.Process.Signal(step.sig)
+		}
+		select {
+		case <-s.done:
+			return cpuOf(s.cmd), s.out.String(), nil
+		case <-time.After(step.wait):
+		}
+	}
+	return 0, s.out.String(), fmt.Errorf("%s did not exit after SIGKILL", s.cmd.Path)
+}
+
+// lockedBuffer is a bytes.Buffer a process may write while we read.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Doctor returns the linerate.doctor/v1 report of lab host h, for its
+// lab link: what `linerate lab exec NAME h -- linerate doctor --iface
+// lab0 --json` prints, computed in this process on a thread that entered
+// the host's namespaces.
+func (l *LabHosts) Doctor(h lab.Host) (json.RawMessage, error) {
+	type result struct {
+		doc json.RawMessage
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		// This thread's mount namespace changes for good: it is never
+		// unlocked, so the runtime discards it when the goroutine ends.
+		runtime.LockOSThread()
+		doc, err := l.doctorHere(h)
+		ch <- result{doc, err}
+	}()
+	r := <-ch
+	return r.doc, r.err
+}
+
+func (l *LabHosts) doctorHere(h lab.Host) (json.RawMessage, error) {
+	ns := lab.Namespace(l.Name, h)
+	f, err := os.Open(filepath.Join("/run/netns", ns))
+	if err != nil {
+		return nil, fmt.Errorf("lab %s: %w (run 'linerate lab up --name %s')", l.Name, err, l.Name)
+	}
+	defer f.Close()
+	if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+		return nil, fmt.Errorf("entering %s: %w", ns, err)
+	}
+	// A fresh sysfs shows the namespace's interfaces (as lab.Start does).
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return nil, fmt.Errorf("mount namespace for %s: %w", ns, err)
+	}
+	if err := unix.Mount("", "/", "none", unix.MS_SLAVE|unix.MS_REC, ""); err != nil {
+		return nil, fmt.Errorf("making / a slave mount: %w", err)
+	}
+	if err := unix.Unmount("/sys", unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+		return nil, fmt.Errorf("unmounting /sys: %w", err)
+	}
+	if err := unix.Mount(ns, "/sys", "sysfs", 0, ""); err != nil {
+		return nil, fmt.Errorf("mounting /sys for %s: %w", ns, err)
+	}
+	facts, _ := netdev.Query() // without it doctor still runs, blind to the tbf rate
+	inv, err := inventory.Collect(hostfs.Live(), inventory.Options{Live: facts})
+	if err != nil {
+		return nil, err
+	}
+	rep, err := doctor.Diagnose(inv, doctor.Options{Ifaces: []string{lab.Iface}})
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(rep)
+}
+
+// withTimeout bounds a driver's run: its duration, warm-up, and a margin
+// for setup and the end.
+func withTimeout(ctx context.Context, p Params) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, p.Duration+p.Omit+30*time.Second)
+}

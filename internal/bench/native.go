@@ -1,0 +1,59 @@
+package bench
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/linerate/linerate/internal/engine"
+)
+
+// Native drives linerate's own engine against a `linerate serve` agent,
+// or across a lab (the agent started in host b for each run).
+type Native struct {
+	// Peer is the agent, HOST or HOST:PORT; ignored with Lab.
+	Peer  string
+	Token []byte
+	// Lab, when set, runs each test between the hosts of this lab.
+	Lab LabEngine
+	// Base carries the engine settings bench's flags set that a campaign
+	// does not vary (congestion control, zero copy, pacing, logger).
+	Base engine.Config
+	// Logger receives the engine's diagnostics; nil discards.
+	Logger *slog.Logger
+}
+
+// LabEngine says how to run the engine across a lab; Name "" means not.
+type LabEngine = engine.LabRun
+
+// Name returns "native".
+func (d *Native) Name() string { return "native" }
+
+// Check has nothing to find: the engine is this binary.
+func (d *Native) Check() error { return nil }
+
+// Run makes one run with the engine.
+func (d *Native) Run(ctx context.Context, p Params, live func(engine.Interval)) (*Run, error) {
+	cfg := d.Base
+	cfg.Peer, cfg.Token, cfg.Logger = d.Peer, d.Token, d.Logger
+	cfg.Streams, cfg.Duration, cfg.Omit, cfg.Interval = p.Streams, p.Duration, p.Omit, p.Interval
+	cfg.Direction, cfg.Window = p.Direction, p.Window
+	cfg.ClientCPUs, cfg.ServerCPUs = p.Placement.Client, p.Placement.Server
+	if live != nil {
+		cfg.Progress = func(e engine.Event) {
+			if iv, ok := e.Data.(*engine.Interval); ok && e.Event == "interval" {
+				live(*iv)
+			}
+		}
+	}
+	var res *engine.Result
+	var err error
+	if d.Lab.Name != "" {
+		res, err = engine.RunInLab(ctx, d.Lab, cfg)
+	} else {
+		res, err = engine.Run(ctx, cfg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Run{Result: *res}, nil
+}

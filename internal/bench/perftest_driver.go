@@ -1,0 +1,154 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+
+	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/hostfs"
+)
+
+// PerftestParams choose a perftest tool and its message.
+type PerftestParams struct {
+	Test   string `json:"test,omitempty"`   // ib_write_bw (default), ib_read_bw, ib_send_bw, ib_write_lat, ib_send_lat
+	Size   int    `json:"size,omitempty"`   // message bytes; 0: 1 MiB for bandwidth, 8 for latency (seed 002's choice)
+	Iters  int    `json:"iters,omitempty"`  // 0: 5,000 for bandwidth, 10,000 for latency
+	Device string `json:"device,omitempty"` // RDMA device (-d); "" lets perftest pick
+	GID    int    `json:"gid,omitempty"`    // GID index (-x) for RoCE; 0 leaves perftest's default
+}
+
+// PerftestTools are the perftest programs the driver runs.
+var perftestTools = []string{"ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_write_lat", "ib_send_lat"}
+
+func (p PerftestParams) withDefaults() PerftestParams {
+	if p.Test == "" {
+		p.Test = "ib_write_bw"
+	}
+	lat := strings.HasSuffix(p.Test, "_lat")
+	if p.Size == 0 {
+		p.Size = 1 << 20
+		if lat {
+			p.Size = 8
+		}
+	}
+	if p.Iters == 0 {
+		p.Iters = 5000
+		if lat {
+			p.Iters = 10000
+		}
+	}
+	return p
+}
+
+// Perftest drives linux-rdma/perftest's ib_* tools. They need an RDMA
+// device on both ends (hardware, or Soft-RoCE for functional tests).
+type Perftest struct {
+	Hosts Hosts
+	FS    *hostfs.FS
+	Test  string // the tool, for Check; Run uses Params.Perftest.Test
+}
+
+// Name returns "perftest".
+func (d *Perftest) Name() string { return "perftest" }
+
+// Check finds the tool and an RDMA device.
+func (d *Perftest) Check() error {
+	test := PerftestParams{Test: d.Test}.withDefaults().Test
+	if !slices.Contains(perftestTools, test) {
+		return fmt.Errorf("perftest tool %q: linerate runs %s", test, strings.Join(perftestTools, ", "))
+	}
+	if _, err := exec.LookPath(test); err != nil {
+		return missingTool(test, "perftest")
+	}
+	return checkRDMA(fsOr(d.FS))
+}
+
+// checkRDMA finds an RDMA device under /sys/class/infiniband.
+func checkRDMA(fs *hostfs.FS) error {
+	devs, err := fs.ReadDir("sys/class/infiniband")
+	if err != nil && !os.IsNotExist(err) && !hostfs.IsNotExist(err) {
+		return fmt.Errorf("listing RDMA devices: %w", err)
+	}
+	if len(devs) == 0 {
+		return &UnavailableError{Tool: "perftest", Reason: "no RDMA device here (/sys/class/infiniband is empty; 'linerate doctor' lists RDMA ports): the perftest driver needs one on both ends"}
+	}
+	return nil
+}
+
+// Run makes one perftest run: the server on the peer, the client here.
+func (d *Perftest) Run(ctx context.Context, p Params, live func(engine.Interval)) (*Run, error) {
+	d.Test = p.Perftest.withDefaults().Test
+	if err := d.Check(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := withTimeout(ctx, p)
+	defer cancel()
+	pp := p.Perftest.withDefaults()
+	srv, srvArgv, err := d.Hosts.StartServer(ctx, ToolServer{Tool: pp.Test, CPUs: p.Placement.Server, Perftest: pp, Streams: p.Streams})
+	if err != nil {
+		return nil, err
+	}
+	args := pinned(p.Placement.Client, append(perftestArgs(pp, p.Streams, 0), d.Hosts.Addr()))
+	var out bytes.Buffer
+	var res *PerftestResult
+	var smp *sampler
+	if !p.NoTelemetry {
+		smp = startSampler(fsOr(d.FS), d.Hosts.NICIRQs(), p.Interval)
+	}
+	_, err = retryConnect(ctx, func() (*Run, error) {
+		out.Reset()
+		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := d.Hosts.StartClient(cmd); err != nil {
+			return nil, err
+		}
+		werr := cmd.Wait()
+		var perr error
+		if res, perr = ParsePerftest(out.Bytes()); perr != nil {
+			return nil, fmt.Errorf("%s: %v (%v)", args[0], perr, werr)
+		}
+		return nil, nil
+	}, func(err error) bool { return strings.Contains(err.Error(), "Couldn't connect") })
+	samples := stopSampler(smp)
+	_, srvOut, _ := srv.Stop()
+	if err != nil {
+		return nil, withServerOutput(err, srvOut)
+	}
+	run := perftestRun(res, p)
+	run.raw = out.String()
+	run.Tool = &Tool{Name: "perftest", Client: args, Server: srvArgv}
+	if len(samples) > 0 {
+		run.Intervals[0].CPU.Client = samples[len(samples)-1].per
+	}
+	finishStart(run, p, d.Hosts)
+	if live != nil {
+		live(run.Intervals[0])
+	}
+	return run, nil
+}
+
+// perftestRun shapes a perftest result as a bench/v1 run: one interval
+// over the test, the average bandwidth as goodput.
+func perftestRun(res *PerftestResult, p Params) *Run {
+	r := &Run{Result: engine.Result{Schema: engine.Schema, Engine: "perftest"}, Perftest: res}
+	r.Start = engine.Start{Peer: "", Streams: max(p.Streams, 1), Direction: engine.Send}
+	bps := 0.0
+	if res.BWAverageGbps != nil {
+		bps = *res.BWAverageGbps * 1e9
+	}
+	secs := 0.0
+	if bps > 0 {
+		secs = float64(res.MsgBytes) * float64(res.Iterations) * 8 / bps
+	}
+	bytes := uint64(res.MsgBytes) * uint64(max(res.Iterations, 0))
+	r.Start.DurationS = secs
+	r.Intervals = []engine.Interval{{Start: 0, End: secs, Sum: engine.Sum{Bytes: bytes, BitsPerSecond: bps}}}
+	r.End = engine.End{Seconds: secs, SumSent: engine.Sum{Bytes: bytes, BitsPerSecond: bps},
+		SumReceived: engine.Received{Bytes: bytes, BitsPerSecond: bps}}
+	return r
+}

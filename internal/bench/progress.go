@@ -1,0 +1,173 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/linerate/linerate/internal/engine"
+)
+
+// Progress is the Reporter the CLI uses. On a terminal it keeps one
+// status line at the bottom ("run 3/12 · 2 streams · placement 0,1 ·
+// ETA 0:27"), rewritten in place, with each interval of the run in
+// progress printed above it; elsewhere (a pipe, a log) it prints plain
+// lines only.
+type Progress struct {
+	w   io.Writer
+	tty bool
+
+	mu     sync.Mutex
+	status string
+}
+
+// NewProgress writes progress to w; tty says whether w is a terminal.
+func NewProgress(w io.Writer, tty bool) *Progress { return &Progress{w: w, tty: tty} }
+
+// RunStarting shows which run begins and the campaign's ETA.
+func (p *Progress) RunStarting(i, n int, pt Point, eta time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	line := fmt.Sprintf("run %d/%d · %d stream%s · placement %s · ETA %s", i+1, n, pt.Streams, plural(pt.Streams), pt.Placement, clock(eta))
+	if p.tty {
+		p.status = line
+		p.redraw()
+		return
+	}
+	fmt.Fprintln(p.w, line)
+}
+
+// Interval prints one interval of the run in progress.
+func (p *Progress) Interval(i int, iv engine.Interval) {
+	p.println(IntervalLine(iv))
+}
+
+// RunDone prints the run's result.
+func (p *Progress) RunDone(i, n int, id int64, r *Run) {
+	stored := ""
+	if id != 0 {
+		stored = fmt.Sprintf(" (stored as run %d)", id)
+	}
+	p.println(fmt.Sprintf("run %d/%d: %.2f Gbit/s received, %d retransmits%s", i+1, n, r.Gbps(), r.End.SumSent.Retransmits, stored))
+}
+
+// Finish clears the status line.
+func (p *Progress) Finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty && p.status != "" {
+		fmt.Fprint(p.w, "\r\x1b[K")
+		p.status = ""
+	}
+}
+
+func (p *Progress) println(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty {
+		fmt.Fprint(p.w, "\r\x1b[K")
+	}
+	fmt.Fprintln(p.w, s)
+	if p.tty {
+		p.redraw()
+	}
+}
+
+func (p *Progress) redraw() { fmt.Fprint(p.w, "\r\x1b[K"+p.status) }
+
+// clock writes a duration as m:ss.
+func clock(d time.Duration) string {
+	s := int(math.Round(d.Seconds()))
+	return fmt.Sprintf("%d:%02d", s/60, s%60)
+}
+
+// IntervalLine writes one interval as a human line: time, goodput,
+// retransmits, and the busiest CPUs of each end.
+func IntervalLine(iv engine.Interval) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %6.2f-%-6.2f s  %7.2f Gbit/s  retr %-5d", iv.Start, iv.End, iv.Sum.BitsPerSecond/1e9, iv.Sum.Retransmits)
+	if iv.Omitted {
+		b.WriteString(" (warm-up)")
+	}
+	if c := busiest(iv.CPU.Client, 2); c != "" {
+		b.WriteString("  client " + c)
+	}
+	if s := busiest(iv.CPU.Server, 2); s != "" && !sameSamples(iv.CPU.Client, iv.CPU.Server) {
+		b.WriteString("  server " + s)
+	}
+	return b.String()
+}
+
+// busiest lists the n busiest CPUs: "cpu0 97% (si 31%)".
+func busiest(per map[string]engine.CPUSample, n int) string {
+	type c struct {
+		cpu string
+		s   engine.CPUSample
+	}
+	var cs []c
+	for k, s := range per {
+		cs = append(cs, c{k, s})
+	}
+	sort.Slice(cs, func(i, j int) bool {
+		if cs[i].s.Busy != cs[j].s.Busy {
+			return cs[i].s.Busy > cs[j].s.Busy
+		}
+		a, _ := strconv.Atoi(cs[i].cpu)
+		b, _ := strconv.Atoi(cs[j].cpu)
+		return a < b
+	})
+	var parts []string
+	for _, x := range cs[:min(n, len(cs))] {
+		parts = append(parts, fmt.Sprintf("cpu%s %.0f%% (si %.0f%%)", x.cpu, x.s.Busy, x.s.SoftIRQ))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sameSamples(a, b map[string]engine.CPUSample) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// WriteSummary writes a campaign summary for people: a line per point,
+// then the explanation.
+func WriteSummary(w io.Writer, s *Summary) error {
+	var b strings.Builder
+	if s.CampaignID != 0 {
+		fmt.Fprintf(&b, "campaign %d: %s to %s\n", s.CampaignID, s.Engine, s.Peer)
+	}
+	fmt.Fprintf(&b, "%-8s %-10s %5s %9s %9s %9s  %-19s %-8s %s\n", "streams", "placement", "runs", "median", "min", "max", "95% CI (Gbit/s)", "ceiling", "CPU s/Gbit (client/server)")
+	for _, p := range s.Points {
+		share := "-"
+		if p.CeilingShare != nil {
+			share = fmt.Sprintf("%.0f%%", 100**p.CeilingShare)
+		}
+		fmt.Fprintf(&b, "%-8d %-10s %5d %9.2f %9.2f %9.2f  %-19s %-8s %s/%s\n", p.Streams, p.Placement, len(p.RunIDs),
+			p.MedianGbps, p.MinGbps, p.MaxGbps, fmt.Sprintf("%.2f-%.2f", p.CI95Gbps[0], p.CI95Gbps[1]), share,
+			optFloat(p.CPUPerGbit.Client), optFloat(p.CPUPerGbit.Server))
+	}
+	for _, e := range s.Explanation {
+		b.WriteString("\n" + e)
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func optFloat(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*p, 'f', 3, 64)
+}

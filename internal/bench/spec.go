@@ -1,0 +1,243 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/linerate/linerate/internal/cpulist"
+	"github.com/linerate/linerate/internal/engine"
+)
+
+// Placement is an -A pair: the CPUs of the client's and the server's
+// benchmark threads. A nil side lets the engine or tool choose.
+type Placement struct {
+	Client []int `json:"client,omitempty"`
+	Server []int `json:"server,omitempty"`
+}
+
+// Auto reports whether nothing was asked for either end.
+func (p Placement) Auto() bool { return p.Client == nil && p.Server == nil }
+
+// String writes the -A form: "6,7", "0-3,4-7", "6," (client only), or
+// "auto".
+func (p Placement) String() string {
+	if p.Auto() {
+		return "auto"
+	}
+	return cpulist.Format(p.Client) + "," + cpulist.Format(p.Server)
+}
+
+// ParsePlacement reads an -A pair CLIENT,SERVER: each side one CPU or a
+// range ("6,7", "0-3,4-7"); either side may be empty ("6," pins the client
+// only). "auto" or "" asks for nothing.
+func ParsePlacement(s string) (Placement, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "auto" {
+		return Placement{}, nil
+	}
+	c, v, ok := strings.Cut(s, ",")
+	if !ok || strings.Contains(v, ",") {
+		return Placement{}, fmt.Errorf("placement %q: want CLIENT,SERVER, each a CPU or a range (6,7 or 0-3,4-7)", s)
+	}
+	var p Placement
+	var err error
+	if c != "" {
+		if p.Client, err = cpulist.Parse(c); err != nil {
+			return Placement{}, fmt.Errorf("placement %q, client side: %w", s, err)
+		}
+	}
+	if v != "" {
+		if p.Server, err = cpulist.Parse(v); err != nil {
+			return Placement{}, fmt.Errorf("placement %q, server side: %w", s, err)
+		}
+	}
+	return p, nil
+}
+
+// ParsePlacements reads --placements: -A pairs separated by ';'
+// ("6,6;0,0;6,7").
+func ParsePlacements(s string) ([]Placement, error) {
+	var out []Placement
+	for _, part := range strings.Split(s, ";") {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		p, err := ParsePlacement(part)
+		if err != nil {
+			return nil, fmt.Errorf("--placements: %w", err)
+		}
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--placements %q names no placement (e.g. \"6,6;0,0;6,7\")", s)
+	}
+	return out, nil
+}
+
+// ParseStreams reads --sweep-streams: stream counts separated by commas.
+func ParseStreams(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 || n > engine.MaxStreams {
+			return nil, fmt.Errorf("--sweep-streams: %q is not a stream count from 1 to %d", f, engine.MaxStreams)
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--sweep-streams %q names no stream count (e.g. 1,2,4,8)", s)
+	}
+	return out, nil
+}
+
+// Params are one run's settings.
+type Params struct {
+	Streams   int              `json:"streams"`
+	Placement Placement        `json:"placement"`
+	Duration  time.Duration    `json:"duration"`
+	Omit      time.Duration    `json:"omit"`
+	Interval  time.Duration    `json:"interval"`
+	Direction engine.Direction `json:"direction"`
+	Window    int              `json:"window,omitempty"`
+	// NoTelemetry turns the external drivers' per-CPU sampling off (to
+	// measure what it costs); it samples once per Interval otherwise.
+	NoTelemetry bool `json:"no_telemetry,omitempty"`
+	// Perftest settings, for that driver only.
+	Perftest PerftestParams `json:"perftest,omitzero"`
+}
+
+// withDefaults fills what was left zero.
+func (p Params) withDefaults() Params {
+	if p.Streams == 0 {
+		p.Streams = 1
+	}
+	if p.Duration == 0 {
+		p.Duration = 10 * time.Second
+	}
+	if p.Interval == 0 {
+		p.Interval = time.Second
+	}
+	if p.Direction == "" {
+		p.Direction = engine.Send
+	}
+	return p
+}
+
+// Spec is a campaign as asked: every stream count crossed with every
+// placement, each repeated.
+type Spec struct {
+	Engine     string      `json:"engine"`
+	Peer       string      `json:"peer"`
+	Label      string      `json:"label,omitempty"`
+	Repeat     int         `json:"repeat"`
+	Streams    []int       `json:"streams"`
+	Placements []Placement `json:"placements"`
+	Run        Params      `json:"run"` // the settings every run shares
+}
+
+// Point is one combination of a campaign: a stream count and a placement.
+type Point struct {
+	Streams   int
+	Placement Placement
+}
+
+// Points returns the campaign's points, stream counts outermost.
+func (s Spec) Points() []Point {
+	streams := s.Streams
+	if len(streams) == 0 {
+		streams = []int{max(s.Run.Streams, 1)}
+	}
+	places := s.Placements
+	if len(places) == 0 {
+		places = []Placement{s.Run.Placement}
+	}
+	var out []Point
+	for _, n := range streams {
+		for _, p := range places {
+			out = append(out, Point{Streams: n, Placement: p})
+		}
+	}
+	return out
+}
+
+// Order returns the runs to make, as indexes into Points: round by round,
+// every point once per round. Interleaving the repeats keeps a drift over
+// the campaign's time (a NIC warming up, a neighbour's job) from looking
+// like a difference between points.
+func (s Spec) Order() []int {
+	n := len(s.Points())
+	var out []int
+	for range max(s.Repeat, 1) {
+		for i := range n {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// IsCampaign reports whether the spec asks for more than one run.
+func (s Spec) IsCampaign() bool { return len(s.Order()) > 1 }
+
+// params returns the settings of a run of point p.
+func (s Spec) params(p Point) Params {
+	r := s.Run
+	r.Streams, r.Placement = p.Streams, p.Placement
+	return r.withDefaults()
+}
+
+// Command returns the command line that reproduces one point of the
+// campaign with a single run.
+func (s Spec) Command(p Point) string {
+	r := s.params(p)
+	args := []string{"linerate", "bench", s.Peer}
+	if s.Engine != "" && s.Engine != "native" {
+		args = append(args, "--engine", s.Engine)
+	}
+	args = append(args, "-t", durationArg(r.Duration))
+	if r.Omit > 0 {
+		args = append(args, "-O", durationArg(r.Omit))
+	}
+	args = append(args, "-P", strconv.Itoa(r.Streams))
+	if !r.Placement.Auto() {
+		args = append(args, "-A", r.Placement.String())
+	}
+	switch r.Direction {
+	case engine.Receive:
+		args = append(args, "--reverse")
+	case engine.Bidir:
+		args = append(args, "--bidir")
+	}
+	if r.Window > 0 {
+		args = append(args, "--window", strconv.Itoa(r.Window))
+	}
+	if s.Label != "" {
+		args = append(args, "--label", shellQuote(s.Label))
+	}
+	return strings.Join(args, " ")
+}
+
+func durationArg(d time.Duration) string {
+	if d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10)
+	}
+	return d.String()
+}
+
+// shellQuote quotes s for a POSIX shell when it needs quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@+,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

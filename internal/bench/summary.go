@@ -1,0 +1,251 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Summary is a campaign's result, the linerate.campaign/v1 document.
+type Summary struct {
+	Schema      string         `json:"schema"`
+	CampaignID  int64          `json:"campaign_id,omitempty"`
+	Engine      string         `json:"engine"`
+	Peer        string         `json:"peer"`
+	Label       string         `json:"label,omitempty"`
+	Points      []PointSummary `json:"points"`
+	Best        *Best          `json:"best"`
+	Explanation []string       `json:"explanation"`
+	// Resamples is how many bootstrap resamples the intervals come from;
+	// BucketRule states how repeats are split into buckets.
+	Resamples  int    `json:"bootstrap_resamples"`
+	BucketRule string `json:"bucket_rule"`
+}
+
+// PointSummary is the statistics of one campaign point.
+type PointSummary struct {
+	Streams    int        `json:"streams"`
+	Placement  string     `json:"placement"`
+	RunIDs     []int64    `json:"run_ids"`
+	MedianGbps float64    `json:"median_gbps"`
+	MinGbps    float64    `json:"min_gbps"`
+	MaxGbps    float64    `json:"max_gbps"`
+	CI95Gbps   [2]float64 `json:"ci95_gbps"`
+	Buckets    []Bucket   `json:"buckets"`
+	// CeilingGbps is the TCP goodput ceiling of the path (doctor's limits
+	// for the client's NIC); CeilingShare the median's share of it.
+	CeilingGbps  *float64 `json:"ceiling_gbps"`
+	CeilingShare *float64 `json:"ceiling_share"`
+	// CPU seconds each end spent per Gbit moved — equivalently, cores
+	// busy per Gbit/s — medians over the point's runs; nil when the
+	// driver does not report that end's CPU time.
+	CPUPerGbit CPUCost `json:"cpu_s_per_gbit"`
+}
+
+// CPUCost is CPU seconds per Gbit on each end.
+type CPUCost struct {
+	Client *float64 `json:"client"`
+	Server *float64 `json:"server"`
+}
+
+// Bucket is a group of a point's repeats whose throughputs lie close
+// together (see BucketRule).
+type Bucket struct {
+	RunIDs     []int64 `json:"run_ids"`
+	MedianGbps float64 `json:"median_gbps"`
+	MinGbps    float64 `json:"min_gbps"`
+	MaxGbps    float64 `json:"max_gbps"`
+	// Softirq is the receiver's CPUs that served its softirq work, on
+	// average over the bucket's runs.
+	Softirq []int `json:"receiver_softirq_cpus"`
+}
+
+// Best is the fastest point, and the command that reproduces it.
+type Best struct {
+	Streams    int     `json:"streams"`
+	Placement  string  `json:"placement"`
+	MedianGbps float64 `json:"median_gbps"`
+	Command    string  `json:"command"`
+}
+
+// BucketRule is the rule that splits repeats into buckets, as the summary
+// states it.
+const BucketRule = "sort the runs' throughputs; split wherever two neighbours differ by more than max(5% of the median, 3 × the median gap between neighbours)"
+
+// Outcome is one finished run of a campaign: its point and its result.
+type Outcome struct {
+	Point int // index into Spec.Points
+	ID    int64
+	Run   *Run
+}
+
+// Summarize computes a campaign's summary from its finished runs. topo
+// names CPUs in explanations; ceiling (Gbit/s, nil when unknown) is the
+// path's goodput ceiling.
+func Summarize(spec Spec, outs []Outcome, topo Topology, ceiling *float64) *Summary {
+	s := &Summary{Schema: CampaignSchema, Engine: spec.Engine, Peer: spec.Peer, Label: spec.Label,
+		Points: []PointSummary{}, Explanation: []string{}, Resamples: Resamples, BucketRule: BucketRule}
+	points := spec.Points()
+	byPoint := make([][]Outcome, len(points))
+	for _, o := range outs {
+		byPoint[o.Point] = append(byPoint[o.Point], o)
+	}
+	runsOf := map[int][]*Run{}
+	for i, p := range points {
+		if len(byPoint[i]) == 0 {
+			continue // the campaign was cut short before this point ran
+		}
+		ps, expl := summarizePoint(p, byPoint[i], topo, ceiling)
+		s.Points = append(s.Points, ps)
+		s.Explanation = append(s.Explanation, expl...)
+		runsOf[len(s.Points)-1] = runs(byPoint[i])
+	}
+	if len(s.Points) == 0 {
+		return s
+	}
+	best := 0
+	for i, p := range s.Points {
+		if p.MedianGbps > s.Points[best].MedianGbps {
+			best = i
+		}
+	}
+	bp := s.Points[best]
+	s.Best = &Best{Streams: bp.Streams, Placement: bp.Placement, MedianGbps: bp.MedianGbps,
+		Command: spec.Command(Point{Streams: bp.Streams, Placement: placementOf(points, bp)})}
+	s.Explanation = append(s.Explanation, comparePoints(spec, s, runsOf, best, topo)...)
+	return s
+}
+
+func placementOf(points []Point, ps PointSummary) Placement {
+	for _, p := range points {
+		if p.Streams == ps.Streams && p.Placement.String() == ps.Placement {
+			return p.Placement
+		}
+	}
+	return Placement{}
+}
+
+func runs(outs []Outcome) []*Run {
+	out := make([]*Run, len(outs))
+	for i, o := range outs {
+		out[i] = o.Run
+	}
+	return out
+}
+
+func summarizePoint(p Point, outs []Outcome, topo Topology, ceiling *float64) (PointSummary, []string) {
+	gbps := make([]float64, len(outs))
+	ps := PointSummary{Streams: p.Streams, Placement: p.Placement.String(), Buckets: []Bucket{}}
+	for i, o := range outs {
+		gbps[i] = o.Run.Gbps()
+		ps.RunIDs = append(ps.RunIDs, o.ID)
+	}
+	ps.MedianGbps, ps.MinGbps, ps.MaxGbps = round3(median(gbps)), round3(slices.Min(gbps)), round3(slices.Max(gbps))
+	ci := bootstrapMedianCI(gbps)
+	ps.CI95Gbps = [2]float64{round3(ci[0]), round3(ci[1])}
+	if ceiling != nil && *ceiling > 0 {
+		share := round3(median(gbps) / *ceiling)
+		ps.CeilingGbps, ps.CeilingShare = ceiling, &share
+	}
+	ps.CPUPerGbit = cpuCost(outs)
+	groups := splitBuckets(gbps)
+	var bucketRuns [][]*Run
+	side := receiver(outs[0].Run.Start.Direction)
+	for _, g := range groups {
+		var b Bucket
+		var vals []float64
+		var rs []*Run
+		var loads []endLoad
+		for _, i := range g {
+			b.RunIDs = append(b.RunIDs, outs[i].ID)
+			vals = append(vals, gbps[i])
+			rs = append(rs, outs[i].Run)
+			loads = append(loads, loadOf(outs[i].Run, side))
+		}
+		b.MedianGbps, b.MinGbps, b.MaxGbps = round3(median(vals)), round3(slices.Min(vals)), round3(slices.Max(vals))
+		b.Softirq = meanLoad(loads).softirqCPUs()
+		ps.Buckets = append(ps.Buckets, b)
+		bucketRuns = append(bucketRuns, rs)
+	}
+	if len(groups) < 2 {
+		return ps, nil
+	}
+	name := fmt.Sprintf("%d stream%s, placement %s", p.Streams, plural(p.Streams), ps.Placement)
+	return ps, explainBuckets(name, bucketRuns, bucketGap(gbps), topo)
+}
+
+// cpuCost is the median over runs of CPU seconds per Gbit moved, per end.
+func cpuCost(outs []Outcome) CPUCost {
+	var c, s []float64
+	for _, o := range outs {
+		gbit := o.Run.Gbps() * o.Run.End.Seconds
+		if gbit <= 0 {
+			continue
+		}
+		if v := o.Run.End.CPU.ClientSeconds; v > 0 {
+			c = append(c, v/gbit)
+		}
+		if v := o.Run.End.CPU.ServerSeconds; v > 0 {
+			s = append(s, v/gbit)
+		}
+	}
+	var out CPUCost
+	if len(c) > 0 {
+		v := round4(median(c))
+		out.Client = &v
+	}
+	if len(s) > 0 {
+		v := round4(median(s))
+		out.Server = &v
+	}
+	return out
+}
+
+// comparePoints explains the campaign across points: for a placement
+// campaign, the best placement against the worst of the same stream
+// count; for a sweep, where adding streams stopped paying.
+func comparePoints(spec Spec, s *Summary, runsOf map[int][]*Run, best int, topo Topology) []string {
+	var out []string
+	bp := s.Points[best]
+	if len(spec.Placements) > 1 {
+		worst := -1
+		for i, p := range s.Points {
+			if p.Streams == bp.Streams && i != best && (worst < 0 || p.MedianGbps < s.Points[worst].MedianGbps) {
+				worst = i
+			}
+		}
+		if worst >= 0 {
+			out = append(out, explainPlacements(&s.Points[best], &s.Points[worst], runsOf[best], runsOf[worst], topo))
+		}
+	}
+	if len(spec.Streams) > 1 {
+		out = append(out, kneeSentence(s.Points, bp.Placement))
+	}
+	out = append(out, fmt.Sprintf("Best: %d stream%s, placement %s, median %.2f Gbit/s. Reproduce it with: %s",
+		bp.Streams, plural(bp.Streams), bp.Placement, bp.MedianGbps, s.Best.Command))
+	return out
+}
+
+// kneeSentence finds where adding streams stopped paying (less than 5%
+// more than the previous count) for one placement.
+func kneeSentence(points []PointSummary, placement string) string {
+	var prev *PointSummary
+	for i := range points {
+		p := &points[i]
+		if p.Placement != placement {
+			continue
+		}
+		if prev != nil && p.MedianGbps < prev.MedianGbps*1.05 {
+			return fmt.Sprintf("Streams stop paying after %d: %d streams gave %.2f Gbit/s against %.2f with %d (less than 5%% more).",
+				prev.Streams, p.Streams, p.MedianGbps, prev.MedianGbps, prev.Streams)
+		}
+		prev = p
+	}
+	if prev == nil {
+		return ""
+	}
+	return fmt.Sprintf("Throughput still grew at %d streams (%.2f Gbit/s): the sweep did not reach the knee.", prev.Streams, prev.MedianGbps)
+}
+
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+func round4(x float64) float64 { return math.Round(x*10000) / 10000 }

@@ -1,0 +1,142 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// ToolServer is an external tool's server as a driver asks for it. It is
+// structured, not a command line: whoever starts it (the lab, or the
+// agent on the peer for a remote client) builds the command line itself
+// from an allowlist, so a client can only ever get one of these servers
+// with bounded arguments, and never a shell.
+type ToolServer struct {
+	Tool     string         `json:"tool"` // iperf3, iperf, or a perftest tool (ib_write_bw, …)
+	Bind     string         `json:"bind,omitempty"`
+	Port     int            `json:"port,omitempty"`
+	CPUs     []int          `json:"cpus,omitempty"` // pin the server here; empty: unpinned
+	Perftest PerftestParams `json:"perftest,omitzero"`
+	Streams  int            `json:"streams,omitempty"` // perftest queue pairs
+}
+
+// Argv checks t against the allowlist and returns its command line.
+func (t ToolServer) Argv() ([]string, error) {
+	if len(t.CPUs) > 4096 || slices.ContainsFunc(t.CPUs, func(c int) bool { return c < 0 || c >= 1<<16 }) {
+		return nil, errors.New("tool server CPUs out of range")
+	}
+	if t.Bind != "" {
+		if _, err := netip.ParseAddr(t.Bind); err != nil {
+			return nil, fmt.Errorf("tool server bind address %q: not an IP address", t.Bind)
+		}
+	}
+	if t.Port < 0 || t.Port > 65535 {
+		return nil, fmt.Errorf("tool server port %d: out of range", t.Port)
+	}
+	switch {
+	case t.Tool == "iperf3":
+		return t.withNet([]string{"iperf3", "-s", "-1"}, "-p", "-B"), nil
+	case t.Tool == "iperf":
+		return t.withNet([]string{"iperf", "-s"}, "-p", "-B"), nil
+	case slices.Contains(perftestTools, t.Tool):
+		return t.perftestArgv()
+	}
+	return nil, fmt.Errorf("%q is not a tool server linerate starts (iperf3, iperf, %v)", t.Tool, perftestTools)
+}
+
+func (t ToolServer) withNet(a []string, portFlag, bindFlag string) []string {
+	if t.Port > 0 {
+		a = append(a, portFlag, strconv.Itoa(t.Port))
+	}
+	if t.Bind != "" {
+		a = append(a, bindFlag, t.Bind)
+	}
+	return a
+}
+
+func (t ToolServer) perftestArgv() ([]string, error) {
+	p := t.Perftest
+	p.Test = t.Tool
+	p = p.withDefaults()
+	switch {
+	case p.Size < 1 || p.Size > 1<<30:
+		return nil, fmt.Errorf("perftest message size %d: 1 to 1 GiB", p.Size)
+	case p.Iters < 1 || p.Iters > 100_000_000:
+		return nil, fmt.Errorf("perftest iterations %d: 1 to 10^8", p.Iters)
+	case p.GID < 0 || p.GID > 255:
+		return nil, fmt.Errorf("perftest GID index %d: 0 to 255", p.GID)
+	case !validDevice(p.Device):
+		return nil, fmt.Errorf("RDMA device name %q: letters, digits and _ only", p.Device)
+	case t.Streams < 0 || t.Streams > 1024:
+		return nil, fmt.Errorf("perftest queue pairs %d: 1 to 1024", t.Streams)
+	}
+	return perftestArgs(p, t.Streams, t.Port), nil
+}
+
+// perftestArgs builds a perftest command line (server without an
+// address, client with one appended by the caller).
+func perftestArgs(p PerftestParams, qps, port int) []string {
+	a := []string{p.Test, "--report_gbits", "-s", strconv.Itoa(p.Size), "-n", strconv.Itoa(p.Iters)}
+	if len(p.Test) > 3 && p.Test[len(p.Test)-3:] == "_bw" && qps > 1 {
+		a = append(a, "-q", strconv.Itoa(qps))
+	}
+	if p.Device != "" {
+		a = append(a, "-d", p.Device)
+	}
+	if p.GID > 0 {
+		a = append(a, "-x", strconv.Itoa(p.GID))
+	}
+	if port > 0 {
+		a = append(a, "-p", strconv.Itoa(port))
+	}
+	return a
+}
+
+func validDevice(s string) bool {
+	if len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// StartToolServer starts t on this host, pinned to t.CPUs: what the agent
+// does for a remote client. The child inherits the CPU affinity of the
+// thread that forks it, so the fork happens on a locked thread whose
+// affinity is set first; that thread is never unlocked (the runtime ends
+// it with the goroutine) so no other goroutine inherits the pinning.
+func StartToolServer(t ToolServer) (ServerProc, error) {
+	argv, err := t.Argv()
+	if err != nil {
+		return nil, err
+	}
+	return startLocalServer(argv, func(cmd *exec.Cmd) error {
+		if len(t.CPUs) == 0 {
+			return cmd.Start()
+		}
+		errc := make(chan error, 1)
+		go func() {
+			runtime.LockOSThread()
+			var set unix.CPUSet
+			for _, c := range t.CPUs {
+				set.Set(c)
+			}
+			if err := unix.SchedSetaffinity(0, &set); err != nil {
+				errc <- fmt.Errorf("pinning %s to CPUs %v: %w", t.Tool, t.CPUs, err)
+				return
+			}
+			errc <- cmd.Start()
+		}()
+		return <-errc
+	})
+}

@@ -1,0 +1,77 @@
+package bench
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestToolServerAllowlist(t *testing.T) {
+	for _, c := range []struct {
+		t    ToolServer
+		want string
+	}{
+		{ToolServer{Tool: "iperf3", Port: 5201, Bind: "198.18.0.2"}, "iperf3 -s -1 -p 5201 -B 198.18.0.2"},
+		{ToolServer{Tool: "iperf"}, "iperf -s"},
+		{ToolServer{Tool: "ib_write_bw", Streams: 4, Perftest: PerftestParams{Device: "mlx5_0", GID: 3}},
+			"ib_write_bw --report_gbits -s 1048576 -n 5000 -q 4 -d mlx5_0 -x 3"},
+		{ToolServer{Tool: "ib_send_lat"}, "ib_send_lat --report_gbits -s 8 -n 10000"},
+	} {
+		argv, err := c.t.Argv()
+		if err != nil || strings.Join(argv, " ") != c.want {
+			t.Errorf("%+v: %q %v, want %q", c.t, argv, err, c.want)
+		}
+	}
+	for _, bad := range []ToolServer{
+		{Tool: "sh"}, {Tool: "iperf3", Bind: "1.2.3.4; rm -rf /"}, {Tool: "iperf3", Port: 70000},
+		{Tool: "ib_write_bw", Perftest: PerftestParams{Device: "../x"}}, {Tool: "iperf", CPUs: []int{-1}},
+		{Tool: "ib_read_bw", Perftest: PerftestParams{Size: -5}},
+	} {
+		if argv, err := bad.Argv(); err == nil {
+			t.Errorf("%+v allowed: %q", bad, argv)
+		}
+	}
+}
+
+// TestStartToolServerPins starts an iperf3 server on loopback pinned to
+// the last CPU and reads its affinity back from /proc.
+func TestStartToolServerPins(t *testing.T) {
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Skip("iperf3 not installed")
+	}
+	cpu := 0
+	if b, err := os.ReadFile("/sys/devices/system/cpu/online"); err == nil {
+		f := strings.FieldsFunc(strings.TrimSpace(string(b)), func(r rune) bool { return r == '-' || r == ',' })
+		cpu, _ = strconv.Atoi(f[len(f)-1])
+	}
+	srv, err := StartToolServer(ToolServer{Tool: "iperf3", Port: 15201, Bind: "127.0.0.1", CPUs: []int{cpu}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := srv.(*localServer)
+	var allowed string
+	for range 50 {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(ls.cmd.Process.Pid) + "/status")
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+				allowed = strings.TrimSpace(v)
+			}
+		}
+		if allowed != "" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	srv.Stop()
+	if allowed != strconv.Itoa(cpu) {
+		t.Errorf("server allowed on %q, want %d", allowed, cpu)
+	}
+	// This process is not pinned by it.
+	b, _ := os.ReadFile("/proc/self/status")
+	if strings.Contains(string(b), "Cpus_allowed_list:\t"+strconv.Itoa(cpu)+"\n") && cpu != 0 {
+		t.Error("the test process itself got pinned")
+	}
+}
