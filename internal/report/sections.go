@@ -1,0 +1,143 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/linerate/linerate/internal/doctor"
+)
+
+// ceilingSection shows the waterfall from line rate to the measured rate.
+func (b *builder) ceilingSection() (*section, error) {
+	const id, title = "ceiling", "Ceiling"
+	rows := waterfallRows(b.path, b.best())
+	if len(rows) == 0 {
+		return omitted(id, title, "Ceiling: no line rate is known for the tested path, so no ceiling can be drawn."), nil
+	}
+	s := &section{ID: id, Title: title}
+	s.addText("Each stage can only lower the ceiling: the line rate, what the PCIe link carries, and what is left for TCP payload at the MTU (IPv4, TCP timestamps, Ethernet preamble, gap and FCS on the wire). The slower end of the path sets each stage.")
+	c, err := b.waterfallChart(rows)
+	if err != nil {
+		return nil, err
+	}
+	s.addChart(c)
+	t := &table{ID: "ceiling-stages", Caption: "Ceiling stages",
+		Head: []string{"Stage", "Rate (Gbit/s)", "Ceiling after it (Gbit/s)", "Share of line rate", "Detail"},
+		Num:  []bool{false, true, true, true, false}}
+	line := rows[0].value
+	for _, r := range rows {
+		class := ""
+		if r.measured {
+			class = "best"
+		}
+		t.Rows = append(t.Rows, []string{r.name, gbps(r.own), gbps(r.value), pct(r.value, line), r.detail})
+		t.Classes = append(t.Classes, class)
+	}
+	s.addTable(t)
+	return s, nil
+}
+
+// findingsSection lists the findings with evidence and fixes, noting
+// those a tune journal answered. Hosts with the same finding (the two ends
+// of a lab are often alike) share one entry.
+func (b *builder) findingsSection() (*section, error) {
+	const id, title = "findings", "Findings"
+	if len(b.ds.Hosts) == 0 {
+		return omitted(id, title, "Findings: no doctor report in this data set."), nil
+	}
+	answered := b.answeredFindings()
+	s := &section{ID: id, Title: title}
+	for _, g := range groupFindings(b.ds.Hosts) {
+		hosts := strings.Join(g.hosts, " and ")
+		if len(g.findings) == 0 {
+			s.addHeading(hosts + ": no findings")
+			s.addText("doctor found nothing that limits the link.")
+			continue
+		}
+		s.addHeading(fmt.Sprintf("%s: %d finding%s", hosts, len(g.findings), plural(len(g.findings))))
+		var items []item
+		for _, f := range g.findings {
+			var tunes []string
+			for _, h := range g.hosts {
+				for _, j := range answered[h+"\x00"+f.ID] {
+					tunes = append(tunes, "on "+h+" by tune "+j)
+				}
+			}
+			items = append(items, findingItem(f, tunes))
+		}
+		s.Blocks = append(s.Blocks, block{Items: items})
+	}
+	return s, nil
+}
+
+// findingGroup is findings shared by a set of hosts.
+type findingGroup struct {
+	hosts    []string
+	findings []doctor.Finding
+}
+
+// groupFindings groups each finding with the hosts that have it, word for
+// word, and then groups findings by their set of hosts, in the hosts'
+// order and doctor's order (most severe first).
+func groupFindings(reps []doctor.Report) []findingGroup {
+	key := func(f doctor.Finding) string {
+		return f.ID + "\x00" + f.Subject + "\x00" + f.Summary + "\x00" + strings.Join(f.Fix, "\x00")
+	}
+	holders := map[string][]string{}
+	for _, r := range reps {
+		for _, f := range r.Findings {
+			holders[key(f)] = append(holders[key(f)], r.Host.Hostname)
+		}
+	}
+	var groups []findingGroup
+	index := map[string]int{}
+	done := map[string]bool{}
+	for _, r := range reps {
+		if len(r.Findings) == 0 {
+			groups = append(groups, findingGroup{hosts: []string{r.Host.Hostname}})
+		}
+		for _, f := range r.Findings {
+			k := key(f)
+			if done[k] {
+				continue
+			}
+			done[k] = true
+			hs := strings.Join(holders[k], "\x00")
+			i, ok := index[hs]
+			if !ok {
+				i = len(groups)
+				index[hs] = i
+				groups = append(groups, findingGroup{hosts: holders[k]})
+			}
+			groups[i].findings = append(groups[i].findings, f)
+		}
+	}
+	return groups
+}
+
+func findingItem(f doctor.Finding, tunes []string) item {
+	text := f.Subject + ": " + f.Summary
+	if a, ok := f.Evidence["arithmetic"].(string); ok {
+		text += " (" + a + ")"
+	}
+	if len(tunes) > 0 {
+		text += " — addressed " + strings.Join(tunes, "; ") + "."
+	}
+	return item{Class: string(f.Severity), Badge: string(f.Severity), Lead: f.ID, Text: text, Code: f.Fix}
+}
+
+// answeredFindings maps host and finding ID to the journals whose changes
+// answer it.
+func (b *builder) answeredFindings() map[string][]string {
+	out := map[string][]string{}
+	for _, j := range b.ds.Tunes {
+		for _, c := range j.Changes {
+			k := j.Host + "\x00" + c.Finding
+			if c.Finding != "" && !slices.Contains(out[k], j.ID) {
+				out[k] = append(out[k], j.ID)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,108 @@
+package report
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// tuningSection shows each tune journal's changes with their values before
+// and after, and the runs on that host before and after it.
+func (b *builder) tuningSection() (*section, error) {
+	const id, title = "tuning", "Tuning applied"
+	if len(b.ds.Tunes) == 0 {
+		return omitted(id, title, "Tuning applied: no tune journal in this data set (linerate tune --apply records one)."), nil
+	}
+	s := &section{ID: id, Title: title}
+	for ji := range b.ds.Tunes {
+		j := &b.ds.Tunes[ji]
+		head := fmt.Sprintf("Tune %s on %s", j.ID, orDash(j.Host))
+		if j.Profile != "" {
+			head += ", profile " + j.Profile
+		}
+		if j.Applied != "" {
+			head += ", applied " + j.Applied
+		}
+		if j.Reverted {
+			head += " (reverted since)"
+		}
+		s.addHeading(head)
+		s.addTable(changesTable(ji, j))
+		if err := b.beforeAfter(s, ji, j); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func changesTable(ji int, j *TuneJournal) *table {
+	t := &table{ID: fmt.Sprintf("tune-%d-changes", ji+1), Caption: fmt.Sprintf("Changes of tune %s", j.ID),
+		Head: []string{"Kind", "Target", "Before", "After", "Answers finding"}}
+	for _, c := range j.Changes {
+		t.Rows = append(t.Rows, []string{c.Kind, c.Target, orDash(c.Before), orDash(c.After), orDash(c.Finding)})
+	}
+	return t
+}
+
+// beforeAfter compares the runs on the journal's host without a tune with
+// those made under this journal.
+func (b *builder) beforeAfter(s *section, ji int, j *TuneJournal) error {
+	var before, after []*Run
+	for i := range b.ds.Runs {
+		r := &b.ds.Runs[i]
+		if j.Host != "" && r.Result.Start.Client.Hostname != j.Host && r.Result.Start.Server.Hostname != j.Host {
+			continue
+		}
+		switch r.TuneID {
+		case "":
+			before = append(before, r)
+		case j.ID:
+			after = append(after, r)
+		}
+	}
+	if len(before) == 0 || len(after) == 0 {
+		s.addText("No runs on %s both before and after this tune, so no comparison.", orDash(j.Host))
+		return nil
+	}
+	t := &table{ID: fmt.Sprintf("tune-%d-bench", ji+1), Caption: fmt.Sprintf("Bench before and after tune %s", j.ID),
+		Head: []string{"Phase", "Runs", "Median (Gbit/s)", "Min (Gbit/s)", "Max (Gbit/s)", "CPU client (cores)", "CPU server (cores)"},
+		Num:  []bool{false, true, true, true, true, true, true}}
+	var meds [2]float64
+	for i, ph := range []struct {
+		name string
+		runs []*Run
+	}{{"before", before}, {"after", after}} {
+		vals := make([]float64, 0, len(ph.runs))
+		for _, r := range ph.runs {
+			vals = append(vals, runGbps(&r.Result))
+		}
+		lo, hi := spread(ph.runs)
+		cl, sv, _ := cpuCost(ph.runs)
+		meds[i] = median(vals)
+		t.Rows = append(t.Rows, []string{ph.name, strconv.Itoa(len(ph.runs)), gbps(meds[i]), gbps(lo), gbps(hi), cl, sv})
+	}
+	s.addText("Median throughput went from %s to %s Gbit/s (%s%s), and the spread from %s to %s Gbit/s.",
+		gbps(meds[0]), gbps(meds[1]), sign(meds[1]-meds[0]), pct(meds[1]-meds[0], meds[0]),
+		num(spreadWidth(before), 2), num(spreadWidth(after), 2))
+	s.addTable(t)
+	c, err := b.dotsChart(fmt.Sprintf("tune-%d-dots", ji+1), []runGroup{{label: "before", runs: before}, {label: "after " + j.ID, runs: after}})
+	if err != nil {
+		return err
+	}
+	if c != nil {
+		c.Title = "Runs before and after tune " + j.ID
+	}
+	s.addChart(c)
+	return nil
+}
+
+func sign(v float64) string {
+	if v > 0 {
+		return "+"
+	}
+	return ""
+}
+
+func spreadWidth(runs []*Run) float64 {
+	lo, hi := spread(runs)
+	return hi - lo
+}
