@@ -29,6 +29,11 @@ type HostInfo struct {
 	// preference, those it would pick for stream threads.
 	CPUs       []int `json:"cpus"`
 	Candidates []int `json:"candidates"`
+	// TuneJournal is the ID of the `linerate tune --apply` journal in
+	// effect on this host's network namespace when the run started (its
+	// changes applied and not reverted); "" when none. The report pairs
+	// runs before and after a tuning by it.
+	TuneJournal string `json:"tune_journal,omitempty"`
 }
 
 // hostFacts collects HostInfo for the interface holding local.
