@@ -14,6 +14,7 @@ import (
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/telemetry"
 )
 
 // iperf2Port is iperf2's default port.
@@ -104,6 +105,7 @@ func (d *Iperf2) Run(ctx context.Context, p Params, live func(engine.Interval)) 
 	if stopErr != nil {
 		return nil, stopErr
 	}
+	attachServer(run, srv)
 	run.raw = raw
 	run.Tool = &Tool{Name: "iperf2", Version: d.version, Client: args, Server: srvArgv}
 	// iperf2 reports no CPU time: the processes' own (getrusage) it is.
@@ -122,12 +124,12 @@ func (d *Iperf2) client(ctx context.Context, p Params, args []string, live func(
 	if err != nil {
 		return nil, "", 0, err
 	}
-	var smp *sampler
+	var smp *telemetry.Ticker
 	if !p.NoTelemetry {
-		smp = startSampler(fsOr(d.FS), d.Hosts.NICIRQs(), p.Interval)
+		smp = telemetry.Start(fsOr(d.FS), d.Hosts.NICIRQs(), p.Interval)
 	}
 	if err := d.Hosts.StartClient(cmd); err != nil {
-		stopSampler(smp)
+		smp.Stop()
 		return nil, "", 0, err
 	}
 	var parser Iperf2Parser
@@ -142,15 +144,15 @@ func (d *Iperf2) client(ctx context.Context, p Params, args []string, live func(
 			perr = err
 		}
 		if ok && live != nil {
-			if cs, have := smp.sample(nLive); have {
-				iv.CPU.Client = cs.per
+			if cs, have := smp.At(nLive); have {
+				iv.CPU.Client = cs.PerCPU
 			}
 			nLive++
 			live(iv)
 		}
 	}
 	werr := cmd.Wait()
-	samples := stopSampler(smp)
+	samples := smp.Stop()
 	if perr != nil {
 		return nil, raw.String(), 0, perr
 	}

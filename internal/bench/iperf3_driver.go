@@ -15,6 +15,7 @@ import (
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/telemetry"
 )
 
 // iperf3Port is the port the driver's iperf3 servers listen on: iperf3's
@@ -106,6 +107,7 @@ func (d *Iperf3) Run(ctx context.Context, p Params, live func(engine.Interval)) 
 	if stopErr != nil {
 		return nil, stopErr
 	}
+	attachServer(run, srv)
 	run.raw = raw
 	run.Tool.Client, run.Tool.Server = args, srvArgv
 	d.finish(run, p)
@@ -121,12 +123,12 @@ func (d *Iperf3) client(ctx context.Context, p Params, args []string, live func(
 	if err != nil {
 		return nil, "", err
 	}
-	var smp *sampler
+	var smp *telemetry.Ticker
 	if !p.NoTelemetry {
-		smp = startSampler(fsOr(d.FS), d.Hosts.NICIRQs(), p.Interval)
+		smp = telemetry.Start(fsOr(d.FS), d.Hosts.NICIRQs(), p.Interval)
 	}
 	if err := d.Hosts.StartClient(cmd); err != nil {
-		stopSampler(smp)
+		smp.Stop()
 		return nil, "", err
 	}
 	var raw bytes.Buffer
@@ -142,7 +144,7 @@ func (d *Iperf3) client(ctx context.Context, p Params, args []string, live func(
 	}
 	io.Copy(io.Discard, stdout)
 	werr := cmd.Wait()
-	samples := stopSampler(smp)
+	samples := smp.Stop()
 	switch {
 	case err != nil:
 		return nil, raw.String(), err
@@ -156,13 +158,6 @@ func (d *Iperf3) client(ctx context.Context, p Params, args []string, live func(
 		}
 	}
 	return run, raw.String(), nil
-}
-
-func stopSampler(s *sampler) []cpuSample {
-	if s == nil {
-		return nil
-	}
-	return s.Stop()
 }
 
 func fsOr(fs *hostfs.FS) *hostfs.FS {

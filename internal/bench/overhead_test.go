@@ -9,20 +9,8 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/telemetry"
 )
-
-// BenchmarkSample measures one telemetry sample of this host: reading
-// /proc/stat and /proc/softirqs and computing the per-CPU deltas.
-func BenchmarkSample(b *testing.B) {
-	s := &sampler{fs: hostfs.Live(), irqs: map[int]bool{}}
-	prev := s.read()
-	b.ReportAllocs()
-	for b.Loop() {
-		now := s.read()
-		_ = diff(prev, now)
-		prev = now
-	}
-}
 
 // TestSamplingOverhead measures what per-CPU sampling costs the traffic:
 // iperf3 runs in a lab with no sampling, with sampling every second, and
@@ -49,15 +37,15 @@ func TestSamplingOverhead(t *testing.T) {
 	for r := range rounds {
 		for k := range modes {
 			m := (k + r) % len(modes) // rotate the order every round
-			var smp *sampler
+			var smp *telemetry.Ticker
 			if modes[m].every > 0 {
-				smp = startSampler(hostfs.Live(), nil, modes[m].every)
+				smp = telemetry.Start(hostfs.Live(), nil, modes[m].every)
 			}
 			// Pinned (-A 0,0, the lab's fastest and steadiest placement):
 			// unpinned runs land in buckets that would drown the effect.
 			run, err := d.Run(context.Background(), Params{Streams: 1, Duration: time.Duration(secs) * time.Second,
 				Interval: time.Second, NoTelemetry: true, Placement: Placement{Client: []int{0}, Server: []int{0}}}, nil)
-			stopSampler(smp)
+			smp.Stop()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,17 +80,17 @@ func TestSamplingOverheadPaired(t *testing.T) {
 	stop := make(chan struct{})
 	go func() {
 		for b := 0; ; b++ {
-			var smp *sampler
+			var smp *telemetry.Ticker
 			if p := periods[b%3]; p > 0 {
-				smp = startSampler(hostfs.Live(), nil, p)
+				smp = telemetry.Start(hostfs.Live(), nil, p)
 			}
 			select {
 			case <-stop:
-				stopSampler(smp)
+				smp.Stop()
 				return
 			case <-time.After(block):
 			}
-			stopSampler(smp)
+			smp.Stop()
 		}
 	}()
 	run, err := d.Run(context.Background(), Params{Streams: 1, Duration: time.Duration(secs) * time.Second,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/telemetry"
 )
 
 // PerftestParams choose a perftest tool and its message.
@@ -96,9 +97,9 @@ func (d *Perftest) Run(ctx context.Context, p Params, live func(engine.Interval)
 	args := pinned(p.Placement.Client, append(perftestArgs(pp, p.Streams, 0), d.Hosts.Addr()))
 	var out bytes.Buffer
 	var res *PerftestResult
-	var smp *sampler
+	var smp *telemetry.Ticker
 	if !p.NoTelemetry {
-		smp = startSampler(fsOr(d.FS), d.Hosts.NICIRQs(), p.Interval)
+		smp = telemetry.Start(fsOr(d.FS), d.Hosts.NICIRQs(), p.Interval)
 	}
 	_, err = retryConnect(ctx, func() (*Run, error) {
 		out.Reset()
@@ -114,7 +115,7 @@ func (d *Perftest) Run(ctx context.Context, p Params, live func(engine.Interval)
 		}
 		return nil, nil
 	}, func(err error) bool { return strings.Contains(err.Error(), "Couldn't connect") })
-	samples := stopSampler(smp)
+	samples := smp.Stop()
 	_, srvOut, _ := srv.Stop()
 	if err != nil {
 		return nil, withServerOutput(err, srvOut)
@@ -123,7 +124,12 @@ func (d *Perftest) Run(ctx context.Context, p Params, live func(engine.Interval)
 	run.raw = out.String()
 	run.Tool = &Tool{Name: "perftest", Client: args, Server: srvArgv}
 	if len(samples) > 0 {
-		run.Intervals[0].CPU.Client = samples[len(samples)-1].per
+		run.Intervals[0].CPU.Client = samples[len(samples)-1].PerCPU
+	}
+	if ss, ok := srv.(sampledServer); ok {
+		if smp := ss.Samples(); len(smp) > 0 {
+			setServer(&run.Intervals[0], smp[len(smp)-1])
+		}
 	}
 	finishStart(run, p, d.Hosts)
 	if live != nil {

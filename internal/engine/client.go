@@ -14,6 +14,7 @@ import (
 
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/telemetry"
 )
 
 // Timeouts of the client's steps.
@@ -220,7 +221,7 @@ func (c *client) measure(ctx context.Context, streams []*stream) (*Result, error
 		closeStreams(streams)
 		return nil, err
 	}
-	c.side = newSide(c.p, streams, snd, newHostSampler(c.fs, c.me.NICIRQs), "lrc")
+	c.side = newSide(c.p, streams, snd, telemetry.NewSampler(c.fs, c.me.NICIRQs), "lrc")
 	defer c.side.closeAll()
 	c.emit(Event{Event: "start", Data: &c.res.Start})
 	rd := newReader(c.ctrl, c.p)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/cpulist"
+	"github.com/linerate/linerate/internal/telemetry"
 )
 
 // run serves the test of an authenticated client, from its request to
@@ -178,7 +179,7 @@ func (ss *session) measure(ctx context.Context, streams []*stream) error {
 		closeStreams(streams)
 		return err
 	}
-	sd := newSide(ss.p, streams, snd, newHostSampler(ss.srv.fs(), ss.host.NICIRQs), "lrs")
+	sd := newSide(ss.p, streams, snd, telemetry.NewSampler(ss.srv.fs(), ss.host.NICIRQs), "lrs")
 	defer sd.closeAll()
 	var start bareMsg
 	if err := ss.ctrl.expect(msgStart, &start, setupTimeout); err != nil {

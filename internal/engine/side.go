@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/linerate/linerate/internal/telemetry"
 )
 
 // side is one end's half of a running test: its stream threads, its
@@ -15,7 +17,7 @@ type side struct {
 	p       params
 	streams []*stream // connection i is stream id i+1
 	snd     sender
-	host    *hostSampler
+	host    *telemetry.Sampler
 	tag     string // thread name prefix: "lrc" (client) or "lrs" (agent)
 
 	bounds []time.Duration // interval ends, relative to t0
@@ -59,7 +61,7 @@ type streamSample struct {
 	DeliveryRate uint64 `json:"delivery_rate"` // bytes per second
 }
 
-func newSide(p params, streams []*stream, snd sender, host *hostSampler, tag string) *side {
+func newSide(p params, streams []*stream, snd sender, host *telemetry.Sampler, tag string) *side {
 	s := &side{p: p, streams: streams, snd: snd, host: host, tag: tag}
 	s.bounds, s.nOmit = schedule(p.omit(), p.duration(), p.interval())
 	s.last = make([]mark, len(streams))
@@ -116,7 +118,8 @@ func (s *side) sample() sideSample {
 		s.last[i] = m
 	}
 	if s.host != nil {
-		out.CPU, out.Total = s.host.sample()
+		smp := s.host.Sample()
+		out.CPU, out.Total = smp.PerCPU, smp.Total
 	}
 	if k == s.nOmit-1 { // the warm-up ends here: what follows is measured
 		copy(s.atOmit, s.last)
