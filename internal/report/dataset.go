@@ -130,6 +130,10 @@ type TuneJournal struct {
 	Changes []TuneChange `json:"changes"`
 	// Reverted says the journal was reverted since.
 	Reverted bool `json:"reverted,omitempty"`
+	// NotFound, when set, says why the journal could not be read here (a
+	// run names a journal made on another machine, or since removed): only
+	// its ID and host are known, and the tuning section says so.
+	NotFound string `json:"not_found,omitempty"`
 }
 
 // TuneChange is one applied change with its values before and after.

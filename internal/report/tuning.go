@@ -26,6 +26,9 @@ func (b *builder) tuningSection() (*section, error) {
 			head += " (reverted since)"
 		}
 		s.addHeading(head)
+		if j.NotFound != "" {
+			s.addText("The journal of tune %s could not be read here: %s. Its changes are not listed.", j.ID, j.NotFound)
+		}
 		s.addTable(changesTable(ji, j))
 		if err := b.beforeAfter(s, ji, j); err != nil {
 			return nil, err
