@@ -1,0 +1,750 @@
+package report
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/linerate/linerate/internal/cpulist"
+	"github.com/linerate/linerate/internal/doctor"
+	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/store"
+	"github.com/linerate/linerate/internal/tune"
+)
+
+// Selection picks the stored runs a report covers: the union of the runs
+// named by ID, the newest Last runs and the runs of each label. When all
+// three are empty it picks the runs of the newest campaign, or the newest
+// run when the database holds no campaign.
+type Selection struct {
+	RunIDs []int64
+	Last   int
+	Labels []string
+}
+
+// empty reports whether nothing was asked for.
+func (s Selection) empty() bool { return len(s.RunIDs) == 0 && s.Last <= 0 && len(s.Labels) == 0 }
+
+// LoadOptions say what Load reads and what it adds to the dataset.
+type LoadOptions struct {
+	Selection
+	// TuneDir is the directory of tune journals (statedir's "tune"); ""
+	// reads none, and every journal a run names is reported as not found.
+	TuneDir string
+	// Title heads the report; "" makes one from the hosts.
+	Title string
+	// Linerate is the version of linerate writing the report.
+	Linerate string
+}
+
+// Load builds a dataset from the results database and the tune journals:
+// the selected runs (linerate.bench/v1) with the doctor reports of their
+// hosts, the campaigns they belong to (linerate.campaign/v1, reduced to the
+// selected runs), their perftest results, the tune journals in effect
+// during them, and the tools that ran them.
+//
+// Perftest runs go to Dataset.Perftest, not Dataset.Runs: RDMA has no TCP
+// goodput ceiling. A journal a run names that is not in TuneDir (made on
+// another machine, or removed) is listed with NotFound set, not an error.
+func Load(ctx context.Context, st *store.Store, opts LoadOptions) (*Dataset, error) {
+	sel, err := selectRuns(ctx, st, opts.Selection)
+	if err != nil {
+		return nil, err
+	}
+	ds := &Dataset{Title: opts.Title, Linerate: opts.Linerate}
+	l := loader{ds: ds, hosts: newHostSet(), runs: map[int64]*storedRun{}}
+	for i := range sel {
+		if err := l.add(&sel[i]); err != nil {
+			return nil, err
+		}
+	}
+	ds.Hosts = l.hosts.reports()
+	if err := l.campaigns(ctx, st); err != nil {
+		return nil, err
+	}
+	ds.Tunes = loadTunes(opts.TuneDir, l.order)
+	ds.Tools = l.tools()
+	return ds, nil
+}
+
+// selectRuns returns the selected runs with their documents, oldest first,
+// each once.
+func selectRuns(ctx context.Context, st *store.Store, sel Selection) ([]store.Run, error) {
+	if sel.Last < 0 {
+		return nil, fmt.Errorf("--last %d: give a positive number of runs", sel.Last)
+	}
+	byID := map[int64]store.Run{}
+	query := func(q store.Query) ([]store.Run, error) {
+		q.Full = true
+		runs, err := st.Runs(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("reading runs from %s: %w", st.Path(), err)
+		}
+		for _, r := range runs {
+			byID[r.ID] = r
+		}
+		return runs, nil
+	}
+	if sel.empty() {
+		q, err := newestQuery(ctx, st)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := query(q); err != nil {
+			return nil, err
+		}
+	}
+	if len(sel.RunIDs) > 0 {
+		if _, err := query(store.Query{IDs: sel.RunIDs}); err != nil {
+			return nil, err
+		}
+		for _, id := range sel.RunIDs {
+			if _, ok := byID[id]; !ok {
+				return nil, fmt.Errorf("run %d: %w %s (see 'linerate history')", id, store.ErrNotFound, st.Path())
+			}
+		}
+	}
+	if sel.Last > 0 {
+		if _, err := query(store.Query{Limit: sel.Last}); err != nil {
+			return nil, err
+		}
+	}
+	for _, label := range sel.Labels {
+		runs, err := query(store.Query{Label: label})
+		if err != nil {
+			return nil, err
+		}
+		if len(runs) == 0 {
+			return nil, fmt.Errorf("label %q: no run in %s carries it (see 'linerate history')", label, st.Path())
+		}
+	}
+	if len(byID) == 0 {
+		return nil, fmt.Errorf("no runs stored in %s: run 'linerate bench PEER' first, or name another database with --db", st.Path())
+	}
+	out := make([]store.Run, 0, len(byID))
+	for _, r := range byID {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b store.Run) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// newestQuery selects the runs of the newest campaign, or the newest run
+// when no run belongs to a campaign. It lists the runs without their
+// documents to find them.
+func newestQuery(ctx context.Context, st *store.Store) (store.Query, error) {
+	all, err := st.Runs(ctx, store.Query{})
+	if err != nil {
+		return store.Query{}, fmt.Errorf("reading runs from %s: %w", st.Path(), err)
+	}
+	if len(all) == 0 {
+		return store.Query{}, fmt.Errorf("no runs stored in %s: run 'linerate bench PEER' first, or name another database with --db", st.Path())
+	}
+	var newest int64
+	for _, r := range all {
+		newest = max(newest, r.CampaignID)
+	}
+	if newest > 0 {
+		return store.Query{CampaignID: newest}, nil
+	}
+	return store.Query{IDs: []int64{all[len(all)-1].ID}}, nil
+}
+
+// The documents as stored. These mirror the JSON contracts of package
+// bench (linerate.bench/v1's additions to engine.Result, and
+// linerate.campaign/v1) rather than import it: the report reads the
+// contract, whatever program wrote it.
+
+// storedRun is one stored run read back.
+type storedRun struct {
+	engine.Result
+	Label    string          `json:"label,omitempty"`
+	Tool     *storedTool     `json:"tool,omitempty"`
+	Perftest *storedPerftest `json:"perftest,omitempty"`
+
+	row *store.Run // the database row
+}
+
+// storedTool is the external program that moved the bytes.
+type storedTool struct {
+	Name    string   `json:"name"`
+	Version string   `json:"version,omitempty"`
+	Client  []string `json:"client,omitempty"`
+	Server  []string `json:"server,omitempty"`
+}
+
+// storedPerftest is what a perftest tool reported.
+type storedPerftest struct {
+	Test          string   `json:"test,omitempty"`
+	Device        string   `json:"device,omitempty"`
+	MsgBytes      int64    `json:"msg_bytes"`
+	Iterations    int64    `json:"iterations"`
+	BWPeakGbps    *float64 `json:"bw_peak_gbps,omitempty"`
+	BWAverageGbps *float64 `json:"bw_average_gbps,omitempty"`
+	MsgRateMpps   *float64 `json:"msg_rate_mpps,omitempty"`
+	TMinUs        *float64 `json:"t_min_us,omitempty"`
+	TMaxUs        *float64 `json:"t_max_us,omitempty"`
+	TTypicalUs    *float64 `json:"t_typical_us,omitempty"`
+	TAvgUs        *float64 `json:"t_avg_us,omitempty"`
+	P99Us         *float64 `json:"p99_us,omitempty"`
+	P999Us        *float64 `json:"p99_9_us,omitempty"`
+}
+
+// storedPlacement is an -A pair as a campaign spec holds it.
+type storedPlacement struct {
+	Client []int `json:"client,omitempty"`
+	Server []int `json:"server,omitempty"`
+}
+
+// String is the -A form ("6,7"), "auto" when nothing was asked.
+func (p storedPlacement) String() string {
+	if p.Client == nil && p.Server == nil {
+		return "auto"
+	}
+	return cpulist.Format(p.Client) + "," + cpulist.Format(p.Server)
+}
+
+// storedParams are one run's settings (the runs' params column, and a
+// campaign spec's shared settings).
+type storedParams struct {
+	Streams   int              `json:"streams"`
+	Placement storedPlacement  `json:"placement"`
+	Duration  time.Duration    `json:"duration"`
+	Omit      time.Duration    `json:"omit"`
+	Interval  time.Duration    `json:"interval"`
+	Direction engine.Direction `json:"direction"`
+	Window    int              `json:"window,omitempty"`
+	Perftest  struct {
+		Test string `json:"test,omitempty"`
+	} `json:"perftest"`
+}
+
+// storedSpec is a campaign as asked.
+type storedSpec struct {
+	Engine     string            `json:"engine"`
+	Peer       string            `json:"peer"`
+	Label      string            `json:"label,omitempty"`
+	Repeat     int               `json:"repeat"`
+	Streams    []int             `json:"streams"`
+	Placements []storedPlacement `json:"placements"`
+	Run        storedParams      `json:"run"`
+}
+
+// storedSummary is linerate.campaign/v1 as bench writes it.
+type storedSummary struct {
+	Schema string `json:"schema"`
+	Label  string `json:"label,omitempty"`
+	Points []struct {
+		Streams    int       `json:"streams"`
+		Placement  string    `json:"placement"`
+		RunIDs     []int64   `json:"run_ids"`
+		MedianGbps float64   `json:"median_gbps"`
+		MinGbps    float64   `json:"min_gbps"`
+		MaxGbps    float64   `json:"max_gbps"`
+		CI95Gbps   []float64 `json:"ci95_gbps"`
+		Buckets    []struct {
+			RunIDs     []int64 `json:"run_ids"`
+			MedianGbps float64 `json:"median_gbps"`
+			Softirq    []int   `json:"receiver_softirq_cpus"`
+		} `json:"buckets"`
+	} `json:"points"`
+	Best *struct {
+		Streams    int     `json:"streams"`
+		Placement  string  `json:"placement"`
+		MedianGbps float64 `json:"median_gbps"`
+	} `json:"best"`
+	Explanation []string `json:"explanation"`
+}
+
+// loader gathers the dataset run by run.
+type loader struct {
+	ds    *Dataset
+	hosts *hostSet
+	runs  map[int64]*storedRun // every selected run, TCP or perftest, by ID
+	order []*storedRun         // the same, oldest first
+}
+
+// add decodes one stored run and files it as a run or a perftest result.
+func (l *loader) add(row *store.Run) error {
+	r := &storedRun{row: row}
+	if err := json.Unmarshal(row.Result, r); err != nil {
+		return fmt.Errorf("run %d: its stored result is not valid linerate.bench/v1 JSON: %w", row.ID, err)
+	}
+	if r.Schema != engine.Schema {
+		return fmt.Errorf("run %d: its stored result has schema %q, not %s (written by another linerate version?)", row.ID, r.Schema, engine.Schema)
+	}
+	r.RunID = row.ID // the store numbers runs; the document holds 0
+	if r.Label == "" {
+		r.Label = row.Label
+	}
+	l.runs[row.ID] = r
+	l.order = append(l.order, r)
+	if err := l.hosts.add(row); err != nil {
+		return err
+	}
+	if r.Perftest != nil {
+		l.ds.Perftest = append(l.ds.Perftest, perftestFrom(r))
+		return nil
+	}
+	run := Run{Result: r.Result, Label: r.Label, TuneID: tuneOf(&r.Result)}
+	l.ds.Runs = append(l.ds.Runs, run)
+	return nil
+}
+
+// tuneOf is the tune journal in effect during a run: the server's, else
+// the client's.
+func tuneOf(r *engine.Result) string {
+	if id := r.Start.Server.TuneJournal; id != "" {
+		return id
+	}
+	return r.Start.Client.TuneJournal
+}
+
+// tools lists the external tools of the runs, each name and version once.
+func (l *loader) tools() []Tool {
+	var out []Tool
+	for _, r := range l.order {
+		if r.Tool == nil || r.Tool.Name == "" {
+			continue
+		}
+		t := Tool{Name: r.Tool.Name, Version: r.Tool.Version}
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b Tool) int { return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Version, b.Version)) })
+	return out
+}
+
+// perftestFrom shapes a perftest run as the report's perftest result.
+func perftestFrom(r *storedRun) PerftestResult {
+	p := r.Perftest
+	out := PerftestResult{Test: perftestTool(r), Host: r.Start.Client.Hostname, Device: p.Device,
+		SizeBytes: int(p.MsgBytes), Iterations: int(p.Iterations),
+		PeakGbps: deref(p.BWPeakGbps), AverageGbps: deref(p.BWAverageGbps), MsgRateMpps: deref(p.MsgRateMpps),
+		Warnings: toolWarnings(r.row.Raw)}
+	if p.TMinUs != nil || p.TMaxUs != nil || p.TTypicalUs != nil || p.TAvgUs != nil || p.P99Us != nil || p.P999Us != nil {
+		out.Latency = &Latency{MinUs: deref(p.TMinUs), MaxUs: deref(p.TMaxUs), TypicalUs: deref(p.TTypicalUs),
+			AvgUs: deref(p.TAvgUs), P99Us: deref(p.P99Us), P999Us: deref(p.P999Us)}
+	}
+	if r.Tool != nil {
+		out.Command, out.Server = commandLine(r.Tool.Client), commandLine(r.Tool.Server)
+	}
+	return out
+}
+
+// perftestTool names the perftest program of a run ("ib_write_bw"): from
+// the run's settings, else its command line, else what the tool printed.
+func perftestTool(r *storedRun) string {
+	var params storedParams
+	if json.Unmarshal(r.row.Params, &params) == nil && params.Perftest.Test != "" {
+		return params.Perftest.Test
+	}
+	if r.Tool != nil {
+		for _, a := range r.Tool.Client {
+			if b := filepath.Base(a); strings.HasPrefix(b, "ib_") {
+				return b
+			}
+		}
+	}
+	return orDash(r.Perftest.Test)
+}
+
+// toolWarnings picks the warnings out of a tool's output: perftest's
+// "Conflicting CPU frequency values detected" and lines saying warning.
+func toolWarnings(raw string) []string {
+	var out []string
+	for line := range strings.Lines(raw) {
+		line = strings.TrimSpace(line)
+		low := strings.ToLower(line)
+		if (strings.Contains(low, "warning") || strings.Contains(low, "conflicting cpu frequency")) && !slices.Contains(out, line) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// commandLine joins an argv as a shell would read it back.
+func commandLine(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = shellQuote(a)
+	}
+	return strings.Join(q, " ")
+}
+
+func deref(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// hostSet keeps each host's doctor report once: the first one seen (the
+// oldest run's), clients before servers. Hosts are told apart by
+// hostname, and by role as well when both ends of a run share a hostname
+// (the lab's two network namespaces on one machine).
+type hostSet struct {
+	seen             map[string]bool // report contents already read
+	keys             map[string]bool // hosts already kept
+	clients, servers []doctor.Report
+}
+
+func newHostSet() *hostSet { return &hostSet{seen: map[string]bool{}, keys: map[string]bool{}} }
+
+func (h *hostSet) add(row *store.Run) error {
+	var reps [2]*doctor.Report
+	for i, doc := range []json.RawMessage{row.ClientDoctor, row.ServerDoctor} {
+		if len(doc) == 0 || h.seen[string(doc)] {
+			continue
+		}
+		h.seen[string(doc)] = true
+		var rep doctor.Report
+		if err := json.Unmarshal(doc, &rep); err != nil {
+			return fmt.Errorf("run %d: its %s doctor report is not valid linerate.doctor/v1 JSON: %w", row.ID, []string{"client", "server"}[i], err)
+		}
+		reps[i] = &rep
+	}
+	same := reps[0] != nil && reps[1] != nil && reps[0].Host.Hostname == reps[1].Host.Hostname
+	for i, rep := range reps {
+		if rep == nil {
+			continue
+		}
+		key := rep.Host.Hostname
+		if same {
+			key += "\x00" + strconv.Itoa(i)
+		}
+		if h.keys[key] {
+			continue
+		}
+		h.keys[key] = true
+		if i == 0 {
+			h.clients = append(h.clients, *rep)
+		} else {
+			h.servers = append(h.servers, *rep)
+		}
+	}
+	return nil
+}
+
+func (h *hostSet) reports() []doctor.Report { return append(h.clients, h.servers...) }
+
+// campaigns adds the campaigns of the selected TCP runs, oldest first,
+// each reduced to the selected runs. A campaign without a summary (still
+// running, or killed) adds nothing: its runs stay runs of their own.
+func (l *loader) campaigns(ctx context.Context, st *store.Store) error {
+	var ids []int64
+	for _, r := range l.order {
+		if id := r.row.CampaignID; id != 0 && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	tcp := map[int64]*storedRun{}
+	for _, r := range l.order {
+		if r.Perftest == nil {
+			tcp[r.RunID] = r
+		}
+	}
+	for _, id := range ids {
+		c, err := st.Campaign(ctx, id)
+		if err != nil {
+			return fmt.Errorf("reading campaign %d from %s: %w", id, st.Path(), err)
+		}
+		if len(c.Summary) == 0 {
+			continue
+		}
+		var sum storedSummary
+		if err := json.Unmarshal(c.Summary, &sum); err != nil {
+			return fmt.Errorf("campaign %d: its stored summary is not valid %s JSON: %w", id, CampaignSchema, err)
+		}
+		var spec storedSpec
+		if json.Unmarshal(c.Spec, &spec) != nil {
+			spec = storedSpec{} // no command then; the runs' own commands stand in
+		}
+		if rc, ok := campaignFrom(c, &sum, &spec, tcp); ok {
+			l.ds.Campaigns = append(l.ds.Campaigns, rc)
+		}
+	}
+	return nil
+}
+
+// campaignFrom maps a stored campaign to the report's, keeping only the
+// runs in have. A point whose runs are partly selected gets its median,
+// minimum and maximum from the selected runs, and no interval (the
+// stored one is of all its runs). ok is false when no run is left.
+func campaignFrom(c *store.Campaign, sum *storedSummary, spec *storedSpec, have map[int64]*storedRun) (Campaign, bool) {
+	out := Campaign{Schema: CampaignSchema, Label: cmp.Or(sum.Label, c.Label), Command: campaignCommand(spec),
+		Explanation: slices.Clone(sum.Explanation)}
+	if out.Explanation == nil {
+		out.Explanation = []string{}
+	}
+	var kept, total []int64
+	for _, sp := range sum.Points {
+		ids := selected(sp.RunIDs, have)
+		total = append(total, sp.RunIDs...)
+		if len(ids) == 0 {
+			continue
+		}
+		kept = append(kept, ids...)
+		whole := len(ids) == len(sp.RunIDs)
+		p := Point{Streams: sp.Streams, Placement: sp.Placement, RunIDs: ids,
+			MedianGbps: sp.MedianGbps, MinGbps: sp.MinGbps, MaxGbps: sp.MaxGbps}
+		if whole {
+			if len(sp.CI95Gbps) == 2 && known(sp.CI95Gbps[0]) && known(sp.CI95Gbps[1]) {
+				p.CI95Gbps = slices.Clone(sp.CI95Gbps)
+			}
+		} else {
+			vals := gbpsOf(ids, have)
+			p.MedianGbps, p.MinGbps, p.MaxGbps = round3(median(vals)), round3(slices.Min(vals)), round3(slices.Max(vals))
+		}
+		if len(sp.Buckets) > 1 { // one bucket is no split
+			for bi, sb := range sp.Buckets {
+				bids := selected(sb.RunIDs, have)
+				if len(bids) == 0 {
+					continue
+				}
+				bk := Bucket{Name: bucketName(bi, len(sp.Buckets)), RunIDs: bids, MedianGbps: sb.MedianGbps}
+				if len(bids) != len(sb.RunIDs) {
+					bk.MedianGbps = round3(median(gbpsOf(bids, have)))
+				}
+				if len(sb.Softirq) > 0 {
+					bk.Why = "the receiver's softirq work ran on CPU" + plural(len(sb.Softirq)) + " " + cpulist.Format(sb.Softirq)
+				}
+				p.Buckets = append(p.Buckets, bk)
+			}
+		}
+		out.Points = append(out.Points, p)
+	}
+	if len(out.Points) == 0 {
+		return Campaign{}, false
+	}
+	if len(kept) == len(total) && sum.Best != nil {
+		out.Best = &Best{Streams: sum.Best.Streams, Placement: sum.Best.Placement, MedianGbps: sum.Best.MedianGbps}
+	} else {
+		best := slices.MaxFunc(out.Points, func(a, b Point) int { return cmp.Compare(a.MedianGbps, b.MedianGbps) })
+		out.Best = &Best{Streams: best.Streams, Placement: best.Placement, MedianGbps: best.MedianGbps}
+	}
+	if len(kept) != len(total) {
+		slices.Sort(kept)
+		note := fmt.Sprintf("This report holds run%s %s of the campaign's %d runs: its medians and ranges are of those runs; the intervals and the sentences that follow are of the whole campaign.",
+			plural(len(kept)), idRanges(kept), len(total))
+		out.Explanation = append([]string{note}, out.Explanation...)
+	}
+	return out, true
+}
+
+// selected keeps the IDs of runs in have.
+func selected(ids []int64, have map[int64]*storedRun) []int64 {
+	var out []int64
+	for _, id := range ids {
+		if have[id] != nil {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// gbpsOf is the throughput of each run, as bench summarises it.
+func gbpsOf(ids []int64, have map[int64]*storedRun) []float64 {
+	out := make([]float64, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, runGbps(&have[id].Result))
+	}
+	return out
+}
+
+// round3 rounds as bench rounds its summaries.
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+// bucketName names bucket i of n, which bench lists from the slowest up.
+func bucketName(i, n int) string {
+	switch n {
+	case 2:
+		return []string{"low", "high"}[i]
+	case 3:
+		return []string{"low", "middle", "high"}[i]
+	}
+	return fmt.Sprintf("bucket %d of %d", i+1, n)
+}
+
+// campaignCommand is the linerate bench command that makes the campaign
+// again; "" when the spec is not known.
+func campaignCommand(s *storedSpec) string {
+	if s.Peer == "" {
+		return ""
+	}
+	r := s.Run
+	args := []string{"linerate", "bench", shellQuote(s.Peer)}
+	if s.Engine != "" && s.Engine != "native" {
+		args = append(args, "--engine", s.Engine)
+	}
+	if r.Perftest.Test != "" {
+		return "" // the perftest results carry their own commands
+	}
+	args = append(args, "-t", durationArg(cmp.Or(r.Duration, 10*time.Second)))
+	if r.Omit > 0 {
+		args = append(args, "-O", durationArg(r.Omit))
+	}
+	if r.Interval > 0 && r.Interval != time.Second {
+		args = append(args, "-i", durationArg(r.Interval))
+	}
+	if len(s.Streams) > 1 {
+		parts := make([]string, len(s.Streams))
+		for i, n := range s.Streams {
+			parts[i] = strconv.Itoa(n)
+		}
+		args = append(args, "--sweep-streams", strings.Join(parts, ","))
+	} else {
+		n := r.Streams
+		if len(s.Streams) == 1 {
+			n = s.Streams[0]
+		}
+		if n > 1 {
+			args = append(args, "-P", strconv.Itoa(n))
+		}
+	}
+	places := s.Placements
+	if len(places) == 0 {
+		places = []storedPlacement{r.Placement}
+	}
+	if len(places) > 1 {
+		parts := make([]string, len(places))
+		for i, p := range places {
+			parts[i] = p.String()
+		}
+		args = append(args, "--placements", shellQuote(strings.Join(parts, ";")))
+	} else if p := places[0].String(); p != "auto" {
+		args = append(args, "-A", p)
+	}
+	if s.Repeat > 1 {
+		args = append(args, "--repeat", strconv.Itoa(s.Repeat))
+	}
+	switch r.Direction {
+	case engine.Receive:
+		args = append(args, "--reverse")
+	case engine.Bidir:
+		args = append(args, "--bidir")
+	}
+	if r.Window > 0 {
+		args = append(args, "--window", strconv.Itoa(r.Window))
+	}
+	if s.Label != "" {
+		args = append(args, "--label", shellQuote(s.Label))
+	}
+	return strings.Join(args, " ")
+}
+
+// durationArg writes a duration as -t takes it: "10", "1m30s".
+func durationArg(d time.Duration) string {
+	if d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10)
+	}
+	return d.String()
+}
+
+// loadTunes reads the journals the runs name (either end's), oldest
+// first. One that cannot be read is kept with NotFound saying why.
+func loadTunes(dir string, runs []*storedRun) []TuneJournal {
+	hostOf := map[string]string{}
+	var ids []string
+	for _, r := range runs {
+		for _, h := range []engine.HostInfo{r.Start.Server, r.Start.Client} {
+			if h.TuneJournal == "" {
+				continue
+			}
+			if _, ok := hostOf[h.TuneJournal]; !ok {
+				ids = append(ids, h.TuneJournal)
+				hostOf[h.TuneJournal] = h.Hostname
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	slices.Sort(ids) // journal IDs are UTC timestamps
+	known := map[string]*tune.Journal{}
+	var listErr error
+	if dir != "" {
+		var all []*tune.Journal
+		all, listErr = tune.List(dir)
+		for _, j := range all {
+			known[j.ID] = j
+		}
+	}
+	out := make([]TuneJournal, 0, len(ids))
+	for _, id := range ids {
+		j := known[id]
+		var why string
+		switch {
+		case j != nil:
+		case dir == "":
+			why = "no tune journal directory was given"
+		case listErr != nil:
+			// One damaged journal fails the listing; read this one alone.
+			var err error
+			if j, err = tune.Load(dir, id); err != nil {
+				why = err.Error()
+			}
+		default:
+			why = "it is not in " + dir + " (made on another machine, or removed since)"
+		}
+		if j == nil {
+			out = append(out, TuneJournal{ID: id, Host: hostOf[id], NotFound: why, Changes: []TuneChange{}})
+			continue
+		}
+		out = append(out, journalFrom(j, hostOf[id]))
+	}
+	return out
+}
+
+// journalFrom maps a tune journal to the report's: each step with its
+// value before and after, and what became of steps that changed nothing.
+func journalFrom(j *tune.Journal, host string) TuneJournal {
+	out := TuneJournal{ID: j.ID, Host: cmp.Or(j.Host, host), Profile: string(j.Profile), Changes: []TuneChange{}}
+	if !j.Time.IsZero() {
+		out.Applied = j.Time.UTC().Format(time.RFC3339)
+	}
+	switch j.State() {
+	case tune.StateApplied, tune.StateIncomplete:
+	default:
+		out.Reverted = true
+	}
+	for _, s := range j.Steps {
+		c := s.Change
+		before := c.Before
+		if s.Prior != "" && (c.Kind == tune.KindSysctl || c.Kind == tune.KindGovernor || c.Kind == tune.KindIRQ || c.Kind == tune.KindMTU) {
+			before = strings.Join(strings.Fields(s.Prior), " ") // the value as read when applied
+		}
+		out.Changes = append(out.Changes, TuneChange{Kind: string(c.Kind), Target: c.Target, Before: before,
+			After: stepAfter(s), Finding: c.Finding, Command: c.Command})
+	}
+	return out
+}
+
+// stepAfter is a step's value after tune: what it wrote, or why nothing
+// was written.
+func stepAfter(s *tune.JournalStep) string {
+	why := func(what string) string {
+		if s.Reason != "" {
+			return what + ": " + s.Reason
+		}
+		return what
+	}
+	switch s.Phase {
+	case tune.PhaseRefused, tune.PhaseSkipped:
+		return why("unchanged (" + string(s.Phase) + ")")
+	case tune.PhaseFailed:
+		return why(s.Change.After + " (failed)")
+	case tune.PhaseJournaled:
+		return s.Change.After + " (not confirmed: the apply stopped before reading it back)"
+	}
+	return s.Change.After
+}
