@@ -103,6 +103,7 @@ var commands = []func(*cliEnv) *cobra.Command{
 	newDoctorCmd,
 	newHistoryCmd,
 	newLabCmd,
+	newReportCmd,
 	newServeCmd,
 	newSnapshotCmd,
 	newTuneCmd,

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/linerate/linerate/internal/report"
+	"github.com/linerate/linerate/internal/statedir"
+	"github.com/linerate/linerate/internal/store"
+)
+
+type reportFlags struct {
+	runs     []int64
+	last     int
+	labels   []string
+	db       string
+	stateDir string
+	out      string
+	title    string
+}
+
+func newReportCmd(env *cliEnv) *cobra.Command {
+	var f reportFlags
+	cmd := &cobra.Command{
+		Use:   "report -o FILE.html|FILE.md",
+		Short: "Write the baseline report of stored runs: verdict, hosts, ceiling, findings, results, variance, tuning",
+		Long: `report writes what doctor, bench and tune recorded as one report: the verdict
+(achieved X of Y Gbit/s and what limits it), the hosts' NICs, PCIe links and
+topology, the ceiling waterfall, doctor's findings with their fixes, every
+campaign and run (and perftest's bandwidth and latency), run-to-run variance
+with the per-CPU picture, the tuning in effect with the bench before and after,
+the environment, and the commands that reproduce every run.
+
+The runs are the union of --run, --last and --label; with none of them, the
+runs of the newest campaign, or the newest run when no run belongs to one.
+
+-o names the file and its format: .html (or .htm) is one self-contained page
+with inline SVG charts; .md is Markdown, with each chart written as an .svg
+file beside it (FILE-CHART.svg).
+
+The database is --db, else DIR/results.db when --state-dir DIR is given, else
+` + store.DefaultPath() + `. Tune journals are read from DIR/tune
+(default ` + filepath.Join(statedir.Dir(), "tune") + `); a run made under a
+journal this machine does not have (another machine's) is reported with
+the journal's ID only.`,
+		Example: `  linerate report -o report.html
+  linerate report --label baseline --label tuned -o report.md
+  linerate report --run 12 --run 17 --last 5 --title "crow → vulture" -o crow.html`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runReport(cmd, env, f) },
+	}
+	fl := cmd.Flags()
+	fl.Int64SliceVar(&f.runs, "run", nil, "a run to report, by ID ('linerate history' lists them); repeatable")
+	fl.IntVar(&f.last, "last", 0, "the newest N runs")
+	fl.StringArrayVar(&f.labels, "label", nil, "the runs with this label; repeatable")
+	fl.StringVar(&f.db, "db", "", "the results database (default "+store.DefaultPath()+")")
+	fl.StringVar(&f.stateDir, "state-dir", "", "linerate's state directory: tune journals in DIR/tune, the database DIR/results.db (default "+statedir.Dir()+")")
+	fl.StringVarP(&f.out, "output", "o", "", "the report file: FILE.html, FILE.htm or FILE.md (required)")
+	fl.StringVar(&f.title, "title", "", "the report's title (default: made from the hosts)")
+	return cmd
+}
+
+// reportFormat is the output format -o names by its extension.
+func reportFormat(path string) (string, error) {
+	if path == "" {
+		return "", errors.New("-o is required: name the report file, e.g. -o report.html or -o report.md")
+	}
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".html", ".htm":
+		return "html", nil
+	case ".md":
+		return "markdown", nil
+	}
+	return "", fmt.Errorf("-o %s: the extension says the format: use .html, .htm or .md", path)
+}
+
+func runReport(cmd *cobra.Command, env *cliEnv, f reportFlags) error {
+	format, err := reportFormat(f.out)
+	if err != nil {
+		return err
+	}
+	if f.last < 0 {
+		return fmt.Errorf("--last %d: give a positive number of runs", f.last)
+	}
+	state := f.stateDir
+	if state == "" {
+		state = statedir.Dir()
+	}
+	dbPath := f.db
+	switch {
+	case dbPath == "" && f.stateDir != "":
+		dbPath = filepath.Join(f.stateDir, store.FileName)
+	case dbPath == "":
+		dbPath = store.DefaultPath()
+	}
+	// Reading must not create: a mistyped --db would leave an empty database behind.
+	if _, err := os.Stat(dbPath); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("no results database at %s: run 'linerate bench PEER' first, or name the database with --db", dbPath)
+	} else if err != nil {
+		return fmt.Errorf("results database %s: %w", dbPath, err)
+	}
+	db, err := store.Open(cmd.Context(), dbPath)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ds, err := report.Load(cmd.Context(), db, report.LoadOptions{
+		Selection: report.Selection{RunIDs: f.runs, Last: f.last, Labels: f.labels},
+		TuneDir:   filepath.Join(state, "tune"),
+		Title:     f.title,
+		Linerate:  version,
+	})
+	if err != nil {
+		return err
+	}
+	m, err := report.Build(*ds)
+	if err != nil {
+		return err
+	}
+	if format == "markdown" {
+		err = report.WriteMarkdown(f.out, m)
+	} else {
+		err = writeHTMLReport(f.out, m)
+	}
+	if err != nil {
+		return fmt.Errorf("%w (does the directory exist and can you write to it?)", err)
+	}
+	fmt.Fprintf(env.stdout, "report written to %s: %s\n", f.out, reportContents(ds))
+	if format == "markdown" {
+		stem := strings.TrimSuffix(f.out, filepath.Ext(f.out))
+		fmt.Fprintf(env.stdout, "charts written beside it as %s-*.svg\n", stem)
+	}
+	return nil
+}
+
+// writeHTMLReport writes the page to a temporary file beside path and
+// renames it into place, so that a failed write leaves no half report.
+func writeHTMLReport(path string, m *report.Model) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("writing the report %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // after the rename, there is nothing left to remove
+	err = report.WriteHTML(tmp, m)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("writing the report %s: %w", path, err)
+	}
+	return nil
+}
+
+// reportContents says what the report covers: "27 runs in 3 campaigns, 2
+// hosts, 1 tune journal".
+func reportContents(ds *report.Dataset) string {
+	count := func(n int, one, many string) string {
+		if n == 1 {
+			return "1 " + one
+		}
+		return fmt.Sprintf("%d %s", n, many)
+	}
+	parts := []string{count(len(ds.Runs), "run", "runs")}
+	if len(ds.Campaigns) > 0 {
+		parts[0] += " in " + count(len(ds.Campaigns), "campaign", "campaigns")
+	}
+	if len(ds.Perftest) > 0 {
+		parts = append(parts, count(len(ds.Perftest), "perftest result", "perftest results"))
+	}
+	parts = append(parts, count(len(ds.Hosts), "host", "hosts"))
+	if len(ds.Tunes) > 0 {
+		parts = append(parts, count(len(ds.Tunes), "tune journal", "tune journals"))
+	}
+	return strings.Join(parts, ", ")
+}
