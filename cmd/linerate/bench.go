@@ -1,19 +1,24 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
+	"github.com/linerate/linerate/internal/bench"
 	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/store"
 )
 
 type benchFlags struct {
@@ -29,31 +34,59 @@ type benchFlags struct {
 	verbose                  bool
 	tokenFile                string
 	port                     int
+
+	engine     string
+	repeat     int
+	sweep      string
+	placements string
+	label      string
+	db         string
+	noStore    bool
+	perftest   bench.PerftestParams
 }
 
 func newBenchCmd(env *cliEnv) *cobra.Command {
 	f := benchFlags{duration: seconds(10 * time.Second), interval: seconds(time.Second)}
 	cmd := &cobra.Command{
 		Use:   "bench PEER",
-		Short: "Measure TCP throughput to a 'linerate serve' agent, with per-CPU telemetry of both ends",
-		Long: `bench runs one test of N TCP streams against the agent at PEER ('linerate serve'),
-each stream on its own thread pinned to a CPU, and reports every interval the
-throughput, TCP_INFO of each stream, and the per-CPU busy/irq/softirq load,
-NET_RX/NET_TX softirqs and NIC interrupts of both hosts.
+		Short: "Measure throughput to a peer: one run, or repeats, sweeps and placements, with per-CPU telemetry of both ends",
+		Long: `bench measures TCP throughput between this host and PEER and samples, every
+interval, the per-CPU busy/irq/softirq load, NET_RX/NET_TX softirqs and NIC
+interrupts of both hosts, whatever moves the bytes:
 
-PEER is HOST, HOST:PORT, or lab:NAME to run between the two hosts of a lab
-('linerate lab up --name NAME'): the agent starts in host b with a fresh token
-and the client runs in host a.
+  --engine native    linerate's own engine (default): N streams, each on its own
+                     thread pinned to a CPU, TCP_INFO per stream
+  --engine iperf3    iperf3 (-J, or --json-stream where it has it)
+  --engine iperf2    iperf 2 (enhanced CSV)
+  --engine perftest  ib_write_bw, ib_read_bw, ib_send_bw, ib_write_lat,
+                     ib_send_lat (needs an RDMA device on both ends)
 
-The token comes from --token-file or $LINERATE_TOKEN. Without -A, bench picks
-the CPUs: local to the NIC, off the CPUs serving its interrupts, and client
-and agent apart when both run on one machine; the header and
-start.placement say which.
+PEER is HOST or HOST:PORT, where 'linerate serve' runs (it also starts the
+iperf3/iperf2/perftest server there, pinned as asked), or lab:NAME to run
+between the two hosts of a lab ('linerate lab up --name NAME').
 
-Results go to stdout (the human report, --json or --json-stream); diagnostics
-to stderr. Exit status: 0 the test ran, 2 it could not.`,
+One run prints lines like iperf3's. --repeat, --sweep-streams and
+--placements make a campaign: every stream count crossed with every
+placement, each repeated, interleaved round by round; it ends with each
+point's median, min, max and bootstrap 95% interval, its share of the path's
+goodput ceiling (from doctor), the CPU cost per Gbit/s, and, when repeats
+split into buckets or placements differ, what differed between them in
+plain words, with the command that reproduces the best point.
+
+Every run is stored, with its parameters, both hosts' doctor reports,
+intervals and telemetry, in the results database (--db, default
+` + store.DefaultPath() + `): 'linerate history', 'linerate compare' and
+'linerate report' read it. --no-store keeps nothing.
+
+The token comes from --token-file or $` + engine.TokenEnv + `. Without -A, the native
+engine picks the CPUs (local to the NIC, off the CPUs serving its
+interrupts) and says which. Results go to stdout, diagnostics to stderr.
+Exit status: 0 it ran, 2 it could not.`,
 		Example: `  linerate bench 192.168.15.102 -t 30 -P 4
   linerate bench 192.168.15.102 -A 6,6 --zerocopy --json
+  linerate bench 192.168.15.102 --repeat 10 -A 6,6 --label baseline
+  linerate bench 192.168.15.102 --sweep-streams 1,2,4,8,16 --engine iperf3
+  linerate bench 192.168.15.102 --placements "6,6;0,0;6,7" --repeat 5
   linerate bench lab:demo -t 10 --reverse`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runBench(cmd, env, args[0], f) },
@@ -67,15 +100,27 @@ to stderr. Exit status: 0 the test ran, 2 it could not.`,
 	fl.BoolVarP(&f.reverse, "reverse", "R", false, "the agent sends, the client receives")
 	fl.BoolVar(&f.bidir, "bidir", false, "send both ways at once")
 	fl.StringVarP(&f.window, "window", "w", "", "socket buffers (SO_SNDBUF/SO_RCVBUF) on both ends, e.g. 4M; default autotuning")
-	fl.StringVarP(&f.zerocopy, "zerocopy", "Z", "", "send without copying: sendfile (the default) or msg_zerocopy")
+	fl.StringVarP(&f.zerocopy, "zerocopy", "Z", "", "send without copying: sendfile (the default) or msg_zerocopy (native engine)")
 	fl.Lookup("zerocopy").NoOptDefVal = string(engine.Sendfile)
-	fl.StringVarP(&f.congestion, "congestion", "C", "", "TCP congestion control, e.g. bbr or cubic")
-	fl.StringVar(&f.fqRate, "fq-rate", "", "pace each stream (SO_MAX_PACING_RATE, needs the fq qdisc), bits/s: 10G, 500M")
-	fl.BoolVarP(&f.json, "json", "J", false, "print the linerate.bench/v1 JSON document at the end")
-	fl.BoolVar(&f.jsonStream, "json-stream", false, `print one JSON object per event as it happens ({"event": …, "data": …})`)
-	fl.BoolVarP(&f.verbose, "verbose", "V", false, "a line per stream too")
+	fl.StringVarP(&f.congestion, "congestion", "C", "", "TCP congestion control, e.g. bbr or cubic (native engine)")
+	fl.StringVar(&f.fqRate, "fq-rate", "", "pace each stream (SO_MAX_PACING_RATE, needs the fq qdisc), bits/s: 10G, 500M (native engine)")
+	fl.BoolVarP(&f.json, "json", "J", false, "print the linerate.bench/v1 document of a run, or the linerate.campaign/v1 document of a campaign")
+	fl.BoolVar(&f.jsonStream, "json-stream", false, `print one JSON object per event as it happens ({"event": …, "data": …}; one native run)`)
+	fl.BoolVarP(&f.verbose, "verbose", "V", false, "a line per stream too, and the agent's log")
 	fl.StringVar(&f.tokenFile, "token-file", "", "read the agent's token from this file (mode 600); default $"+engine.TokenEnv)
 	fl.IntVarP(&f.port, "port", "p", engine.DefaultPort, "the agent's port, unless PEER names one")
+	fl.StringVar(&f.engine, "engine", "native", "what moves the bytes: "+strings.Join(bench.Engines, ", "))
+	fl.IntVar(&f.repeat, "repeat", 1, "run each point N times (interleaved round by round)")
+	fl.StringVar(&f.sweep, "sweep-streams", "", "stream counts to sweep, e.g. 1,2,4,8,16 (instead of -P)")
+	fl.StringVar(&f.placements, "placements", "", `-A pairs to compare, separated by ';', e.g. "6,6;0,0;6,7" (instead of -A)`)
+	fl.StringVar(&f.label, "label", "", "a label stored with every run (history, compare and report select by it)")
+	fl.StringVar(&f.db, "db", "", "the results database (default "+store.DefaultPath()+")")
+	fl.BoolVar(&f.noStore, "no-store", false, "store nothing")
+	fl.StringVar(&f.perftest.Test, "perftest-test", "", "perftest tool: ib_write_bw (default), ib_read_bw, ib_send_bw, ib_write_lat, ib_send_lat")
+	fl.IntVar(&f.perftest.Size, "perftest-size", 0, "perftest message size in bytes (default 1 MiB for bandwidth, 8 for latency)")
+	fl.IntVar(&f.perftest.Iters, "perftest-iters", 0, "perftest iterations (default 5000 for bandwidth, 10000 for latency)")
+	fl.StringVar(&f.perftest.Device, "rdma-device", "", "RDMA device for perftest (-d), e.g. rocep3s0")
+	fl.IntVar(&f.perftest.GID, "gid-index", 0, "RoCE GID index for perftest (-x)")
 	return cmd
 }
 
@@ -84,38 +129,166 @@ func runBench(cmd *cobra.Command, env *cliEnv, peer string, f benchFlags) error 
 	if err != nil {
 		return err
 	}
-	switch {
-	case f.json && f.jsonStream:
+	spec, err := f.spec(peer, cfg)
+	if err != nil {
+		return err
+	}
+	if f.json && f.jsonStream {
 		return errors.New("--json and --json-stream both own stdout: pick one")
-	case f.jsonStream:
-		cfg.Progress = engine.JSONStreamProgress(env.stdout)
-	case !f.json:
-		cfg.Progress = engine.TextProgress(env.stdout, f.verbose)
+	}
+	if f.jsonStream && (spec.IsCampaign() || spec.Engine != "native") {
+		return errors.New("--json-stream shows one native run as it happens: use --json for campaigns and other engines")
+	}
+	if err := f.checkEngine(cfg); err != nil {
+		return err
+	}
+	tcfg := bench.TargetConfig{Peer: peer, Engine: f.engine, Port: f.port, Interval: cfg.Interval, Base: cfg,
+		PerftestTest: f.perftest.Test, NoFacts: f.noStore && !spec.IsCampaign()}
+	if f.verbose {
+		tcfg.Stderr = env.stderr
+	}
+	if !strings.HasPrefix(peer, bench.LabPrefix) {
+		if tcfg.Token, err = benchToken(f.tokenFile); err != nil {
+			return err
+		}
 	}
 	ctx, stop := interruptible(cmd)
 	defer stop()
-	var res *engine.Result
-	if name, ok := strings.CutPrefix(peer, "lab:"); ok {
-		lr := engine.LabRun{Name: name, Port: f.port}
-		if f.verbose {
-			lr.Stderr = env.stderr // the agent's log too
-		}
-		res, err = engine.RunInLab(ctx, lr, cfg)
-	} else {
-		if cfg.Token, err = benchToken(f.tokenFile); err != nil {
+	target, err := bench.NewTarget(ctx, tcfg)
+	if err != nil {
+		return err
+	}
+	for _, n := range target.Notes {
+		fmt.Fprintf(env.stderr, "linerate: note: %s\n", n)
+	}
+	c := &bench.Campaign{Spec: spec, Driver: target.Driver, ClientDoctor: target.ClientDoctor, ServerDoctor: target.ServerDoctor,
+		Iface: target.Iface, ClientTune: target.ClientTune, ServerTune: target.ServerTune}
+	if !f.noStore {
+		if c.Store, err = store.Open(ctx, f.db); err != nil {
 			return err
 		}
-		cfg.Peer = withDefaultPort(peer, f.port)
-		res, err = engine.Run(ctx, cfg)
+		defer c.Store.Close()
 	}
+	if spec.IsCampaign() {
+		return runCampaign(ctx, env, c, f)
+	}
+	return runOne(ctx, env, c, f, target)
+}
+
+// runCampaign runs many runs: a progress line per run (a status line with
+// the ETA on a terminal), then the summary.
+func runCampaign(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFlags) error {
+	progress := env.stdout
+	if f.json {
+		progress = env.stderr // stdout holds the document only
+	}
+	c.Progress = bench.NewProgress(progress, isTerminal(progress))
+	sum, _, err := c.Run(ctx)
+	if err != nil {
+		if sum != nil && len(sum.Points) > 0 && !f.json {
+			fmt.Fprintln(env.stdout, "\nwhat finished before the error:")
+			bench.WriteSummary(env.stdout, sum)
+		}
+		return err
+	}
+	if f.json {
+		return encodeJSON(env.stdout, sum)
+	}
+	if c.Store != nil {
+		fmt.Fprintf(env.stdout, "\n%d runs stored in %s (linerate history --campaign %d; linerate report --last %d -o report.html)\n",
+			len(c.Spec.Order()), c.Store.Path(), sum.CampaignID, len(c.Spec.Order()))
+	}
+	return bench.WriteSummary(env.stdout, sum)
+}
+
+// runOne makes one run with issue 4's output: iperf3-like lines, the
+// bench/v1 document, or the event stream.
+func runOne(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFlags, target *bench.Target) error {
+	if n, ok := target.Driver.(*bench.Native); ok {
+		switch {
+		case f.jsonStream:
+			n.Base.Progress = engine.JSONStreamProgress(env.stdout)
+		case !f.json:
+			n.Base.Progress = engine.TextProgress(env.stdout, f.verbose)
+		}
+	} else if !f.json {
+		c.Progress = bench.NewProgress(env.stdout, false)
+	}
+	_, outs, err := c.Run(ctx)
 	if err != nil {
 		if f.jsonStream {
 			_ = json.NewEncoder(env.stdout).Encode(engine.Event{Event: "error", Data: err.Error()})
 		}
 		return err
 	}
-	if f.json {
-		return encodeJSON(env.stdout, res)
+	run := outs[0].Run
+	switch {
+	case f.json:
+		return encodeJSON(env.stdout, run)
+	case f.jsonStream:
+		return nil
+	}
+	if _, native := target.Driver.(*bench.Native); !native {
+		fmt.Fprintf(env.stdout, "%s: %.2f Gbit/s received, %.2f Gbit/s sent, %d retransmits\n",
+			c.Driver.Name(), run.Gbps(), run.End.SumSent.BitsPerSecond/1e9, run.End.SumSent.Retransmits)
+	}
+	if c.Store != nil {
+		fmt.Fprintf(env.stdout, "stored as run %d in %s\n", outs[0].ID, c.Store.Path())
+	}
+	return nil
+}
+
+// isTerminal reports whether w is a terminal (for the live status line).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// spec turns the flags into the campaign to run.
+func (f benchFlags) spec(peer string, cfg engine.Config) (bench.Spec, error) {
+	if f.repeat < 1 || f.repeat > 10000 {
+		return bench.Spec{}, fmt.Errorf("--repeat %d: must be 1 to 10000", f.repeat)
+	}
+	s := bench.Spec{Engine: f.engine, Peer: peer, Label: f.label, Repeat: f.repeat,
+		Run: bench.Params{Streams: cfg.Streams, Duration: cfg.Duration, Omit: cfg.Omit, Interval: cfg.Interval,
+			Direction: cfg.Direction, Window: cfg.Window, Placement: bench.Placement{Client: cfg.ClientCPUs, Server: cfg.ServerCPUs},
+			Perftest: f.perftest}}
+	var err error
+	if f.sweep != "" {
+		if s.Streams, err = bench.ParseStreams(f.sweep); err != nil {
+			return s, err
+		}
+	}
+	if f.placements != "" {
+		if f.affinity != "" {
+			return s, errors.New("-A and --placements: give the placements to compare in --placements only")
+		}
+		if s.Placements, err = bench.ParsePlacements(f.placements); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// checkEngine refuses flags the chosen engine cannot honour, before
+// anything runs.
+func (f benchFlags) checkEngine(cfg engine.Config) error {
+	if !slices.Contains(bench.Engines, f.engine) {
+		return fmt.Errorf("--engine %q: choose one of %s", f.engine, strings.Join(bench.Engines, ", "))
+	}
+	if f.engine == "native" {
+		if f.perftest != (bench.PerftestParams{}) {
+			return errors.New("--perftest-* and --rdma-device are for --engine perftest")
+		}
+		return nil
+	}
+	switch {
+	case cfg.ZeroCopy != "":
+		return fmt.Errorf("--zerocopy is the native engine's: drop it for --engine %s", f.engine)
+	case cfg.Congestion != "" || cfg.FQRate != 0:
+		return fmt.Errorf("--congestion and --fq-rate are the native engine's: drop them for --engine %s", f.engine)
+	case f.engine != "perftest" && f.perftest != (bench.PerftestParams{}):
+		return errors.New("--perftest-* and --rdma-device are for --engine perftest")
 	}
 	return nil
 }
@@ -176,18 +349,6 @@ func benchToken(file string) ([]byte, error) {
 		return engine.CheckToken([]byte(v))
 	}
 	return nil, fmt.Errorf("no token: pass --token-file FILE or set %s (the agent printed its token when it started)", engine.TokenEnv)
-}
-
-// withDefaultPort adds --port to a PEER written without one.
-func withDefaultPort(peer string, port int) string {
-	if strings.HasPrefix(peer, "[") && strings.Contains(peer, "]:") || strings.Count(peer, ":") == 1 {
-		return peer
-	}
-	host := strings.TrimSuffix(strings.TrimPrefix(peer, "["), "]")
-	if strings.Contains(host, ":") {
-		return "[" + host + "]:" + strconv.Itoa(port)
-	}
-	return host + ":" + strconv.Itoa(port)
 }
 
 // parseSize reads a number with an optional K, M, G or T multiplier.

@@ -35,6 +35,18 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(run(args, os.Stdin, os.Stdout, os.Stderr))
 	}
+	// No test may write the user's state: journals, labs and results go
+	// to a directory of the run's own unless a test sets another.
+	if os.Getenv("LINERATE_STATE_DIR") == "" {
+		dir, err := os.MkdirTemp("", "linerate-cli-test-")
+		if err != nil {
+			panic(err)
+		}
+		os.Setenv("LINERATE_STATE_DIR", dir)
+		code := m.Run()
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}
 	os.Exit(m.Run())
 }
 

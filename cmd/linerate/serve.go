@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/linerate/linerate/internal/bench"
 	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/statedir"
+	"github.com/linerate/linerate/internal/tune"
 )
 
 type serveFlags struct {
@@ -74,8 +78,32 @@ func runServe(cmd *cobra.Command, env *cliEnv, f serveFlags) error {
 	ctx, stop := interruptible(cmd)
 	defer stop()
 	srv := &engine.Server{Token: token, MaxDuration: f.maxDuration, Once: f.once,
-		Logger: slog.New(slog.NewTextHandler(env.stderr, nil))}
+		Logger: slog.New(slog.NewTextHandler(env.stderr, nil)),
+		Tools:  bench.AgentTools{}, Doctor: bench.LiveDoctor, Annotate: annotateTune}
 	return srv.Serve(ctx, ln)
+}
+
+// annotateTune names the tune journal in effect in this process's network
+// namespace, so that runs record which tuning they ran under.
+func annotateTune(h *engine.HostInfo) {
+	h.TuneJournal = activeTune(0)
+}
+
+// activeTune returns the ID of the tune journal in effect in network
+// namespace netns (0: this process's), or "" when there is none or it
+// cannot be told.
+func activeTune(netns uint64) string {
+	if netns == 0 {
+		var err error
+		if netns, err = tune.CurrentNetNS(); err != nil {
+			return ""
+		}
+	}
+	j, err := tune.Active(filepath.Join(statedir.Dir(), "tune"), netns)
+	if err != nil || j == nil {
+		return ""
+	}
+	return j.ID
 }
 
 // serveToken reads the token file, or makes a token and shows it once.

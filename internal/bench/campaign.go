@@ -25,6 +25,9 @@ type Campaign struct {
 	// gives the line-rate ceiling of Iface.
 	ClientDoctor, ServerDoctor json.RawMessage
 	Iface                      string
+	// ClientTune and ServerTune name the tune journals in effect on each
+	// end; a run whose ends did not say carries them.
+	ClientTune, ServerTune string
 }
 
 // Reporter shows a campaign as it runs.
@@ -125,6 +128,12 @@ func (c *Campaign) one(ctx context.Context, campaignID int64, seq, pi int, p Poi
 		return Outcome{}, err
 	}
 	r.Label = c.Spec.Label
+	if r.Start.Client.TuneJournal == "" {
+		r.Start.Client.TuneJournal = c.ClientTune
+	}
+	if r.Start.Server.TuneJournal == "" {
+		r.Start.Server.TuneJournal = c.ServerTune
+	}
 	if r.Start.Peer == "" {
 		r.Start.Peer = c.Spec.Peer
 	}

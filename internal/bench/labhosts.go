@@ -180,12 +180,24 @@ func (l *LabHosts) doctorHere(h lab.Host) (json.RawMessage, error) {
 	if err := unix.Mount(ns, "/sys", "sysfs", 0, ""); err != nil {
 		return nil, fmt.Errorf("mounting /sys for %s: %w", ns, err)
 	}
-	facts, _ := netdev.Query() // without it doctor still runs, blind to the tbf rate
+	return LiveDoctor(lab.Iface)
+}
+
+// LiveDoctor returns the linerate.doctor/v1 report of this host (as the
+// calling thread sees it: its network namespace) for iface, or for every
+// NIC when iface is "": what `linerate doctor --iface IFACE --json`
+// prints. bench stores it with every run, for both ends.
+func LiveDoctor(iface string) (json.RawMessage, error) {
+	facts, _ := netdev.Query() // without it doctor still runs, blind to qdisc rates
 	inv, err := inventory.Collect(hostfs.Live(), inventory.Options{Live: facts})
 	if err != nil {
 		return nil, err
 	}
-	rep, err := doctor.Diagnose(inv, doctor.Options{Ifaces: []string{lab.Iface}})
+	var opts doctor.Options
+	if iface != "" {
+		opts.Ifaces = []string{iface}
+	}
+	rep, err := doctor.Diagnose(inv, opts)
 	if err != nil {
 		return nil, err
 	}

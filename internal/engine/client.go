@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/linerate/linerate/internal/cpulist"
@@ -69,7 +70,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 }
 
 func (c *client) dial(ctx context.Context) (net.Conn, error) {
-	addr := withPort(c.cfg.Peer, DefaultPort)
+	addr := WithPort(c.cfg.Peer, DefaultPort)
 	d := net.Dialer{Timeout: dialTimeout}
 	cc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -79,15 +80,15 @@ func (c *client) dial(ctx context.Context) (net.Conn, error) {
 	return cc, nil
 }
 
-// withPort adds the default port to a peer written without one.
-func withPort(peer string, port int) string {
+// WithPort adds port to a peer written without one: "h" and "10.0.0.1"
+// become "h:port" and "10.0.0.1:port", "fe80::1" and "[fe80::1]" become
+// "[fe80::1]:port"; a peer with a port is returned as it is.
+func WithPort(peer string, port int) string {
 	if _, _, err := net.SplitHostPort(peer); err == nil {
 		return peer
 	}
-	if a, err := netip.ParseAddr(peer); err == nil && a.Is6() {
-		return net.JoinHostPort(a.String(), strconv.Itoa(port))
-	}
-	return net.JoinHostPort(peer, strconv.Itoa(port))
+	host := strings.TrimSuffix(strings.TrimPrefix(peer, "["), "]")
+	return net.JoinHostPort(host, strconv.Itoa(port))
 }
 
 func (c *client) run(ctx context.Context) (*Result, error) {

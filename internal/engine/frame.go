@@ -16,6 +16,10 @@ import (
 const (
 	maxHandshakeFrame = 4 << 10
 	maxFrame          = 1 << 20
+	// maxDoctorFrame bounds the one large message, an agent's doctor
+	// report (a host with hundreds of CPUs and thousands of NIC IRQs);
+	// only a client that asked for it reads a frame this large.
+	maxDoctorFrame = 16 << 20
 )
 
 // Frame errors. Each is wrapped with what was being read.
@@ -55,9 +59,10 @@ func readBody(r io.Reader, n uint32, limit int) ([]byte, error) {
 	return body, nil
 }
 
-// writeFrame writes body as one frame.
+// writeFrame writes body as one frame. The reader's bound is its own
+// (conn.limit); this one only refuses what no reader would take.
 func writeFrame(w io.Writer, body []byte) error {
-	if len(body) == 0 || len(body) > maxFrame {
+	if len(body) == 0 || len(body) > maxDoctorFrame {
 		return fmt.Errorf("%w: refusing to send %d bytes", errFrameTooLarge, len(body))
 	}
 	buf := make([]byte, 4+len(body))

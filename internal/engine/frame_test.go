@@ -50,7 +50,7 @@ func TestFrameRefused(t *testing.T) {
 			}
 		})
 	}
-	if err := writeFrame(io.Discard, make([]byte, maxFrame+1)); !errors.Is(err, errFrameTooLarge) {
+	if err := writeFrame(io.Discard, make([]byte, maxDoctorFrame+1)); !errors.Is(err, errFrameTooLarge) {
 		t.Errorf("WriteFrame of an oversized body: %v", err)
 	}
 }

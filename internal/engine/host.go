@@ -226,3 +226,28 @@ func used(assigned []int) []int {
 	}
 	return out
 }
+
+// LocalFacts describes this host as the client end of a test toward peer
+// (an address, "host:port" or a name): the interface that reaches it, its
+// NIC's interrupts, the CPUs to prefer. Nothing is sent to peer: a UDP
+// socket's connect only picks the route. The notes say what could not be
+// read. A nil fs is the live host.
+func LocalFacts(fs *hostfs.FS, peer string) (HostInfo, []string) {
+	if fs == nil {
+		fs = hostfs.Live()
+	}
+	host := peer
+	if h, _, err := net.SplitHostPort(peer); err == nil {
+		host = h
+	}
+	var local netip.Addr
+	if c, err := net.Dial("udp", net.JoinHostPort(host, "9")); err == nil {
+		local = addrPort(c.LocalAddr()).Addr()
+		c.Close()
+	}
+	h, notes := hostFacts(fs, local)
+	if !local.IsValid() {
+		notes = append(notes, "no route to "+host+": the interface under test is unknown")
+	}
+	return h, notes
+}

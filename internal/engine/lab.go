@@ -145,7 +145,9 @@ func (a *agentProc) stop() {
 // runLabClient runs `linerate bench --json-stream` in host a and turns its
 // events back into a Result.
 func runLabClient(ctx context.Context, lr LabRun, cfg Config, tok []byte) (*Result, error) {
-	args := append([]string{"bench", lab.AddrB + ":" + strconv.Itoa(lr.Port), "--json-stream"}, benchArgs(cfg)...)
+	// The caller stores the result (or not): the client in host a keeps
+	// nothing and gathers no doctor reports of its own.
+	args := append([]string{"bench", lab.AddrB + ":" + strconv.Itoa(lr.Port), "--json-stream", "--no-store"}, benchArgs(cfg)...)
 	cmd := exec.CommandContext(ctx, lr.Self, args...)
 	cmd.Env = append(os.Environ(), TokenEnv+"="+string(tok))
 	var errBuf syncBuffer

@@ -38,6 +38,16 @@ type Server struct {
 	// Host is where telemetry and placement facts are read; nil is the
 	// live host.
 	Host *hostfs.FS
+	// Tools starts external tool servers (iperf3, iperf, perftest) for
+	// clients that ask, so that bench's other drivers need no server
+	// started by hand; nil refuses such requests.
+	Tools ToolStarter
+	// Doctor, if set, answers a client's request for this host's doctor
+	// report (bench stores both hosts' reports with every run).
+	Doctor DoctorFunc
+	// Annotate, if set, adds to what the agent tells an authenticated
+	// client about its host (the tune journal in effect).
+	Annotate func(*HostInfo)
 
 	mu     sync.Mutex
 	active *session // the test running, if any
@@ -139,6 +149,9 @@ func (s *Server) handle(ctx context.Context, nc net.Conn, sem chan struct{}) boo
 	var host HostInfo
 	err := serverHandshake(c, s.Token, &s.nonces, func() HostInfo {
 		host, notes = hostFacts(s.fs(), local)
+		if s.Annotate != nil {
+			s.Annotate(&host)
+		}
 		return host
 	})
 	release()

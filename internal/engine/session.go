@@ -15,7 +15,21 @@ import (
 // its end, and reports whether the test started. Every failure is logged
 // with its reason; none outlives the session.
 func (ss *session) run(ctx context.Context) bool {
-	if err := ss.request(); err != nil {
+	typ, body, err := ss.ctrl.recv(setupTimeout)
+	switch {
+	case isEOF(err):
+		ss.refuse(errors.New("the client left without asking for a test"))
+		return false
+	case err != nil:
+		ss.refuse(fmt.Errorf("reading the request: %w", err))
+		return false
+	case typ == msgTool:
+		return ss.runTool(ctx, body)
+	case typ == msgDoctor:
+		ss.serveDoctor()
+		return false
+	}
+	if err := ss.request(typ, body); err != nil {
 		ss.refuse(err)
 		return false
 	}
@@ -39,13 +53,10 @@ func (ss *session) refuse(err error) {
 	ss.ctrl.send(errorMsg{Type: msgError, Reason: err.Error()}, handshakeTimeout)
 }
 
-// request reads and checks the test request.
-func (ss *session) request() error {
+// request decodes and checks the test request.
+func (ss *session) request(typ string, body []byte) error {
 	var req requestMsg
-	if err := ss.ctrl.expect(msgRequest, &req, setupTimeout); err != nil {
-		if isEOF(err) {
-			return errors.New("the client left without asking for a test")
-		}
+	if err := decodeAs(typ, body, msgRequest, &req); err != nil {
 		return fmt.Errorf("reading the request: %w", err)
 	}
 	if err := req.params.validate(ss.srv.maxDuration()); err != nil {
@@ -254,7 +265,7 @@ func (ss *session) awaitStop(deadline time.Time) <-chan error {
 		case isEOF(err):
 			ch <- errors.New("the client went away mid-test")
 		case isTimeout(err):
-			ch <- errors.New("the client did not stop the test within its length and a grace of 10 s")
+			ch <- errors.New("the client did not stop the test within its length and the grace after it")
 		case err != nil:
 			ch <- fmt.Errorf("reading the control connection: %w", err)
 		default:

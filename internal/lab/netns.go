@@ -207,3 +207,14 @@ func processesIn(ns string) []string {
 	}
 	return out
 }
+
+// NetNSInode returns the inode of host h's network namespace in lab name:
+// what a process in that host reads from /proc/self/ns/net, and what tune
+// journals record as the namespace they changed.
+func NetNSInode(name string, h Host) (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(nsPath(Namespace(name, h)), &st); err != nil {
+		return 0, fmt.Errorf("lab %s has no host %s: %w", name, h, err)
+	}
+	return st.Ino, nil
+}

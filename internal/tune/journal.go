@@ -387,3 +387,19 @@ func Last(dir string, netns uint64) (*Journal, error) {
 	}
 	return nil, fmt.Errorf("no journal with changes to revert was made in this network namespace (%d); linerate tune list shows them all", netns)
 }
+
+// Active returns the newest journal made in network namespace netns whose
+// changes are applied and not reverted: the tuning in effect there, which
+// bench records with every run. nil when there is none.
+func Active(dir string, netns uint64) (*Journal, error) {
+	all, err := List(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range all {
+		if j.NetNS == netns && j.State() == StateApplied && j.Applied() > 0 {
+			return j, nil
+		}
+	}
+	return nil, nil
+}

@@ -1,0 +1,189 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/lab"
+	"github.com/linerate/linerate/internal/statedir"
+	"github.com/linerate/linerate/internal/tune"
+)
+
+// Engines are the --engine values.
+var Engines = []string{"native", "iperf3", "iperf2", "perftest"}
+
+// TargetConfig says what to measure against: a peer and a driver.
+type TargetConfig struct {
+	// Peer is HOST, HOST:PORT (a `linerate serve` agent), or lab:NAME.
+	Peer string
+	// Engine is the --engine value; "" means native.
+	Engine string
+	// Token authenticates to the agent; unused for a lab.
+	Token []byte
+	// Port is the agent's port when Peer names none; 0 means the default.
+	Port int
+	// Interval is the campaign's report interval (the agent samples its
+	// host at it for external tools).
+	Interval time.Duration
+	// Base carries the native engine's settings a campaign does not vary.
+	Base engine.Config
+	// PerftestTest names the perftest tool, for the driver's check.
+	PerftestTest string
+	// Stderr receives the lab agent's diagnostics (with -V); nil keeps them
+	// for error messages only.
+	Stderr io.Writer
+	Logger *slog.Logger
+	// NoFacts skips gathering doctor reports and tunings (a run nobody
+	// stores, like the client a lab run starts in host a).
+	NoFacts bool
+}
+
+// Target is a driver ready to run, with the facts of both ends that every
+// stored run carries.
+type Target struct {
+	Driver Driver
+	// ClientDoctor and ServerDoctor are both hosts' linerate.doctor/v1
+	// reports; nil when one could not be made (Notes says why).
+	ClientDoctor, ServerDoctor json.RawMessage
+	// Iface is the client's interface toward the peer.
+	Iface string
+	// ClientTune and ServerTune name the tune journals in effect on each
+	// end ("" for none).
+	ClientTune, ServerTune string
+	// Notes are facts that could not be gathered, in plain sentences.
+	Notes []string
+}
+
+// NewTarget builds the driver for cfg and gathers both ends' doctor
+// reports and tunings. An agent that is busy, refuses the token or cannot
+// be reached is an error here, before any run.
+func NewTarget(ctx context.Context, cfg TargetConfig) (*Target, error) {
+	if cfg.Engine == "" {
+		cfg.Engine = "native"
+	}
+	if !contains(Engines, cfg.Engine) {
+		return nil, fmt.Errorf("--engine %q: choose one of %s", cfg.Engine, strings.Join(Engines, ", "))
+	}
+	if name, ok := strings.CutPrefix(cfg.Peer, LabPrefix); ok {
+		return labTarget(cfg, name)
+	}
+	return agentTarget(ctx, cfg)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func tuneDir() string { return filepath.Join(statedir.Dir(), "tune") }
+
+// activeTune names the journal in effect in netns; "" for none.
+func activeTune(netns uint64) string {
+	j, err := tune.Active(tuneDir(), netns)
+	if err != nil || j == nil {
+		return ""
+	}
+	return j.ID
+}
+
+func labTarget(cfg TargetConfig, name string) (*Target, error) {
+	h, err := NewLabHosts(name)
+	if err != nil {
+		return nil, err
+	}
+	t := &Target{Iface: lab.Iface}
+	for _, end := range []struct {
+		host lab.Host
+		doc  *json.RawMessage
+		tune *string
+	}{{lab.A, &t.ClientDoctor, &t.ClientTune}, {lab.B, &t.ServerDoctor, &t.ServerTune}} {
+		ino, err := lab.NetNSInode(name, end.host)
+		if err != nil {
+			return nil, fmt.Errorf("%w (run 'linerate lab up --name %s')", err, name)
+		}
+		if cfg.NoFacts {
+			continue
+		}
+		*end.tune = activeTune(ino)
+		if *end.doc, err = h.Doctor(end.host); err != nil {
+			t.Notes = append(t.Notes, fmt.Sprintf("doctor in lab host %s: %v", end.host, err))
+		}
+	}
+	switch cfg.Engine {
+	case "native":
+		t.Driver = &Native{Lab: LabEngine{Name: name, Port: cfg.Port, Stderr: cfg.Stderr}, Base: cfg.Base, Logger: cfg.Logger}
+	default:
+		t.Driver = externalDriver(cfg, h)
+	}
+	return t, nil
+}
+
+func externalDriver(cfg TargetConfig, h Hosts) Driver {
+	switch cfg.Engine {
+	case "iperf3":
+		return &Iperf3{Hosts: h}
+	case "iperf2":
+		return &Iperf2{Hosts: h}
+	}
+	return &Perftest{Hosts: h, Test: cfg.PerftestTest}
+}
+
+func agentTarget(ctx context.Context, cfg TargetConfig) (*Target, error) {
+	if len(cfg.Token) == 0 {
+		return nil, fmt.Errorf("no token: pass --token-file FILE or set %s (the agent printed its token when it started)", engine.TokenEnv)
+	}
+	peer := withDefaultPort(cfg.Peer, cfg.Port)
+	t := &Target{}
+	if cfg.NoFacts {
+		t.Driver = agentDriver(cfg, peer)
+		return t, nil
+	}
+	me, notes := engine.LocalFacts(nil, peer)
+	t.Iface, t.Notes = me.Iface, notes
+	if ns, err := tune.CurrentNetNS(); err == nil {
+		t.ClientTune = activeTune(ns)
+	}
+	var err error
+	if t.ClientDoctor, err = LiveDoctor(me.Iface); err != nil {
+		t.Notes = append(t.Notes, "doctor on this host: "+err.Error())
+	}
+	doc, host, err := engine.FetchDoctor(ctx, peer, cfg.Token)
+	var pe *engine.PeerError
+	switch {
+	case errors.As(err, &pe) && !pe.Busy:
+		t.Notes = append(t.Notes, "doctor on the agent's host: "+err.Error())
+	case err != nil:
+		return nil, err
+	default:
+		t.ServerDoctor, t.ServerTune = doc, host.TuneJournal
+	}
+	t.Driver = agentDriver(cfg, peer)
+	return t, nil
+}
+
+func agentDriver(cfg TargetConfig, peer string) Driver {
+	if cfg.Engine == "native" {
+		return &Native{Peer: peer, Token: cfg.Token, Base: cfg.Base, Logger: cfg.Logger}
+	}
+	return externalDriver(cfg, &AgentHosts{Peer: peer, Token: cfg.Token, Interval: cfg.Interval})
+}
+
+// withDefaultPort adds port to a peer written without one.
+func withDefaultPort(peer string, port int) string {
+	if port == 0 {
+		port = engine.DefaultPort
+	}
+	return engine.WithPort(peer, port)
+}

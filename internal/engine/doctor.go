@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+)
+
+// An agent tells an authenticated client its doctor report, so that a
+// bench run stores both hosts' linerate.doctor/v1 documents:
+//
+//	client → doctor
+//	agent  → doctor_report{report, host} | error
+//
+// The report is for the interface holding the address the client reached
+// the agent on. It is the one message larger than maxFrame.
+const (
+	msgDoctor       = "doctor"
+	msgDoctorReport = "doctor_report"
+)
+
+type doctorReportMsg struct {
+	Type   string          `json:"type"`
+	Report json.RawMessage `json:"report"`
+	Host   HostInfo        `json:"host"`
+}
+
+// DoctorFunc diagnoses the agent's host for iface (the interface holding the
+// address the client reached it on; "" when unknown)
+// and returns its linerate.doctor/v1 document.
+type DoctorFunc func(iface string) (json.RawMessage, error)
+
+// serveDoctor answers a doctor request.
+func (ss *session) serveDoctor() {
+	if ss.srv.Doctor == nil {
+		ss.refuse(errors.New("this agent does not report its doctor findings"))
+		return
+	}
+	rep, err := ss.srv.Doctor(ss.host.Iface)
+	if err != nil {
+		ss.refuse(fmt.Errorf("doctor on the agent's host: %w", err))
+		return
+	}
+	if len(rep) > maxDoctorFrame-4096 {
+		ss.refuse(fmt.Errorf("the agent's doctor report is %d bytes, over the %d the protocol carries", len(rep), maxDoctorFrame))
+		return
+	}
+	if err := ss.ctrl.send(doctorReportMsg{Type: msgDoctorReport, Report: rep, Host: ss.host}, handshakeTimeout); err != nil {
+		ss.log.Warn("sending the doctor report", "reason", err.Error())
+		return
+	}
+	ss.log.Info("doctor report sent", "bytes", len(rep))
+}
+
+// FetchDoctor asks the agent at peer for its doctor report, and returns it
+// with what the agent said about its host.
+func FetchDoctor(ctx context.Context, peer string, token []byte) (json.RawMessage, *HostInfo, error) {
+	if len(token) == 0 {
+		return nil, nil, errors.New("no token: give the agent's token (--token-file or " + TokenEnv + ")")
+	}
+	addr := WithPort(peer, DefaultPort)
+	d := net.Dialer{Timeout: dialTimeout}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting to the agent at %s: %w (is 'linerate serve' running there?)", addr, err)
+	}
+	defer nc.Close()
+	stop := context.AfterFunc(ctx, func() { nc.Close() })
+	defer stop()
+	c := newConn(nc)
+	if _, err := clientHandshake(c, token); err != nil {
+		return nil, nil, err
+	}
+	if err := c.send(bareMsg{Type: msgDoctor}, handshakeTimeout); err != nil {
+		return nil, nil, fmt.Errorf("asking for the agent's doctor report: %w", err)
+	}
+	c.limit = maxDoctorFrame
+	var m doctorReportMsg
+	if err := c.expect(msgDoctorReport, &m, setupTimeout); err != nil {
+		return nil, nil, fmt.Errorf("reading the agent's doctor report: %w", err)
+	}
+	if !json.Valid(m.Report) {
+		return nil, nil, fmt.Errorf("%w: the agent's doctor report is not JSON", errBadMessage)
+	}
+	return m.Report, &m.Host, nil
+}

@@ -1,0 +1,312 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/linerate/linerate/internal/telemetry"
+)
+
+// A tool session lets bench's external drivers (iperf3, iperf2,
+// perftest) use the agent too: the client asks for a tool server, the
+// agent starts it — bound to the address the client reached the agent on,
+// from an allowlist the ToolStarter keeps, never a command line — and
+// samples its own host every interval, as it does in a native test,
+// until the client's stop. So the user starts one thing per host, and
+// every driver's runs carry both ends' per-CPU telemetry.
+//
+//	client → tool{server, duration_ms, interval_ms}
+//	agent  → tool_started{argv} | busy | error
+//	agent  → interval{cpu, total} every interval
+//	client → stop
+//	agent  → tool_end{cpu_seconds, output}
+//
+// A session is bounded like a test: its duration by the agent's
+// MaxDuration, and a client that does not stop within the duration and
+// toolGrace loses its tool server.
+
+// ToolStarter starts external tool servers for the agent's clients.
+type ToolStarter interface {
+	// StartTool checks spec (the client's description of a tool server)
+	// against its allowlist and starts the server, listening on bind, the
+	// agent's own address. It returns the process and its command line.
+	StartTool(spec json.RawMessage, bind netip.Addr) (ToolProc, []string, error)
+}
+
+// ToolProc is a tool server the agent started.
+type ToolProc interface {
+	// Stop ends the server (it may have ended by itself) and returns the
+	// CPU seconds it used and what it printed.
+	Stop() (cpuSeconds float64, output string, err error)
+}
+
+// Messages of a tool session.
+const (
+	msgTool        = "tool"
+	msgToolStarted = "tool_started"
+	msgToolEnd     = "tool_end"
+)
+
+// maxToolSpec bounds the client's tool description; maxToolOutput what the
+// agent sends back of the tool's output (its tail).
+const (
+	maxToolSpec   = 4 << 10
+	maxToolOutput = 64 << 10
+	toolGrace     = 30 * time.Second
+)
+
+type toolMsg struct {
+	Type       string          `json:"type"`
+	Server     json.RawMessage `json:"server"`
+	DurationMS int64           `json:"duration_ms"`
+	IntervalMS int64           `json:"interval_ms"`
+}
+
+type toolStartedMsg struct {
+	Type string   `json:"type"`
+	Argv []string `json:"argv"`
+}
+
+type toolEndMsg struct {
+	Type       string  `json:"type"`
+	CPUSeconds float64 `json:"cpu_seconds"`
+	Output     string  `json:"output"`
+	Error      string  `json:"error,omitempty"`
+}
+
+// toolSample is one interval of the agent's host while its tool runs.
+type toolSample struct {
+	Type  string                         `json:"type"`
+	Index int                            `json:"index"`
+	CPU   map[string]telemetry.CPUSample `json:"cpu"`
+	Total telemetry.CPUSample            `json:"total"`
+}
+
+func (m toolMsg) check(maxDur time.Duration) error {
+	d := time.Duration(m.DurationMS) * time.Millisecond
+	iv := time.Duration(m.IntervalMS) * time.Millisecond
+	switch {
+	case len(m.Server) == 0 || len(m.Server) > maxToolSpec:
+		return fmt.Errorf("tool server description of %d bytes (1 to %d)", len(m.Server), maxToolSpec)
+	case d < minDuration || d > maxDur:
+		return fmt.Errorf("duration %s: this agent allows %s to %s (its --max-duration)", d, minDuration, maxDur)
+	case iv < MinInterval || iv > MaxInterval:
+		return fmt.Errorf("interval %s: %s to %s", iv, MinInterval, MaxInterval)
+	}
+	return nil
+}
+
+// runTool serves a tool session: start the tool server, sample until the
+// client stops, stop the server, report.
+func (ss *session) runTool(ctx context.Context, body []byte) bool {
+	var m toolMsg
+	if err := decodeAs(msgTool, body, msgTool, &m); err != nil {
+		ss.refuse(err)
+		return false
+	}
+	if err := m.check(ss.srv.maxDuration()); err != nil {
+		ss.refuse(err)
+		return false
+	}
+	if ss.srv.Tools == nil {
+		ss.refuse(errors.New("this agent does not start tool servers (it runs native tests only)"))
+		return false
+	}
+	bind := addrPort(ss.ctrl.c.LocalAddr()).Addr()
+	proc, argv, err := ss.srv.Tools.StartTool(m.Server, bind)
+	if err != nil {
+		ss.refuse(err)
+		return false
+	}
+	ss.log.Info("tool started", "argv", fmt.Sprint(argv))
+	smp := telemetry.NewSampler(ss.srv.fs(), ss.host.NICIRQs)
+	serr := ss.ctrl.send(toolStartedMsg{Type: msgToolStarted, Argv: argv}, handshakeTimeout)
+	if serr == nil {
+		d := time.Duration(m.DurationMS) * time.Millisecond
+		serr = ss.toolIntervals(ctx, smp, time.Duration(m.IntervalMS)*time.Millisecond, time.Now().Add(d+toolGrace))
+	}
+	cpu, out, perr := proc.Stop()
+	if serr != nil {
+		ss.log.Warn("tool session aborted", "reason", serr.Error())
+		return true
+	}
+	if len(out) > maxToolOutput {
+		out = out[len(out)-maxToolOutput:]
+	}
+	end := toolEndMsg{Type: msgToolEnd, CPUSeconds: round3(cpu), Output: out}
+	if perr != nil {
+		end.Error = perr.Error()
+	}
+	if err := ss.ctrl.send(end, handshakeTimeout); err != nil {
+		ss.log.Warn("tool session: sending the end", "reason", err.Error())
+	}
+	ss.log.Info("tool done", "cpu_seconds", end.CPUSeconds)
+	return true
+}
+
+// toolIntervals sends a sample of this host every interval until the
+// client's stop (nil), or an error: the client gone, the deadline passed,
+// the agent shutting down.
+func (ss *session) toolIntervals(ctx context.Context, smp *telemetry.Sampler, every time.Duration, deadline time.Time) error {
+	stopc := ss.awaitStop(deadline)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the agent is shutting down: %w", context.Cause(ctx))
+		case err := <-stopc:
+			return err
+		case <-t.C:
+			s := smp.Sample()
+			msg := toolSample{Type: msgInterval, Index: i, CPU: s.PerCPU, Total: s.Total}
+			if err := ss.ctrl.send(msg, handshakeTimeout); err != nil {
+				return fmt.Errorf("sending interval %d: %w", i, err)
+			}
+		}
+	}
+}
+
+// ToolConfig is a tool session as the client asks for it.
+type ToolConfig struct {
+	// Peer is the agent: "host", "host:port", "[v6addr]:port".
+	Peer string
+	// Token authenticates both ends to each other.
+	Token []byte
+	// Server describes the tool server (bench's ToolServer, as JSON).
+	Server json.RawMessage
+	// Duration is how long the client will use the server; the agent
+	// stops it toolGrace after that at the latest.
+	Duration time.Duration
+	// Interval is the agent's sampling period; 0 means 1 s.
+	Interval time.Duration
+}
+
+// ToolSession is a tool server running on the agent's host for this
+// client, with the agent's per-interval telemetry.
+type ToolSession struct {
+	ctrl *conn
+	nc   net.Conn
+	host HostInfo
+	argv []string
+
+	mu      sync.Mutex
+	samples []telemetry.Sample
+	end     *toolEndMsg
+	err     error
+	done    chan struct{}
+}
+
+// StartTool asks the agent at cfg.Peer for a tool server and returns once
+// it runs. Cancelling ctx closes the session (the agent then stops the
+// tool).
+func StartTool(ctx context.Context, cfg ToolConfig) (*ToolSession, error) {
+	if len(cfg.Token) == 0 {
+		return nil, errors.New("no token: give the agent's token (--token-file or " + TokenEnv + ")")
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = time.Second
+	}
+	addr := WithPort(cfg.Peer, DefaultPort)
+	d := net.Dialer{Timeout: dialTimeout}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the agent at %s: %w (is 'linerate serve' running there?)", addr, err)
+	}
+	ts := &ToolSession{ctrl: newConn(nc), nc: nc, done: make(chan struct{})}
+	host, err := clientHandshake(ts.ctrl, cfg.Token)
+	if err == nil {
+		ts.host = *host
+		err = ts.ctrl.send(toolMsg{Type: msgTool, Server: cfg.Server, DurationMS: cfg.Duration.Milliseconds(),
+			IntervalMS: cfg.Interval.Milliseconds()}, handshakeTimeout)
+	}
+	if err == nil {
+		var st toolStartedMsg
+		if err = ts.ctrl.expect(msgToolStarted, &st, setupTimeout); err == nil {
+			ts.argv = st.Argv
+		}
+	}
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("starting the tool server on the agent: %w", err)
+	}
+	context.AfterFunc(ctx, func() { nc.Close() })
+	go ts.read(cfg.Duration + toolGrace + setupTimeout)
+	return ts, nil
+}
+
+// read collects the agent's samples until its tool_end.
+func (ts *ToolSession) read(limit time.Duration) {
+	defer close(ts.done)
+	deadline := time.Now().Add(limit)
+	for {
+		typ, body, err := ts.ctrl.recv(time.Until(deadline))
+		if err != nil {
+			ts.finish(nil, fmt.Errorf("reading the agent: %w", err))
+			return
+		}
+		switch typ {
+		case msgInterval:
+			var s toolSample
+			if err := json.Unmarshal(body, &s); err != nil {
+				ts.finish(nil, fmt.Errorf("%w: interval: %v", errBadMessage, err))
+				return
+			}
+			ts.mu.Lock()
+			ts.samples = append(ts.samples, telemetry.Sample{PerCPU: s.CPU, Total: s.Total})
+			ts.mu.Unlock()
+		default:
+			var end toolEndMsg
+			ts.finish(&end, decodeAs(typ, body, msgToolEnd, &end))
+			return
+		}
+	}
+}
+
+func (ts *ToolSession) finish(end *toolEndMsg, err error) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.end, ts.err = end, err
+}
+
+// Host is what the agent said about its host.
+func (ts *ToolSession) Host() HostInfo { return ts.host }
+
+// Argv is the tool server's command line on the agent.
+func (ts *ToolSession) Argv() []string { return ts.argv }
+
+// Samples returns the agent's samples so far, one per interval.
+func (ts *ToolSession) Samples() []telemetry.Sample {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return append([]telemetry.Sample(nil), ts.samples...)
+}
+
+// Stop tells the agent to stop the tool server and waits for its report:
+// the server's CPU seconds and the tail of its output.
+func (ts *ToolSession) Stop() (float64, string, error) {
+	defer ts.nc.Close()
+	if err := ts.ctrl.send(bareMsg{Type: msgStop}, handshakeTimeout); err != nil {
+		return 0, "", fmt.Errorf("stopping the tool server on the agent: %w", err)
+	}
+	select {
+	case <-ts.done:
+	case <-time.After(setupTimeout):
+		return 0, "", errors.New("the agent did not report the end of its tool server within 15 s")
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	switch {
+	case ts.err != nil:
+		return 0, "", ts.err
+	case ts.end.Error != "":
+		return ts.end.CPUSeconds, ts.end.Output, fmt.Errorf("the tool server on the agent: %s", ts.end.Error)
+	}
+	return ts.end.CPUSeconds, ts.end.Output, nil
+}
