@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -256,5 +257,51 @@ func TestContainsToken(t *testing.T) {
 		if got := containsToken(tt.name, tt.tok); got != tt.want {
 			t.Errorf("containsToken(%q, %q) = %v", tt.name, tt.tok, got)
 		}
+	}
+}
+
+// TestConfigSpaceNeedsRoot: an unprivileged read of a PCI function's
+// "config" stops at 64 bytes, before the capability list. MPS and MRRS are
+// then unknown (null in JSON), the effective rate assumes MPS 256 and says
+// so (mps_assumed), and the notes say the facts need root.
+func TestConfigSpaceNeedsRoot(t *testing.T) {
+	root := copyTree(t, tree("ryzen-9900x-cx5-x4"))
+	cfg := filepath.Join(root, "sys/devices/pci0000:00/0000:00:01.1/0000:01:00.0/config")
+	full, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(full) < 256 {
+		t.Fatalf("tree's config space is %d bytes: want the full 256+ as root reads it", len(full))
+	}
+	if err := os.WriteFile(cfg, full[:64], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inv := collect(t, root)
+	p := nic(t, inv, "enp1s0f0np0").PCIe
+	if p.MPS != nil || p.MRRS != nil || !p.MPSAssumed {
+		t.Errorf("MPS %v MRRS %v assumed %v: want unknown and assumed", p.MPS, p.MRRS, p.MPSAssumed)
+	}
+	// The effective rate is still computed, at the assumed MPS 256.
+	if p.EffGbps == nil || *p.EffGbps != 28.6 {
+		t.Errorf("effective = %v, want 28.6 at the assumed MPS 256", p.EffGbps)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"mps_assumed":true`, `"mps_bytes":null`, `"mrrs_bytes":null`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("pcie JSON lacks %s: %s", want, b)
+		}
+	}
+	var note string
+	for _, n := range inv.Notes {
+		if strings.Contains(n, "0000:01:00.0") && strings.Contains(n, "MPS") {
+			note = n
+		}
+	}
+	if !strings.Contains(note, "need root") || !strings.Contains(note, "MRRS") || !strings.Contains(note, "assuming MPS 256") {
+		t.Errorf("note for 0000:01:00.0 = %q, want it to say MPS/MRRS need root and MPS 256 is assumed (notes: %q)", note, inv.Notes)
 	}
 }
