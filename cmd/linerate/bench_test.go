@@ -17,6 +17,7 @@ import (
 
 	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/lab"
+	"github.com/linerate/linerate/internal/store"
 )
 
 // lockedBuffer is a bytes.Buffer a command may write while a test reads.
@@ -308,5 +309,95 @@ func TestBenchLab(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "linerate lab up --name nosuch") {
 		t.Errorf("bench lab:nosuch: %v: %s", err, out)
+	}
+}
+
+// TestBenchThroughAgent runs the external drivers against a standing
+// agent, as on two machines: `linerate serve` in lab host b starts the
+// tool server itself (bound to its own address), and every interval
+// carries host b's per-CPU samples sent by the agent, and its doctor
+// report is stored with the run.
+func TestBenchThroughAgent(t *testing.T) {
+	bin, db := campaignLab(t, "t-agent")
+	tok := filepath.Join(filepath.Dir(db), "token")
+	if err := os.WriteFile(tok, []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	agent := exec.Command(bin, "serve", "--bind", lab.AddrB, "--token-file", tok)
+	var agentLog lockedBuffer
+	agent.Stdout, agent.Stderr = &agentLog, &agentLog
+	if err := lab.Start("t-agent", lab.B, agent); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { agent.Process.Kill(); agent.Wait() }()
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(agentLog.String(), "Listening on"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("agent did not start: %s", agentLog.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, eng := range []string{"iperf3", "iperf2"} {
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command(bin, "bench", lab.AddrB, "--engine", eng, "-t", "2", "-A", "0,1", "--token-file", tok, "--db", db, "--json")
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := lab.Start("t-agent", lab.A, cmd); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("%s through the agent: %v\n%s\nagent:\n%s", eng, err, stderr.String(), agentLog.String())
+		}
+		var run struct {
+			Tool struct {
+				Server []string `json:"server"`
+			} `json:"tool"`
+			Intervals []struct {
+				CPU struct {
+					Server map[string]struct {
+						Busy  float64 `json:"busy"`
+						NetRX uint64  `json:"net_rx"`
+					} `json:"server"`
+				} `json:"cpu"`
+			} `json:"intervals"`
+			End struct {
+				SumReceived struct {
+					Bytes uint64 `json:"bytes"`
+				} `json:"sum_received"`
+			} `json:"end"`
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &run); err != nil {
+			t.Fatalf("%s: %v\n%s", eng, err, stdout.String())
+		}
+		if got := strings.Join(run.Tool.Server, " "); !strings.Contains(got, "-B "+lab.AddrB) {
+			t.Errorf("%s server argv %q: not bound to the agent's address", eng, got)
+		}
+		if len(run.Intervals) < 2 || run.End.SumReceived.Bytes == 0 {
+			t.Fatalf("%s: %d intervals, %d bytes", eng, len(run.Intervals), run.End.SumReceived.Bytes)
+		}
+		var rx uint64
+		for _, iv := range run.Intervals {
+			for _, c := range iv.CPU.Server {
+				rx += c.NetRX
+			}
+		}
+		if len(run.Intervals[0].CPU.Server) == 0 || rx == 0 {
+			t.Errorf("%s: no per-CPU samples of the agent's host: %+v", eng, run.Intervals[0].CPU.Server)
+		}
+	}
+	if !strings.Contains(agentLog.String(), "tool done") || !strings.Contains(agentLog.String(), "doctor report sent") {
+		t.Errorf("agent log:\n%s", agentLog.String())
+	}
+	s, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	runs, err := s.Runs(context.Background(), store.Query{Full: true})
+	if err != nil || len(runs) != 2 {
+		t.Fatalf("%d runs stored: %v", len(runs), err)
+	}
+	for _, r := range runs {
+		if !bytes.Contains(r.ServerDoctor, []byte(`"linerate.doctor/v1"`)) || !bytes.Contains(r.ClientDoctor, []byte(`"linerate.doctor/v1"`)) {
+			t.Errorf("run %d lacks a doctor report of both hosts", r.ID)
+		}
 	}
 }

@@ -36,6 +36,15 @@ wire), runs their tests one at a time (others are told "busy"), and sends back
 per-interval telemetry of this host: per-CPU busy, irq and softirq load,
 NET_RX/NET_TX softirqs and the interrupts of the NIC under test.
 
+For 'linerate bench --engine iperf3|iperf2|perftest' it also starts the
+tool's server (iperf3 -s -1, iperf -s, ib_*_bw/ib_*_lat) for an
+authenticated client: from a fixed list, with bounded arguments (never a
+command line), on ports 1024 and up, bound to the address the client
+reached the agent on, pinned to the CPUs asked for, and stopped when the
+client stops or the test's length and 30 s have passed; the agent samples
+this host beside it. It hands authenticated clients this host's doctor
+report, which bench stores with every run.
+
 It listens on one TCP port only, control and data alike: by default port 5301
 on every address of this host, because you asked for an agent by running
 serve; use --bind to listen on one address only. Logs, with the reason of

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"encoding/json"
+	"net/netip"
 	"os"
 	"os/exec"
 	"strconv"
@@ -73,5 +75,34 @@ func TestStartToolServerPins(t *testing.T) {
 	b, _ := os.ReadFile("/proc/self/status")
 	if strings.Contains(string(b), "Cpus_allowed_list:\t"+strconv.Itoa(cpu)+"\n") && cpu != 0 {
 		t.Error("the test process itself got pinned")
+	}
+}
+
+// TestAgentToolsRefuse: what a client asks the agent to start is checked
+// before anything runs — privileged ports, tools off the allowlist, junk —
+// and the bind address is the agent's own, whatever the client wrote.
+func TestAgentToolsRefuse(t *testing.T) {
+	lo := netip.MustParseAddr("127.0.0.1")
+	for _, spec := range []string{
+		`{"tool":"iperf3","port":22}`,
+		`{"tool":"sh"}`,
+		`{"tool":"iperf3","cpus":[-1]}`,
+		`not json`,
+	} {
+		if p, argv, err := (AgentTools{}).StartTool(json.RawMessage(spec), lo); err == nil {
+			p.Stop()
+			t.Errorf("%s started: %q", spec, argv)
+		}
+	}
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Fatal("iperf3 is not installed: apt-get install iperf3")
+	}
+	p, argv, err := (AgentTools{}).StartTool(json.RawMessage(`{"tool":"iperf3","port":5299,"bind":"0.0.0.0"}`), lo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	if got := strings.Join(argv, " "); got != "iperf3 -s -1 -p 5299 -B 127.0.0.1" {
+		t.Errorf("argv %q: the tool must bind where the agent listens", got)
 	}
 }
