@@ -37,9 +37,11 @@ type cliEnv struct {
 }
 
 // colour reports whether human output on w may use ANSI colour: only on a
-// terminal, and never when NO_COLOR is set (https://no-color.org).
+// terminal, and never when NO_COLOR holds a value. An empty NO_COLOR= is
+// as if unset (https://no-color.org: "when present and not an empty
+// string").
 func (e *cliEnv) colour(w io.Writer) bool {
-	if _, ok := os.LookupEnv("NO_COLOR"); ok {
+	if os.Getenv("NO_COLOR") != "" {
 		return false
 	}
 	f, ok := w.(*os.File)

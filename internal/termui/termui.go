@@ -1,5 +1,5 @@
 // Package termui styles human output: ANSI colour only when the caller
-// says the stream is a terminal (and NO_COLOR is unset), plain text
+// says the stream is a terminal (and NO_COLOR is unset or empty), plain text
 // otherwise, so logs and pipes stay clean.
 package termui
 
