@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/linerate/linerate/internal/cpulist"
@@ -54,15 +57,27 @@ type LoadOptions struct {
 // goodput ceiling. A journal a run names that is not in TuneDir (made on
 // another machine, or removed) is listed with NotFound set, not an error.
 func Load(ctx context.Context, st *store.Store, opts LoadOptions) (*Dataset, error) {
-	sel, err := selectRuns(ctx, st, opts.Selection)
+	ids, err := selectRuns(ctx, st, opts.Selection)
 	if err != nil {
 		return nil, err
 	}
 	ds := &Dataset{Title: opts.Title, Linerate: opts.Linerate}
-	l := loader{ds: ds, hosts: newHostSet(), runs: map[int64]*storedRun{}}
-	for i := range sel {
-		if err := l.add(&sel[i]); err != nil {
+	l := loader{ds: ds, hosts: newHostSet()}
+	// The documents are read a chunk at a time and dropped once decoded:
+	// a thousand runs' JSON need not be held all at once.
+	for chunk := range slices.Chunk(ids, loadChunk) {
+		rows, err := st.Runs(ctx, store.Query{IDs: chunk, Full: true})
+		if err != nil {
+			return nil, fmt.Errorf("reading runs from %s: %w", st.Path(), err)
+		}
+		decoded, err := decodeRuns(rows)
+		if err != nil {
 			return nil, err
+		}
+		for i := range rows {
+			if err := l.add(&rows[i], decoded[i]); err != nil {
+				return nil, err
+			}
 		}
 	}
 	ds.Hosts = l.hosts.reports()
@@ -74,21 +89,23 @@ func Load(ctx context.Context, st *store.Store, opts LoadOptions) (*Dataset, err
 	return ds, nil
 }
 
-// selectRuns returns the selected runs with their documents, oldest first,
-// each once.
-func selectRuns(ctx context.Context, st *store.Store, sel Selection) ([]store.Run, error) {
+// loadChunk is how many runs' documents Load reads at a time.
+const loadChunk = 100
+
+// selectRuns returns the IDs of the selected runs, oldest first, each
+// once. It reads the runs' listing columns, not their documents.
+func selectRuns(ctx context.Context, st *store.Store, sel Selection) ([]int64, error) {
 	if sel.Last < 0 {
 		return nil, fmt.Errorf("--last %d: give a positive number of runs", sel.Last)
 	}
-	byID := map[int64]store.Run{}
+	have := map[int64]bool{}
 	query := func(q store.Query) ([]store.Run, error) {
-		q.Full = true
 		runs, err := st.Runs(ctx, q)
 		if err != nil {
 			return nil, fmt.Errorf("reading runs from %s: %w", st.Path(), err)
 		}
 		for _, r := range runs {
-			byID[r.ID] = r
+			have[r.ID] = true
 		}
 		return runs, nil
 	}
@@ -106,7 +123,7 @@ func selectRuns(ctx context.Context, st *store.Store, sel Selection) ([]store.Ru
 			return nil, err
 		}
 		for _, id := range sel.RunIDs {
-			if _, ok := byID[id]; !ok {
+			if !have[id] {
 				return nil, fmt.Errorf("run %d: %w %s (see 'linerate history')", id, store.ErrNotFound, st.Path())
 			}
 		}
@@ -125,15 +142,15 @@ func selectRuns(ctx context.Context, st *store.Store, sel Selection) ([]store.Ru
 			return nil, fmt.Errorf("label %q: no run in %s carries it (see 'linerate history')", label, st.Path())
 		}
 	}
-	if len(byID) == 0 {
+	if len(have) == 0 {
 		return nil, fmt.Errorf("no runs stored in %s: run 'linerate bench PEER' first, or name another database with --db", st.Path())
 	}
-	out := make([]store.Run, 0, len(byID))
-	for _, r := range byID {
-		out = append(out, r)
+	ids := make([]int64, 0, len(have))
+	for id := range have {
+		ids = append(ids, id)
 	}
-	slices.SortFunc(out, func(a, b store.Run) int { return cmp.Compare(a.ID, b.ID) })
-	return out, nil
+	slices.Sort(ids)
+	return ids, nil
 }
 
 // newestQuery selects the runs of the newest campaign, or the newest run
@@ -169,7 +186,7 @@ type storedRun struct {
 	Tool     *storedTool     `json:"tool,omitempty"`
 	Perftest *storedPerftest `json:"perftest,omitempty"`
 
-	row *store.Run // the database row
+	campaignID int64 // 0: a run of its own
 }
 
 // storedTool is the external program that moved the bytes.
@@ -267,30 +284,56 @@ type storedSummary struct {
 type loader struct {
 	ds    *Dataset
 	hosts *hostSet
-	runs  map[int64]*storedRun // every selected run, TCP or perftest, by ID
-	order []*storedRun         // the same, oldest first
+	order []*storedRun // every selected run, TCP or perftest, oldest first
 }
 
-// add decodes one stored run and files it as a run or a perftest result.
-func (l *loader) add(row *store.Run) error {
-	r := &storedRun{row: row}
+// decodeRuns decodes the rows' results on every CPU the process may use:
+// decoding is most of what a report of many runs costs.
+func decodeRuns(rows []store.Run) ([]*storedRun, error) {
+	out := make([]*storedRun, len(rows))
+	errs := make([]error, len(rows))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(rows)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(rows); i = int(next.Add(1) - 1) {
+				out[i], errs[i] = decodeRun(&rows[i])
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err // the first, in run order
+		}
+	}
+	return out, nil
+}
+
+// decodeRun decodes one stored run's result.
+func decodeRun(row *store.Run) (*storedRun, error) {
+	r := &storedRun{campaignID: row.CampaignID}
 	if err := json.Unmarshal(row.Result, r); err != nil {
-		return fmt.Errorf("run %d: its stored result is not valid linerate.bench/v1 JSON: %w", row.ID, err)
+		return nil, fmt.Errorf("run %d: its stored result is not valid linerate.bench/v1 JSON: %w", row.ID, err)
 	}
 	if r.Schema != engine.Schema {
-		return fmt.Errorf("run %d: its stored result has schema %q, not %s (written by another linerate version?)", row.ID, r.Schema, engine.Schema)
+		return nil, fmt.Errorf("run %d: its stored result has schema %q, not %s (written by another linerate version?)", row.ID, r.Schema, engine.Schema)
 	}
 	r.RunID = row.ID // the store numbers runs; the document holds 0
 	if r.Label == "" {
 		r.Label = row.Label
 	}
-	l.runs[row.ID] = r
+	return r, nil
+}
+
+// add files a decoded run as a run or a perftest result, with its hosts.
+func (l *loader) add(row *store.Run, r *storedRun) error {
 	l.order = append(l.order, r)
 	if err := l.hosts.add(row); err != nil {
 		return err
 	}
 	if r.Perftest != nil {
-		l.ds.Perftest = append(l.ds.Perftest, perftestFrom(r))
+		l.ds.Perftest = append(l.ds.Perftest, perftestFrom(r, row))
 		return nil
 	}
 	run := Run{Result: r.Result, Label: r.Label, TuneID: tuneOf(&r.Result)}
@@ -324,12 +367,12 @@ func (l *loader) tools() []Tool {
 }
 
 // perftestFrom shapes a perftest run as the report's perftest result.
-func perftestFrom(r *storedRun) PerftestResult {
+func perftestFrom(r *storedRun, row *store.Run) PerftestResult {
 	p := r.Perftest
-	out := PerftestResult{Test: perftestTool(r), Host: r.Start.Client.Hostname, Device: p.Device,
+	out := PerftestResult{Test: perftestTool(r, row.Params), Host: r.Start.Client.Hostname, Device: p.Device,
 		SizeBytes: int(p.MsgBytes), Iterations: int(p.Iterations),
 		PeakGbps: deref(p.BWPeakGbps), AverageGbps: deref(p.BWAverageGbps), MsgRateMpps: deref(p.MsgRateMpps),
-		Warnings: toolWarnings(r.row.Raw)}
+		Warnings: toolWarnings(row.Raw)}
 	if p.TMinUs != nil || p.TMaxUs != nil || p.TTypicalUs != nil || p.TAvgUs != nil || p.P99Us != nil || p.P999Us != nil {
 		out.Latency = &Latency{MinUs: deref(p.TMinUs), MaxUs: deref(p.TMaxUs), TypicalUs: deref(p.TTypicalUs),
 			AvgUs: deref(p.TAvgUs), P99Us: deref(p.P99Us), P999Us: deref(p.P999Us)}
@@ -342,10 +385,10 @@ func perftestFrom(r *storedRun) PerftestResult {
 
 // perftestTool names the perftest program of a run ("ib_write_bw"): from
 // the run's settings, else its command line, else what the tool printed.
-func perftestTool(r *storedRun) string {
-	var params storedParams
-	if json.Unmarshal(r.row.Params, &params) == nil && params.Perftest.Test != "" {
-		return params.Perftest.Test
+func perftestTool(r *storedRun, params json.RawMessage) string {
+	var p storedParams
+	if json.Unmarshal(params, &p) == nil && p.Perftest.Test != "" {
+		return p.Perftest.Test
 	}
 	if r.Tool != nil {
 		for _, a := range r.Tool.Client {
@@ -442,7 +485,7 @@ func (h *hostSet) reports() []doctor.Report { return append(h.clients, h.servers
 func (l *loader) campaigns(ctx context.Context, st *store.Store) error {
 	var ids []int64
 	for _, r := range l.order {
-		if id := r.row.CampaignID; id != 0 && !slices.Contains(ids, id) {
+		if id := r.campaignID; id != 0 && !slices.Contains(ids, id) {
 			ids = append(ids, id)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -554,5 +555,77 @@ func TestReportLoadPerftestAndHosts(t *testing.T) {
 	page := renderHTML(t, *ds)
 	if !regexp.MustCompile(`<td[^>]*>55\.86</td>`).Match(page) {
 		t.Error("the perftest average 55.86 is not in the report")
+	}
+}
+
+var benchDir = flag.String("bench-db", "", "BenchmarkReport1000Stored: store the 1,000 runs in DIR/results.db and DIR/tune, and keep them (to time `linerate report --state-dir DIR` on them)")
+
+// BenchmarkReport1000Stored is BenchmarkReport1000 from the database: the
+// 1,000 runs stored with their doctor reports, campaign summary and tune
+// journal, then per iteration opened, loaded, built and written as an
+// HTML file, as `linerate report -o FILE.html` does. Target (issue 7):
+// under 2 s and 5 MB.
+func BenchmarkReport1000Stored(b *testing.B) {
+	s := storeDataset(b, thousandRuns(b))
+	if *benchDir != "" {
+		keepBenchDB(b, s, *benchDir)
+	}
+	out := filepath.Join(b.TempDir(), "r.html")
+	ctx := context.Background()
+	var size int64
+	b.ReportAllocs()
+	for b.Loop() {
+		st, err := store.Open(ctx, s.st.Path())
+		if err != nil {
+			b.Fatal(err)
+		}
+		ds, err := Load(ctx, st, LoadOptions{Selection: Selection{Last: 1000}, TuneDir: s.tuneDir})
+		st.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(ds.Runs) != 1000 || len(ds.Tunes) != 1 || ds.Tunes[0].NotFound != "" {
+			b.Fatalf("loaded %d runs and tunes %+v", len(ds.Runs), ds.Tunes)
+		}
+		m, err := Build(*ds)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f, err := os.Create(out)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := WriteHTML(f, m); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+		fi, err := os.Stat(out)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = fi.Size()
+	}
+	b.ReportMetric(float64(size), "html-bytes")
+}
+
+// keepBenchDB copies the stored database and journals to dir.
+func keepBenchDB(b *testing.B, s stored, dir string) {
+	if err := os.MkdirAll(filepath.Join(dir, "tune"), 0o700); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.st.Close(); err != nil { // checkpoints the WAL into the file
+		b.Fatal(err)
+	}
+	for _, f := range []string{filepath.Join(filepath.Dir(s.st.Path()), store.FileName), filepath.Join(s.tuneDir, journalIDs["vulture-1"]+".jsonl")} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rel, _ := filepath.Rel(filepath.Dir(s.st.Path()), f)
+		if err := os.WriteFile(filepath.Join(dir, rel), data, 0o600); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
