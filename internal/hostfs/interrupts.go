@@ -3,6 +3,7 @@ package hostfs
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -13,6 +14,10 @@ import (
 // MaxInterruptsSize bounds /proc/interrupts. A host with 512 CPUs and
 // 4,096 IRQs prints about 25 MB; 256 MiB is far beyond any real host.
 const MaxInterruptsSize = 256 << 20
+
+// MaxInterruptsLine bounds one line of /proc/interrupts: a line on 8,192
+// CPUs is about 90 KB, so 1 MiB is far beyond any real host.
+const MaxInterruptsLine = 1 << 20
 
 // IRQCounts is one numbered line of /proc/interrupts.
 type IRQCounts struct {
@@ -55,9 +60,12 @@ func (fs *FS) Interrupts(keep func(irq int, name string) bool) (*Interrupts, err
 // IRQ and its name before the counts are parsed; nil keeps all.
 func ParseInterrupts(r io.Reader, keep func(irq int, name string) bool) (*Interrupts, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20) // a line on 8,192 CPUs is about 90 KB
+	sc.Buffer(make([]byte, 64<<10), MaxInterruptsLine)
 	if !sc.Scan() {
 		if err := sc.Err(); err != nil {
+			if errors.Is(err, bufio.ErrTooLong) {
+				return nil, scanErr(err)
+			}
 			return nil, err
 		}
 		return nil, fmt.Errorf("%w: empty file", ErrParse)
@@ -89,9 +97,17 @@ func ParseInterrupts(r io.Reader, keep func(irq int, name string) bool) (*Interr
 		in.IRQs[irq] = c
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrParse, err)
+		return nil, scanErr(err)
 	}
 	return in, nil
+}
+
+// scanErr says in plain words what bufio.Scanner calls "token too long".
+func scanErr(err error) error {
+	if errors.Is(err, bufio.ErrTooLong) {
+		return fmt.Errorf("%w: a line is longer than %d MiB, the most one line may hold (a line on 8,192 CPUs is about 90 KB)", ErrParse, MaxInterruptsLine>>20)
+	}
+	return fmt.Errorf("%w: %v", ErrParse, err)
 }
 
 // parseInterruptsHeader reads "           CPU0       CPU1 …". Offline CPUs

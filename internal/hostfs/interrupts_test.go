@@ -147,3 +147,22 @@ func FuzzParseInterrupts(f *testing.F) {
 		}
 	})
 }
+
+// TestParseInterruptsLineTooLong: a line over the bound is refused with a
+// reason in plain words, not bufio's "token too long".
+func TestParseInterruptsLineTooLong(t *testing.T) {
+	long := " 40: " + strings.Repeat("1 ", MaxInterruptsLine/2) + "PCI-MSI 1-edge eth0\n"
+	for name, text := range map[string]string{
+		"header": strings.Repeat("CPU0 ", MaxInterruptsLine/5+1) + "\n",
+		"irq":    "           CPU0\n" + long,
+	} {
+		_, err := ParseInterrupts(strings.NewReader(text), nil)
+		if !errors.Is(err, ErrParse) {
+			t.Errorf("%s: error %v, want ErrParse", name, err)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "token") || !strings.Contains(msg, "longer than 1 MiB") {
+			t.Errorf("%s: error %q: want the limit in plain words", name, msg)
+		}
+	}
+}
