@@ -280,10 +280,16 @@ func newLabRunCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [--scenario S] [-o DIR] [--name N]",
 		Short: "The demo: lab up, doctor on both hosts, bench, tune, bench, report, lab down",
-		Long: `run brings a lab up, runs doctor on both hosts (and, as they are built, a bench,
-tune, a second bench and the report), brings the lab down, also on error or
-Ctrl-C, and prints where the output is. Each step writes its output to a file
-in DIR. A step that fails is reported and the demo goes on; linerate then exits 2.`,
+		Long: `run brings a lab up and shows linerate's whole job on it: doctor on both hosts,
+a bench (3 runs of 5 s from host a to host b), tune --apply in host b, the same
+bench again, and the report of both benches (DIR/report.html); then it brings
+the lab down, also on error or Ctrl-C, and prints where the output is. Each
+step writes its output to a file in DIR; the results database and tune's
+journal go to DIR/state, so the demo leaves nothing in linerate's own state.
+A step that fails is reported and the demo goes on; linerate then exits 2.
+
+The default scenario, small-buffers, gives tune something to fix, so that the
+second bench shows what tuning bought.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := f.config()

@@ -646,8 +646,8 @@ func TestRunDemo(t *testing.T) {
 	}
 	assertGone(t, dir, name)
 	want := map[string]string{
-		"doctor on a": StepFindings, "doctor on b": StepFailed, "bench": StepSkipped,
-		"tune": StepOK, "bench after tune": StepSkipped, "report": StepSkipped,
+		"doctor on a": StepFindings, "doctor on b": StepFailed, "bench": StepOK,
+		"tune": StepOK, "bench after tune": StepOK, "report": StepOK,
 	}
 	if len(res.Steps) != len(want) {
 		t.Fatalf("steps %+v", res.Steps)
@@ -671,12 +671,26 @@ func TestRunDemo(t *testing.T) {
 	if tn, _ := os.ReadFile(filepath.Join(out, "tune.txt")); !strings.Contains(string(tn), "args tune --iface lab0 --apply\nstate "+filepath.Join(out, "state")) {
 		t.Errorf("tune step output: %q", tn)
 	}
+	// bench runs across the lab from here, report in the output directory,
+	// both with the demo's state (the results database).
+	for file, want := range map[string]string{
+		"bench.txt":       "args bench lab:t-run -t 5 -O 1 --repeat 3 --label demo-before-tune\nstate ",
+		"bench-tuned.txt": "args bench lab:t-run -t 5 -O 1 --repeat 3 --label demo-after-tune\nstate ",
+		"report.txt":      "args report --label demo-before-tune --label demo-after-tune --title linerate lab demo -o report.html\nstate ",
+	} {
+		if b, _ := os.ReadFile(filepath.Join(out, file)); !strings.Contains(string(b), want+filepath.Join(out, "state")) {
+			t.Errorf("%s: %q", file, b)
+		}
+	}
+	if res.Report != filepath.Join(out, ReportFile) {
+		t.Errorf("report %q", res.Report)
+	}
 	for _, f := range []string{"lab-up.txt", "lab-up.json", "summary.json"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Error(err)
 		}
 	}
-	for _, line := range []string{"skipped: bench (not built yet)", "failed: doctor on b: ", "findings: doctor on a", "lab t-run is down"} {
+	for _, line := range []string{"ok: bench", "failed: doctor on b: ", "findings: doctor on a", "report: " + filepath.Join(out, ReportFile), "lab t-run is down"} {
 		if !strings.Contains(progress.String(), line) {
 			t.Errorf("progress lacks %q:\n%s", line, progress.String())
 		}

@@ -44,7 +44,7 @@ func helper(mode string, args []string) int {
 		// Stands in for linerate: `tune` shows its arguments and state
 		// directory; `doctor` shows what it sees of the host, then reports
 		// findings when given --peer and fails without.
-		if len(args) > 0 && args[0] == "tune" {
+		if len(args) > 0 && (args[0] == "tune" || args[0] == "bench" || args[0] == "report") {
 			fmt.Printf("args %s\nstate %s\n", strings.Join(args, " "), os.Getenv("LINERATE_STATE_DIR"))
 			return 0
 		}

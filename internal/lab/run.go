@@ -37,7 +37,6 @@ const (
 	StepOK        = "ok"        // the step worked and found nothing
 	StepFindings  = "findings"  // the step worked and found something (exit 1)
 	StepFailed    = "failed"    // the step did not work
-	StepSkipped   = "skipped"   // the step is not built yet
 	StepCancelled = "cancelled" // interrupted before or while running
 )
 
@@ -57,6 +56,8 @@ type RunResult struct {
 	Scenario Scenario     `json:"scenario"`
 	OutDir   string       `json:"out_dir"`
 	Steps    []StepResult `json:"steps"`
+	// Report is the report the demo ends with; "" when it was not written.
+	Report string `json:"report,omitempty"`
 }
 
 // Failed lists the steps that failed.
@@ -70,12 +71,23 @@ func (r *RunResult) Failed() []string {
 	return out
 }
 
-// step is one stage of the demo. A nil run means the stage is not built yet:
-// filling one in is all it takes to add it to the demo.
+// step is one stage of the demo.
 type step struct {
 	name string
 	file string // output file name in OutDir
 	run  func(ctx context.Context, d *demo, out io.Writer) (findings bool, err error)
+}
+
+// The demo's benches: host a sends to host b (the host the scenarios
+// shape), three runs of 5 s after a 1 s warm-up each, labelled so that
+// the report can put them side by side.
+const (
+	demoLabelBefore = "demo-before-tune"
+	demoLabelAfter  = "demo-after-tune"
+)
+
+func demoBench(label string) []string {
+	return []string{"bench", "", "-t", "5", "-O", "1", "--repeat", "3", "--label", label}
 }
 
 // demoSteps is the demo, in order, between bringing the lab up and down.
@@ -83,21 +95,27 @@ func demoSteps() []step {
 	return []step{
 		{"doctor on a", "doctor-a.txt", linerateIn(A, "doctor", "--iface", Iface, "--peer", AddrB)},
 		{"doctor on b", "doctor-b.txt", linerateIn(B, "doctor", "--iface", Iface)},
-		{"bench", "bench.txt", nil},
+		{"bench", "bench.txt", linerateHere(demoBench(demoLabelBefore)...)},
 		{"tune", "tune.txt", linerateIn(B, "tune", "--iface", Iface, "--apply")},
-		{"bench after tune", "bench-tuned.txt", nil},
-		{"report", "report.txt", nil},
+		{"bench after tune", "bench-tuned.txt", linerateHere(demoBench(demoLabelAfter)...)},
+		{"report", "report.txt", linerateHere("report", "--label", demoLabelBefore, "--label", demoLabelAfter,
+			"--title", "linerate lab demo", "-o", ReportFile)},
 	}
 }
+
+// ReportFile is the report the demo writes in its output directory.
+const ReportFile = "report.html"
 
 // demo is what the steps share.
 type demo struct {
 	name string
 	self string
-	// state is the state directory of the commands run inside the lab
-	// hosts (tune's journals): the output directory's, so the demo leaves
-	// nothing behind in the user's own state.
+	// state is the state directory of the commands the demo runs (tune's
+	// journals, the results database): the output directory's, so the
+	// demo leaves nothing behind in the user's own state.
 	state string
+	// out is the output directory.
+	out string
 }
 
 // linerateIn runs `linerate ARGS` inside host h. Exit 1 means the command
@@ -105,32 +123,57 @@ type demo struct {
 // are failures, described by the last line the command wrote to stderr.
 func linerateIn(h Host, args ...string) func(context.Context, *demo, io.Writer) (bool, error) {
 	return func(ctx context.Context, d *demo, out io.Writer) (bool, error) {
-		cmd := exec.CommandContext(ctx, d.self, args...)
-		cmd.Env = append(os.Environ(), "LINERATE_STATE_DIR="+d.state, "NO_COLOR=1")
-		var stderr bytes.Buffer
-		cmd.Stdout = out
-		cmd.Stderr = io.MultiWriter(out, &stderr)
-		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-		cmd.WaitDelay = 5 * time.Second
-		if err := Start(d.name, h, cmd); err != nil {
-			return false, err
-		}
-		err := cmd.Wait()
-		code, ok := ExitCode(err)
-		switch {
-		case !ok:
-			return false, err
-		case code == 0:
-			return false, nil
-		case code == 1:
-			return true, nil
-		}
-		msg := lastLine(stderr.String())
-		if msg == "" {
-			msg = "no message"
-		}
-		return false, fmt.Errorf("linerate %s exited %d: %s", args[0], code, msg)
+		return d.linerate(ctx, out, args, func(cmd *exec.Cmd) error { return Start(d.name, h, cmd) })
 	}
+}
+
+// linerateHere runs `linerate ARGS` in this process's namespaces (bench
+// across the lab, report), in the output directory, with "" in args
+// standing for the lab as a bench peer (lab:NAME).
+func linerateHere(args ...string) func(context.Context, *demo, io.Writer) (bool, error) {
+	return func(ctx context.Context, d *demo, out io.Writer) (bool, error) {
+		a := make([]string, len(args))
+		for i, x := range args {
+			if x == "" {
+				x = "lab:" + d.name
+			}
+			a[i] = x
+		}
+		return d.linerate(ctx, out, a, func(cmd *exec.Cmd) error {
+			cmd.Dir = d.out
+			return cmd.Start()
+		})
+	}
+}
+
+// linerate runs the demo's binary with args, started by start, with the
+// demo's state directory (tune's journals, the results database).
+func (d *demo) linerate(ctx context.Context, out io.Writer, args []string, start func(*exec.Cmd) error) (bool, error) {
+	cmd := exec.CommandContext(ctx, d.self, args...)
+	cmd.Env = append(os.Environ(), "LINERATE_STATE_DIR="+d.state, "NO_COLOR=1")
+	var stderr bytes.Buffer
+	cmd.Stdout = out
+	cmd.Stderr = io.MultiWriter(out, &stderr)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 5 * time.Second
+	if err := start(cmd); err != nil {
+		return false, err
+	}
+	err := cmd.Wait()
+	code, ok := ExitCode(err)
+	switch {
+	case !ok:
+		return false, err
+	case code == 0:
+		return false, nil
+	case code == 1:
+		return true, nil
+	}
+	msg := lastLine(stderr.String())
+	if msg == "" {
+		msg = "no message"
+	}
+	return false, fmt.Errorf("linerate %s exited %d: %s", args[0], code, msg)
 }
 
 func lastLine(s string) string {
@@ -166,7 +209,7 @@ func Run(ctx context.Context, rc RunConfig) (res *RunResult, err error) {
 	if dir, err = filepath.Abs(dir); err != nil {
 		return nil, err
 	}
-	d.state = filepath.Join(dir, "state")
+	d.state, d.out = filepath.Join(dir, "state"), dir
 	if exists, err := labExists(c.Name); err != nil {
 		return nil, err
 	} else if exists {
@@ -204,8 +247,6 @@ func Run(ctx context.Context, rc RunConfig) (res *RunResult, err error) {
 		sr := runStep(ctx, d, dir, st)
 		res.Steps = append(res.Steps, sr)
 		switch sr.Status {
-		case StepSkipped:
-			fmt.Fprintf(progress, "skipped: %s (not built yet)\n", sr.Name)
 		case StepFailed:
 			fmt.Fprintf(progress, "failed: %s: %s (output in %s)\n", sr.Name, sr.Detail, sr.Output)
 		default:
@@ -215,16 +256,16 @@ func Run(ctx context.Context, rc RunConfig) (res *RunResult, err error) {
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("demo interrupted: %w", context.Cause(ctx))
 	}
+	if last := res.Steps[len(res.Steps)-1]; last.Status == StepOK {
+		res.Report = filepath.Join(dir, ReportFile)
+		fmt.Fprintf(progress, "report: %s\n", res.Report)
+	}
 	return res, nil
 }
 
 // runStep runs one step with its output in dir/st.file.
 func runStep(ctx context.Context, d *demo, dir string, st step) StepResult {
 	sr := StepResult{Name: st.name}
-	if st.run == nil {
-		sr.Status, sr.Detail = StepSkipped, "not built yet"
-		return sr
-	}
 	if ctx.Err() != nil {
 		sr.Status = StepCancelled
 		return sr
