@@ -114,6 +114,7 @@ func scanErr(err error) error {
 // have no column, so the numbers are read rather than counted.
 func parseInterruptsHeader(h string) ([]int, error) {
 	var cpus []int
+	seen := map[int]bool{}
 	for f := range strings.FieldsSeq(h) {
 		n, ok := strings.CutPrefix(f, "CPU")
 		if !ok {
@@ -123,6 +124,11 @@ func parseInterruptsHeader(h string) ([]int, error) {
 		if err != nil || c < 0 {
 			return nil, fmt.Errorf("%w: header field %q is not CPUn", ErrParse, short(f))
 		}
+		if seen[c] {
+			// Two columns for one CPU would count one column over the other.
+			return nil, fmt.Errorf("%w: header names CPU%d twice", ErrParse, c)
+		}
+		seen[c] = true
 		cpus = append(cpus, c)
 	}
 	if len(cpus) == 0 {

@@ -106,6 +106,7 @@ func TestParseInterruptsBad(t *testing.T) {
 		"",
 		"garbage header\n 1: 2\n",
 		"           CPU0\n 40: 99999999999999999999999 PCI-MSI 1-edge x\n",
+		"           CPU0       CPU0\n 40:  1  2  PCI-MSI 1-edge x\n", // found by FuzzParseInterrupts
 	} {
 		if _, err := ParseInterrupts(strings.NewReader(text), nil); !errors.Is(err, ErrParse) {
 			t.Errorf("ParseInterrupts(%q) error = %v, want ErrParse", text, err)
