@@ -2,6 +2,7 @@ package hostfs
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -125,6 +126,9 @@ func FuzzParseInterrupts(f *testing.F) {
 		f.Add(string(b))
 	}
 	f.Add("           CPU0       CPU2\n 40:  1  2  PCI-MSI 524288-edge      eth0\nERR: 0\n")
+	for _, s := range interruptsSeeds() {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, text string) {
 		in, err := ParseInterrupts(strings.NewReader(text), nil)
 		if err != nil {
@@ -166,4 +170,81 @@ func TestParseInterruptsLineTooLong(t *testing.T) {
 			t.Errorf("%s: error %q: want the limit in plain words", name, msg)
 		}
 	}
+}
+
+// interruptsSeeds are realistic starting points for the fuzzer: seed 000's
+// lines one by one (as `grep mlx` printed them, with and without the
+// header), a 512-CPU host, and the odd names and layouts real kernels print.
+func interruptsSeeds() []string {
+	header := func(cpus ...int) string {
+		var b strings.Builder
+		b.WriteString("      ")
+		for _, c := range cpus {
+			fmt.Fprintf(&b, "     CPU%-5d", c)
+		}
+		return b.String() + "\n"
+	}
+	cpus := func(n int) []int {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	h12 := header(cpus(12)...)
+	// Seed 000 (crow, Ryzen 9900X, ConnectX-5): `cat /proc/interrupts | grep mlx`.
+	seed000 := []string{
+		"  98:          0          0          0          0          0          0          0          0          0          0      23274          0  IR-PCI-MSIX-0000:01:00.0    0-edge      mlx5_async0@pci:0000:01:00.0",
+		"  99:        324          0          0          0          0          0          0       4360          0          0          0          0  IR-PCI-MSIX-0000:01:00.0    1-edge      mlx5_comp0@pci:0000:01:00.0",
+		" 101:          0          0          0          0          0          0          0          0          0          0          0       8563  IR-PCI-MSIX-0000:01:00.1    0-edge      mlx5_async0@pci:0000:01:00.1",
+		" 114:          0          0          0          0          0          0         10          0    1024467          0          0          0  IR-PCI-MSIX-0000:01:00.0    7-edge      mlx5_comp6@pci:0000:01:00.0",
+		" 117:          0          0          0          0          0          0          0          0          0          7          0     651437  IR-PCI-MSIX-0000:01:00.0   10-edge      mlx5_comp9@pci:0000:01:00.0",
+		" 118:          0          0          0          0          0          0          0     417457          0          0         22          0  IR-PCI-MSIX-0000:01:00.0   11-edge      mlx5_comp10@pci:0000:01:00.0",
+	}
+	var seeds []string
+	for _, l := range seed000 {
+		seeds = append(seeds, h12+l+"\n")
+	}
+	// The seed's own text: a shell prompt where the header would be.
+	seeds = append(seeds, "root@crow:/home/jordan# cat /proc/interrupts | grep mlx\n"+strings.Join(seed000, "\n")+"\n")
+	// 512 CPUs (the generated large host): a full line and a line with
+	// fewer counts than CPUs.
+	var line strings.Builder
+	line.WriteString(" 4095:")
+	for i := range 512 {
+		fmt.Fprintf(&line, " %10d", (i*7919)%100000)
+	}
+	line.WriteString("  IR-PCI-MSIX-0000:c1:00.0  511-edge      mlx5_comp511@pci:0000:c1:00.0\n")
+	h512 := header(cpus(512)...)
+	seeds = append(seeds,
+		h512+line.String(),
+		h512+" NMI:"+strings.Repeat("          1", 512)+"   Non-maskable interrupts\nERR:          0\nMIS:          0\n",
+	)
+	// Odd names and layouts.
+	h4 := header(0, 1, 2, 3)
+	for _, l := range []string{
+		"  16:          0          0          0          0  IO-APIC   16-fasteoi   ehci_hcd:usb1, uhci_hcd:usb2, i801_smbus", // shared line
+		"  45:         10          0          0          0  PCI-MSI-edge      eth2-TxRx-0",                                   // 2.6-era fused chip and type
+		"  50:          0          0          0          0  IR-PCI-MSI 1048576-edge      i40e-0000:02:00.0:misc",             // colons in the name
+		"  51:          3          0          0          0  IR-PCI-MSI 1048577-edge      i40e-ens2f0np0-TxRx-0",
+		"  60:          0          0          0          0  IR-PCI-MSI 2097152-edge      12345",                            // a name of digits
+		"  61:          0          0          0          0  IR-PCI-MSI 2097153-edge",                                       // no name
+		"  62:          0          0          0          0  IR-PCI-MSIX-0000:05:00.4   0-edge      ens5f4d1-Rx0 (queue 0)", // spaces in the name
+		"  63:          0          0          0          0  PCI-MSIX-0000:00:01.0   2-edge      virtio2-input.0",
+		"  64:          0          0          0          0  IR-PCI-MSIX-0000:01:00.0    1-edge      mlx5_comp0@pci:0000:01:00.0\t",
+		"  65:          0          0          0          0  ITS-MSI 0-level      nvme0q0",
+		"  66:          0          0          0          0  GICv3  27 Level     arch_timer",
+		"  67: 18446744073709551615          0          0          0  IO-APIC   1-edge      i8042", // uint64 max
+		"  68: 18446744073709551616          0          0          0  IO-APIC   1-edge      i8042", // one past
+		"  69:          1          2  IO-APIC   1-edge      short-line",
+		"  70:          0          0          0          0          0          0  IR-PCI-MSI 1-edge      more-counts-than-cpus",
+		" LOC:   12345678   23456789   34567890   45678901   Local timer interrupts",
+		" IPI0:          0          0          0          0  Rescheduling interrupts",
+		"  71:          0          0          0          0  IR-PCI-MSIX-0000:01:00.0    1-edge      ñame-ünicode-網卡",
+	} {
+		seeds = append(seeds, h4+l+"\n")
+	}
+	// Offline CPUs: CPU 1 and 3 have no column.
+	seeds = append(seeds, header(0, 2, 4, 6)+"  40:          1          2          3          4  PCI-MSI 524288-edge      eth0-rx-0\n")
+	return seeds
 }
