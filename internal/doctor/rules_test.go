@@ -219,3 +219,46 @@ func TestFindingsSorted(t *testing.T) {
 		t.Errorf("worst = %s", rep.Worst())
 	}
 }
+
+// TestPCIeBelowSumOfLinkedPorts: a dual-port 100 GbE card at PCIe 3.0 x16
+// (114.41 Gbit/s effective) carries one port at line rate but not both:
+// one warning for the card, not a critical, and none while the second port
+// has no link.
+func TestPCIeBelowSumOfLinkedPorts(t *testing.T) {
+	dual := func(secondUp bool) *inventory.Inventory {
+		inv := healthy()
+		second := inv.NICs[0]
+		second.Interface, second.PCI = "enp1s0f1np1", "0000:01:00.1"
+		pcie := *inv.NICs[0].PCIe
+		second.PCIe = &pcie
+		second.IRQs = nil
+		if !secondUp {
+			second.Operstate, second.SpeedMbps = "down", nil
+		}
+		ports := []string{"enp1s0f0np0", "enp1s0f1np1"}
+		inv.NICs[0].CardPorts, second.CardPorts = ports, ports
+		inv.NICs = append(inv.NICs, second)
+		return inv
+	}
+	got := find(run(t, dual(true), Options{}), "pcie.bandwidth_below_line_rate")
+	if len(got) != 1 {
+		t.Fatalf("%d findings for the card, want 1: %+v", len(got), got)
+	}
+	f := got[0]
+	if f.Severity != Warning || f.Subject != "enp1s0f0np0" {
+		t.Errorf("severity %s subject %s, want a warning on enp1s0f0np0", f.Severity, f.Subject)
+	}
+	if f.Evidence["needed_gbps"] != 200.0 || f.Evidence["effective_gbps"] != 114.41 || f.Evidence["share_of_line_rate_pct"] != 57 {
+		t.Errorf("evidence = %v", f.Evidence)
+	}
+	text := f.Summary + "\n" + strings.Join(f.Fix, "\n") + "\n" + evidence(f.Evidence)
+	for _, w := range []string{"8.0 GT/s x16 carries 114.41 Gbit/s", "enough for one port", "all 2 linked ports together (200 Gbit/s)",
+		"≥ 200 Gbit/s", "no PCIe link this card supports is enough", "× 16 lanes × 128b/130b = 126.03"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("warning does not mention %q:\n%s", w, text)
+		}
+	}
+	if n := len(find(run(t, dual(false), Options{}), "pcie.bandwidth_below_line_rate")); n != 0 {
+		t.Errorf("second port without link: %d findings, want none", n)
+	}
+}
