@@ -51,6 +51,8 @@ func TestDoctorJSONSchema(t *testing.T) {
 			roots = append(roots, hostTree(e.Name()))
 		}
 	}
+	// A virtual interface selected with --iface is listed with the NICs.
+	roots = append(roots, "live --iface lo")
 	for _, root := range roots {
 		name := root
 		if name == "" {
@@ -58,7 +60,10 @@ func TestDoctorJSONSchema(t *testing.T) {
 		}
 		t.Run(filepath.Base(name), func(t *testing.T) {
 			args := []string{"doctor", "--json"}
-			if root != "" {
+			switch {
+			case root == "live --iface lo":
+				args = append(args, "--iface", "lo")
+			case root != "":
 				args = append(args, "--root", root)
 			}
 			out, stderr, code := runCLI(t, args...)
@@ -73,6 +78,55 @@ func TestDoctorJSONSchema(t *testing.T) {
 				t.Errorf("schema: %v", err)
 			}
 		})
+	}
+}
+
+// TestDoctorSchemaPCIFields: a NIC of kind "pci" must carry its PCI
+// address, driver, vendor and device IDs and its PCIe link; a virtual one
+// (kind "veth") need not.
+func TestDoctorSchemaPCIFields(t *testing.T) {
+	sch := doctorSchema(t)
+	out, stderr, code := runCLI(t, "doctor", "--json", "--root", hostTree("ryzen-9900x-cx5-x4"))
+	if code == 2 {
+		t.Fatalf("exit 2: %s", stderr)
+	}
+	doc := func(edit func(nic map[string]any)) any {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatal(err)
+		}
+		nic := v["nics"].([]any)[0].(map[string]any)
+		if nic["kind"] != "pci" {
+			t.Fatalf("first NIC is of kind %v, want pci", nic["kind"])
+		}
+		edit(nic)
+		b, _ := json.Marshal(v)
+		d, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if err := sch.Validate(doc(func(map[string]any) {})); err != nil {
+		t.Fatalf("unedited document: %v", err)
+	}
+	pciFields := []string{"pci", "driver", "vendor_id", "device_id", "pcie"}
+	for _, field := range pciFields {
+		if err := sch.Validate(doc(func(nic map[string]any) { delete(nic, field) })); err == nil {
+			t.Errorf("a pci NIC without %s validates", field)
+		}
+	}
+	if err := sch.Validate(doc(func(nic map[string]any) { delete(nic, "kind") })); err == nil {
+		t.Error("a NIC without kind validates")
+	}
+	veth := func(nic map[string]any) {
+		nic["kind"] = "veth"
+		for _, field := range pciFields {
+			delete(nic, field)
+		}
+	}
+	if err := sch.Validate(doc(veth)); err != nil {
+		t.Errorf("a veth without PCI fields: %v", err)
 	}
 }
 
