@@ -177,3 +177,97 @@ func TestLabCLI(t *testing.T) {
 		t.Errorf("exec in a removed lab: exit %d %q %q", code, out, stderr)
 	}
 }
+
+// labNeedsRoot skips a test without root, and fails it when CI=true.
+func labNeedsRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("the lab tests need root (network namespaces) and CI=true: run them with sudo")
+	}
+	t.Skip("needs root (network namespaces)")
+}
+
+// buildLinerate builds the linerate binary into a fresh directory that any
+// user may enter.
+func buildLinerate(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "linerate")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// labUp brings lab name up shaped by scenario and takes it down when the
+// test ends.
+func labUp(t *testing.T, name, scenario string) {
+	t.Helper()
+	t.Cleanup(func() {
+		if code, out, stderr := runLab(t, "lab", "down", "--name", name); code != 0 {
+			t.Errorf("lab down --name %s: exit %d\n%s%s", name, code, out, stderr)
+		}
+	})
+	if code, out, stderr := runLab(t, "lab", "up", "--name", name, "--scenario", scenario); code != 0 {
+		t.Fatalf("lab up --name %s --scenario %s: exit %d\n%s%s", name, scenario, code, out, stderr)
+	}
+}
+
+// labDoctor runs the built binary's doctor --json inside a lab host
+// through 'lab exec' and returns the IDs of its findings.
+func labDoctor(t *testing.T, bin, name, host string, args ...string) map[string]string {
+	t.Helper()
+	argv := append([]string{"lab", "exec", name, host, "--", bin, "doctor", "--json"}, args...)
+	code, out, stderr := runLab(t, argv...)
+	if code != 0 && code != 1 {
+		t.Fatalf("%v: exit %d\n%s%s", argv, code, out, stderr)
+	}
+	var rep struct {
+		Findings []struct {
+			ID       string `json:"id"`
+			Severity string `json:"severity"`
+			Summary  string `json:"summary"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v: output is not JSON: %v\n%s", argv, err, out)
+	}
+	ids := map[string]string{}
+	for _, f := range rep.Findings {
+		ids[f.ID] = f.Severity + ": " + f.Summary
+	}
+	return ids
+}
+
+// TestLabMTUMismatchDoctor: in an mtu-mismatch lab (host a at 9000, host b
+// at 1500) doctor in host a with --peer proves the path does not carry
+// 9000-byte packets.
+func TestLabMTUMismatchDoctor(t *testing.T) {
+	labNeedsRoot(t)
+	t.Setenv("LINERATE_STATE_DIR", t.TempDir())
+	bin := buildLinerate(t)
+	const name = "t-mtu"
+	labUp(t, name, "mtu-mismatch")
+	ids := labDoctor(t, bin, name, "a", "--iface", lab.Iface, "--peer", lab.AddrB)
+	if f, ok := ids["mtu.path_mismatch"]; !ok || !strings.HasPrefix(f, "critical: ") {
+		t.Errorf("doctor in a --peer %s: no critical mtu.path_mismatch; findings: %v", lab.AddrB, ids)
+	}
+}
+
+// TestLabSmallBuffersDoctor: in a small-buffers lab, doctor in host b
+// (tcp_rmem/tcp_wmem max 64 KiB) reports sysctl.socket_buffers_small.
+func TestLabSmallBuffersDoctor(t *testing.T) {
+	labNeedsRoot(t)
+	t.Setenv("LINERATE_STATE_DIR", t.TempDir())
+	bin := buildLinerate(t)
+	const name = "t-buf"
+	labUp(t, name, "small-buffers")
+	ids := labDoctor(t, bin, name, "b", "--iface", lab.Iface)
+	if f, ok := ids["sysctl.socket_buffers_small"]; !ok || !strings.Contains(f, "tcp_rmem") {
+		t.Errorf("doctor in b: no sysctl.socket_buffers_small naming tcp_rmem; findings: %v", ids)
+	}
+}
