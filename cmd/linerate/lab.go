@@ -51,6 +51,15 @@ type labFlags struct {
 // flags with that scenario as the default.
 func (f *labFlags) register(cmd *cobra.Command, scenario lab.Scenario) {
 	cmd.Flags().StringVar(&f.name, "name", lab.DefaultName, "lab name (lower-case letters, digits, '-'; at most 10)")
+	// The lab package reads an empty name as the default one: an explicit
+	// --name "" (an unset shell variable, say) must not quietly act on
+	// the demo lab.
+	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		if cmd.Flags().Changed("name") && f.name == "" {
+			return fmt.Errorf("--name is empty: give a lab name, or leave --name out for %q", lab.DefaultName)
+		}
+		return nil
+	}
 	if scenario == "" {
 		return
 	}

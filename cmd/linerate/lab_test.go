@@ -121,6 +121,32 @@ func TestLabRefusesBadInput(t *testing.T) {
 	}
 }
 
+// TestLabRefusesEmptyName: an explicit --name "" is refused before
+// anything else happens, rather than acting on the default lab "demo".
+// It runs unprivileged (as nobody when the tests run as root), so that a
+// regression cannot touch a real demo lab.
+func TestLabRefusesEmptyName(t *testing.T) {
+	const want = "linerate: --name is empty: give a lab name, or leave --name out for \"demo\"\n"
+	for _, args := range [][]string{
+		{"lab", "up", "--name", ""},
+		{"lab", "up", "--name="},
+		{"lab", "down", "--name", ""},
+		{"lab", "run", "--name", ""},
+	} {
+		var code int
+		var stderr string
+		if os.Geteuid() != 0 {
+			t.Setenv("LINERATE_STATE_DIR", t.TempDir())
+			code, _, stderr = runLab(t, args...)
+		} else {
+			code, stderr = runAsNobody(t, args)
+		}
+		if code != 2 || stderr != want {
+			t.Errorf("%q: exit %d, stderr %q; want 2, %q", args, code, stderr, want)
+		}
+	}
+}
+
 func TestLabCLI(t *testing.T) {
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") == "true" {
