@@ -435,26 +435,34 @@ func deref(p *float64) float64 {
 // hostname, and by role as well when both ends of a run share a hostname
 // (the lab's two network namespaces on one machine).
 type hostSet struct {
-	seen             map[string]bool // report contents already read
-	keys             map[string]bool // hosts already kept
+	parsed           map[string]*doctor.Report // by report contents
+	keys             map[string]bool           // hosts already kept
 	clients, servers []doctor.Report
 }
 
-func newHostSet() *hostSet { return &hostSet{seen: map[string]bool{}, keys: map[string]bool{}} }
+func newHostSet() *hostSet {
+	return &hostSet{parsed: map[string]*doctor.Report{}, keys: map[string]bool{}}
+}
 
 func (h *hostSet) add(row *store.Run) error {
 	var reps [2]*doctor.Report
 	for i, doc := range []json.RawMessage{row.ClientDoctor, row.ServerDoctor} {
-		if len(doc) == 0 || h.seen[string(doc)] {
+		if len(doc) == 0 {
 			continue
 		}
-		h.seen[string(doc)] = true
+		if rep, ok := h.parsed[string(doc)]; ok {
+			reps[i] = rep
+			continue
+		}
 		var rep doctor.Report
 		if err := json.Unmarshal(doc, &rep); err != nil {
 			return fmt.Errorf("run %d: its %s doctor report is not valid linerate.doctor/v1 JSON: %w", row.ID, []string{"client", "server"}[i], err)
 		}
+		h.parsed[string(doc)] = &rep
 		reps[i] = &rep
 	}
+	// Both ends on one machine (a lab): the role tells them apart, also in
+	// later runs whose reports differ (a tuning changed the server's).
 	same := reps[0] != nil && reps[1] != nil && reps[0].Host.Hostname == reps[1].Host.Hostname
 	for i, rep := range reps {
 		if rep == nil {

@@ -502,7 +502,8 @@ func TestReportLoadPerftestAndHosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Two lab runs: both ends are "lab" with different reports; the
-	// second run's reports repeat the first's.
+	// second run's client report repeats the first's and its server's
+	// differs (as after a tuning): still one report per end.
 	labRep := func(rmem float64) json.RawMessage {
 		r := doctor.Report{Schema: "linerate.doctor/v1", Sysctl: map[string]any{"net.core.rmem_max": rmem}}
 		r.Host.Hostname = "lab"
@@ -512,13 +513,17 @@ func TestReportLoadPerftestAndHosts(t *testing.T) {
 		}
 		return b
 	}
-	for range 2 {
+	for i := range 2 {
+		server := labRep(65536)
+		if i == 1 {
+			server = labRep(4194304)
+		}
 		lr := engine.Result{Schema: engine.Schema, Engine: "native", Start: engine.Start{Peer: "198.18.0.2", Streams: 1,
 			Client: engine.HostInfo{Hostname: "lab", Iface: "lab0"}, Server: engine.HostInfo{Hostname: "lab", Iface: "lab0"}},
 			End: engine.End{Seconds: 1, SumReceived: engine.Received{BitsPerSecond: 9e9}}}
 		doc, _ := json.Marshal(bench.Run{Result: lr})
 		if err := st.AddRun(ctx, &store.Run{Engine: "native", Peer: "198.18.0.2", Streams: 1, Gbps: 9, Result: doc,
-			ClientDoctor: labRep(212992), ServerDoctor: labRep(65536)}); err != nil {
+			ClientDoctor: labRep(212992), ServerDoctor: server}); err != nil {
 			t.Fatal(err)
 		}
 	}
