@@ -728,3 +728,42 @@ func TestRunInterrupted(t *testing.T) {
 }
 
 func must(b []byte, _ error) []byte { return b }
+
+// sysfsOperState reads lab0's operstate and carrier in host h the way
+// doctor does: from sysfs, inside the host. (A netlink query would not do:
+// on recent kernels it runs the pending link-state work for the device
+// first, so it never sees the stale state.)
+func sysfsOperState(t *testing.T, name string, h Host) string {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := exec.Command("cat", "/sys/class/net/lab0/operstate", "/sys/class/net/lab0/carrier")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := Start(name, h, cmd); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("reading operstate in %s: %v: %s", h, err, out.String())
+	}
+	return strings.Join(strings.Fields(out.String()), " ")
+}
+
+// TestUpReturnsOperUp: when Up returns, both ends of the veth are
+// operationally up, not only administratively: a doctor or iperf3 started
+// right after must find a working link. The kernel may defer the operstate
+// change of the second end by up to a second (linkwatch); read straight
+// after Up, a few times over, host b (the end brought up last) first.
+func TestUpReturnsOperUp(t *testing.T) {
+	const name = "t-oper"
+	newLab(t, name)
+	for i, sc := range []Scenario{Healthy, SmallBuffers, MTUMismatch} {
+		up(t, Config{Name: name, Scenario: sc})
+		for _, h := range []Host{B, A} {
+			if got := sysfsOperState(t, name, h); got != "up 1" {
+				t.Errorf("round %d (%s): %s in %s right after Up: operstate and carrier %q, want \"up 1\"", i, sc, Iface, Namespace(name, h), got)
+			}
+		}
+		if _, err := Down(t.Context(), name); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

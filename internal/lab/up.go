@@ -95,6 +95,9 @@ func Up(ctx context.Context, c Config) (*UpResult, error) {
 	if err == nil {
 		err = a.apply(settings)
 	}
+	if err == nil {
+		err = waitOperUp(ctx, names, operUpTimeout)
+	}
 	res.Changes = a.done
 	if err != nil {
 		if res.Created {
@@ -118,6 +121,54 @@ func Up(ctx context.Context, c Config) (*UpResult, error) {
 
 func labNamespaces(name string) [2]string {
 	return [2]string{Namespace(name, A), Namespace(name, B)}
+}
+
+// operUpTimeout bounds how long Up waits for both ends of the veth to be
+// operationally up. The kernel may defer a link's operstate change by up
+// to a second (linkwatch batches events of devices whose peer has the same
+// ifindex, as the two lab0 of fresh namespaces do).
+const operUpTimeout = 2 * time.Second
+
+// waitOperUp waits until lab0 in each namespace has carrier (IFF_LOWER_UP)
+// and oper state up, so that what runs right after Up — doctor reading
+// /sys/class/net/lab0/operstate, iperf3 — finds a working link.
+func waitOperUp(ctx context.Context, names [2]string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for _, ns := range names {
+		if err := waitOperUpIn(ctx, ns, deadline, timeout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func waitOperUpIn(ctx context.Context, ns string, deadline time.Time, timeout time.Duration) error {
+	c, err := dial(ns)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for {
+		l, err := c.link(Iface)
+		if err != nil {
+			return err
+		}
+		if l == nil {
+			return fmt.Errorf("%s in %s vanished while waiting for it to come up", Iface, ns)
+		}
+		st, lower := l.Attrs().OperState, l.Attrs().RawFlags&unix.IFF_LOWER_UP != 0
+		if st == netlink.OperUp && lower {
+			return nil
+		}
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("%s in %s is not operationally up %v after it was brought up (oper state %s, carrier %v)", Iface, ns, timeout, st, lower)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("interrupted while waiting for %s in %s to come up: %w", Iface, ns, context.Cause(ctx))
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // hostView is what one lab host looks like now.
