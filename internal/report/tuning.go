@@ -46,10 +46,9 @@ func changesTable(ji int, j *TuneJournal) *table {
 	return t
 }
 
-// beforeAfter compares the runs on the journal's host without a tune with
-// those made under this journal.
-func (b *builder) beforeAfter(s *section, ji int, j *TuneJournal) error {
-	var before, after []*Run
+// tuneRuns splits the runs on j's host into those made without a tune and
+// those made under j.
+func (b *builder) tuneRuns(j *TuneJournal) (before, after []*Run) {
 	for i := range b.ds.Runs {
 		r := &b.ds.Runs[i]
 		if j.Host != "" && r.Result.Start.Client.Hostname != j.Host && r.Result.Start.Server.Hostname != j.Host {
@@ -62,6 +61,37 @@ func (b *builder) beforeAfter(s *section, ji int, j *TuneJournal) error {
 			after = append(after, r)
 		}
 	}
+	return before, after
+}
+
+// tuneNote is the verdict's sentence on tuning: what the first journal
+// with runs before and after it did to the median.
+func (b *builder) tuneNote() string {
+	for ji := range b.ds.Tunes {
+		j := &b.ds.Tunes[ji]
+		before, after := b.tuneRuns(j)
+		if len(before) == 0 || len(after) == 0 {
+			continue
+		}
+		mb, ma := medianGbps(before), medianGbps(after)
+		return fmt.Sprintf(" Tune %s (%d change%s) took the median from %s to %s Gbit/s (%s%s).",
+			j.ID, len(j.Changes), plural(len(j.Changes)), gbps(mb), gbps(ma), sign(ma-mb), pct(ma-mb, mb))
+	}
+	return ""
+}
+
+func medianGbps(runs []*Run) float64 {
+	vals := make([]float64, 0, len(runs))
+	for _, r := range runs {
+		vals = append(vals, runGbps(&r.Result))
+	}
+	return median(vals)
+}
+
+// beforeAfter compares the runs on the journal's host without a tune with
+// those made under this journal.
+func (b *builder) beforeAfter(s *section, ji int, j *TuneJournal) error {
+	before, after := b.tuneRuns(j)
 	if len(before) == 0 || len(after) == 0 {
 		s.addText("No runs on %s both before and after this tune, so no comparison.", orDash(j.Host))
 		return nil
@@ -74,13 +104,9 @@ func (b *builder) beforeAfter(s *section, ji int, j *TuneJournal) error {
 		name string
 		runs []*Run
 	}{{"before", before}, {"after", after}} {
-		vals := make([]float64, 0, len(ph.runs))
-		for _, r := range ph.runs {
-			vals = append(vals, runGbps(&r.Result))
-		}
 		lo, hi := spread(ph.runs)
 		cl, sv, _ := cpuCost(ph.runs)
-		meds[i] = median(vals)
+		meds[i] = medianGbps(ph.runs)
 		t.Rows = append(t.Rows, []string{ph.name, strconv.Itoa(len(ph.runs)), gbps(meds[i]), gbps(lo), gbps(hi), cl, sv})
 	}
 	s.addText("Median throughput went from %s to %s Gbit/s (%s%s), and the spread from %s to %s Gbit/s.",

@@ -62,8 +62,12 @@ func (b *builder) best() *measured {
 	return m
 }
 
-// verdict is the report's first sentence.
-func (b *builder) verdict() string {
+// verdict is the report's first sentence, and what tuning did when the
+// data show runs before and after it.
+func (b *builder) verdict() string { return b.verdictHead() + b.tuneNote() }
+
+// verdictHead is what was achieved against the ceiling, and what limits it.
+func (b *builder) verdictHead() string {
 	m, p := b.best(), b.path
 	switch {
 	case m == nil && (p == nil || p.ceiling == 0):
