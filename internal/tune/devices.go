@@ -154,8 +154,32 @@ type Target struct {
 	// Restart restarts a service (irqbalance, after its configuration
 	// changed); nil below a captured tree, where nothing runs.
 	Restart func(service string) error
+	// KernelIRQs says the root's /proc/irq is kept by the kernel (the
+	// live host): after writing an IRQ's smp_affinity_list, the
+	// effective_affinity_list the kernel sets is read back and must lie
+	// inside the list written. Below a captured tree that file is part of
+	// the capture, so NewTarget leaves this off there.
+	KernelIRQs bool
 
+	// files, when set, stands in for FS in file-backed changes: tests
+	// make a tree's writes fail as the kernel's would (EIO for an IRQ it
+	// manages).
+	files rootFiles
 	close func() error
+}
+
+// rootFiles is what file-backed changes read and write below the root.
+type rootFiles interface {
+	ReadFile(rel string) ([]byte, error)
+	WriteFile(rel string, data []byte) error
+	ReadCPUList(rel string) ([]int, error)
+}
+
+func (t *Target) rootFiles() rootFiles {
+	if t.files != nil {
+		return t.files
+	}
+	return t.FS
 }
 
 // NewTarget returns the target for fs: the live NIC and systemd when fs is
@@ -165,6 +189,7 @@ func NewTarget(fs *hostfs.FS) (*Target, error) {
 	if !fs.IsLive() {
 		return t, nil
 	}
+	t.KernelIRQs = true
 	eth, err := ethtool.NewEthtool()
 	if err != nil {
 		return nil, fmt.Errorf("opening the ethtool socket: %w", err)

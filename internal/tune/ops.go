@@ -37,11 +37,11 @@ func (t *Target) opFor(c Change) (op, error) {
 	}
 	switch c.Kind {
 	case KindSysctl, KindGovernor:
-		return &fileOp{fs: t.FS, rel: hostRel(c.Path), cmp: sameFields}, nil
+		return &fileOp{fs: t.rootFiles(), rel: hostRel(c.Path), cmp: sameFields}, nil
 	case KindIRQ:
-		return &irqOp{fileOp{fs: t.FS, rel: hostRel(c.Path), cmp: sameCPUs}}, nil
+		return &irqOp{fileOp: fileOp{fs: t.rootFiles(), rel: hostRel(c.Path), cmp: sameCPUs}, effective: t.KernelIRQs}, nil
 	case KindIRQBalance:
-		f := &fileOp{fs: t.FS, rel: hostRel(c.Path), cmp: func(a, b string) bool { return a == b }}
+		f := &fileOp{fs: t.rootFiles(), rel: hostRel(c.Path), cmp: func(a, b string) bool { return a == b }}
 		if t.Restart != nil {
 			f.after = func() error { return t.Restart("irqbalance") }
 		}
@@ -94,7 +94,7 @@ func wantFor(c Change, prior string) (string, error) {
 
 // fileOp is a change to one file below the root.
 type fileOp struct {
-	fs    *hostfs.FS
+	fs    rootFiles
 	rel   string
 	cmp   func(a, b string) bool
 	after func() error // run after each write (a service restart)
@@ -135,14 +135,18 @@ func sameCPUs(a, b string) bool {
 	return slices.Equal(x, y)
 }
 
-// irqOp writes smp_affinity_list. On the live host it then reads
-// effective_affinity_list: the CPUs the kernel really routes the IRQ to
-// must lie inside the list written. Below a captured tree that file is
-// not kernel-maintained, so the read-back there is smp_affinity_list only.
-type irqOp struct{ fileOp }
+// irqOp writes smp_affinity_list. Where the kernel keeps /proc/irq
+// (Target.KernelIRQs: the live host) it then reads effective_affinity_list:
+// the CPUs the kernel really routes the IRQ to must lie inside the list
+// written. Below a captured tree that file is not kernel-maintained, so
+// the read-back there is smp_affinity_list only.
+type irqOp struct {
+	fileOp
+	effective bool
+}
 
 func (q *irqOp) check(v string) error {
-	if !q.fs.IsLive() {
+	if !q.effective {
 		return nil
 	}
 	eff := strings.TrimSuffix(q.rel, "smp_affinity_list") + "effective_affinity_list"
