@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -274,10 +275,9 @@ Exit status: 0 all restored, 1 some values were left alone, 2 error.`,
 }
 
 func runRevert(env *cliEnv, id string, force, asJSON bool) error {
-	dir, err := statedir.Sub("tune")
-	if err != nil {
-		return err
-	}
+	// Finding the journal only reads: a revert that finds none must not
+	// leave a state directory behind.
+	dir := tuneJournalDir()
 	ns, err := tune.CurrentNetNS()
 	if err != nil {
 		return err
@@ -287,6 +287,11 @@ func runRevert(env *cliEnv, id string, force, asJSON bool) error {
 		j, err = tune.Last(dir, ns)
 	} else {
 		j, err = tune.Load(dir, id)
+	}
+	if errors.Is(err, tune.ErrNoJournal) && os.Geteuid() != 0 {
+		// A user other than root keeps journals of captured trees only;
+		// this host's are root's (and in root's state directory).
+		return errors.New("tune revert restores this host's values and needs root: run it with sudo (this user has no such journal of a captured tree either)")
 	}
 	if err != nil {
 		return err
@@ -319,6 +324,10 @@ func runRevert(env *cliEnv, id string, force, asJSON bool) error {
 	return err
 }
 
+// tuneJournalDir is where tune keeps its journals, without creating it:
+// only --apply, which writes one, creates it (statedir.Sub).
+func tuneJournalDir() string { return filepath.Join(statedir.Dir(), "tune") }
+
 // journalRoot opens the root a journal was applied to.
 func journalRoot(j *tune.Journal) (*hostfs.FS, error) {
 	if j.Root == "/" {
@@ -341,7 +350,7 @@ func newTuneListCmd(env *cliEnv) *cobra.Command {
 		Short: "Show tune journals: ID, time, changes, state",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			js, err := tune.List(statedir.Dir() + "/tune")
+			js, err := tune.List(tuneJournalDir())
 			if err != nil {
 				return err
 			}

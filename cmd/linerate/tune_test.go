@@ -261,15 +261,35 @@ func TestTuneRefusals(t *testing.T) {
 // process when the tests are not root, else as nobody.
 func tuneApplyAsUser(t *testing.T) (int, string, string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		return tuneRun(t, "tune", "--apply")
-	}
+	code, out, stderr, _ := tuneAsUser(t, "tune", "--apply")
+	return code, out, stderr
+}
+
+// tuneAsUser runs linerate ARGS without root — in process when the tests
+// are not root, else as nobody — with a fresh home directory the user may
+// write and the state directory home/state, not yet made. It returns the
+// exit code, stdout, stderr and home.
+func tuneAsUser(t *testing.T, args ...string) (int, string, string, string) {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "linerate-tune-nobody-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755)
+	home := filepath.Join(dir, "home")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(home, "state")
+	if os.Geteuid() != 0 {
+		t.Setenv("LINERATE_STATE_DIR", state)
+		code, out, stderr := tuneRun(t, args...)
+		return code, out, stderr, home
+	}
+	if err := os.Chown(home, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
 	bin := filepath.Join(dir, "linerate.test")
 	b, err := os.ReadFile(os.Args[0])
 	if err != nil {
@@ -278,8 +298,8 @@ func tuneApplyAsUser(t *testing.T) (int, string, string) {
 	if err := os.WriteFile(bin, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := tuneHelper(bin, "tune", "--apply")
-	cmd.Env = append(cmd.Env, "LINERATE_STATE_DIR="+dir, "HOME="+dir)
+	cmd := tuneHelper(bin, args...)
+	cmd.Env = append(cmd.Env, "LINERATE_STATE_DIR="+state, "HOME="+home)
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	var out, errb bytes.Buffer
@@ -288,7 +308,30 @@ func tuneApplyAsUser(t *testing.T) (int, string, string) {
 	if !ok {
 		t.Fatal("running as nobody failed")
 	}
-	return code, out.String(), errb.String()
+	return code, out.String(), errb.String(), home
+}
+
+// TestTuneRevertAsUser: without root, revert says it needs root (not that
+// there is no journal), and neither revert nor list creates a state
+// directory: both only read.
+func TestTuneRevertAsUser(t *testing.T) {
+	for _, args := range [][]string{
+		{"tune", "revert", "--last"},
+		{"tune", "revert", "20250120T153012.123456Z"},
+		{"tune", "list"},
+	} {
+		code, out, stderr, home := tuneAsUser(t, args...)
+		if args[1] == "list" {
+			if code != 0 || out != "no tune journals (linerate tune --apply writes one)\n" {
+				t.Errorf("%v as a user: exit %d, %q %q", args[1:], code, out, stderr)
+			}
+		} else if code != 2 || !strings.Contains(stderr, "needs root: run it with sudo") || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v as a user: exit %d, stderr %q; want exit 2 saying it needs root", args[1:], code, stderr)
+		}
+		if entries, _ := os.ReadDir(home); len(entries) > 0 {
+			t.Errorf("%v as a user created %s in its home directory", args[1:], entries[0].Name())
+		}
+	}
 }
 
 // TestTuneApplyRevert applies to a tree copy, lists, reverts with a value

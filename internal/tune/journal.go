@@ -273,6 +273,16 @@ func syncDir(dir string) error {
 	return nil
 }
 
+// ErrNoJournal reports that the journal asked for (an ID, or the last one
+// with changes) is not in the directory: errors.Is(err, ErrNoJournal).
+var ErrNoJournal = errors.New("no such tune journal")
+
+// noJournal is an ErrNoJournal with its own message.
+type noJournal string
+
+func (e noJournal) Error() string      { return string(e) }
+func (noJournal) Is(target error) bool { return target == ErrNoJournal }
+
 // Load reads journal id from dir.
 func Load(dir, id string) (*Journal, error) {
 	if !idRE.MatchString(id) {
@@ -284,7 +294,7 @@ func Load(dir, id string) (*Journal, error) {
 func loadFile(path string) (*Journal, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no journal %s (linerate tune list shows them)", strings.TrimSuffix(filepath.Base(path), journalExt))
+		return nil, noJournal(fmt.Sprintf("no journal %s (linerate tune list shows them)", strings.TrimSuffix(filepath.Base(path), journalExt)))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the tune journal: %w", err)
@@ -385,7 +395,7 @@ func Last(dir string, netns uint64) (*Journal, error) {
 			return j, nil
 		}
 	}
-	return nil, fmt.Errorf("no journal with changes to revert was made in this network namespace (%d); linerate tune list shows them all", netns)
+	return nil, noJournal(fmt.Sprintf("no journal with changes to revert was made in this network namespace (%d); linerate tune list shows them all", netns))
 }
 
 // Active returns the newest journal made in network namespace netns whose
