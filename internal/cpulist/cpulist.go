@@ -126,6 +126,23 @@ func Format(cpus []int) string {
 	return b.String()
 }
 
+// Phrase names CPUs in a sentence, singular or plural: "CPU 3",
+// "CPUs 2-3". IsAre is the verb that agrees with it.
+func Phrase(cpus []int) string {
+	if n := len(slices.Compact(slices.Sorted(slices.Values(cpus)))); n == 1 {
+		return "CPU " + Format(cpus)
+	}
+	return "CPUs " + Format(cpus)
+}
+
+// IsAre returns "is" for one CPU and "are" for more, to follow Phrase.
+func IsAre(cpus []int) string {
+	if len(slices.Compact(slices.Sorted(slices.Values(cpus)))) == 1 {
+		return "is"
+	}
+	return "are"
+}
+
 // ParseMask reads a hexadecimal CPU mask as the kernel prints it in
 // smp_affinity and local_cpus: 32-bit words separated by commas, most
 // significant first ("00000000,00000f00"). A leading "0x" is accepted.

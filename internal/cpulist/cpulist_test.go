@@ -141,3 +141,19 @@ func FuzzParseMask(f *testing.F) {
 		}
 	})
 }
+
+func TestPhrase(t *testing.T) {
+	for _, tt := range []struct {
+		cpus []int
+		want string
+	}{
+		{[]int{3}, "CPU 3 is"},
+		{[]int{3, 3}, "CPU 3 is"},
+		{[]int{2, 3}, "CPUs 2-3 are"},
+		{[]int{12, 14}, "CPUs 12,14 are"},
+	} {
+		if got := Phrase(tt.cpus) + " " + IsAre(tt.cpus); got != tt.want {
+			t.Errorf("%v: %q, want %q", tt.cpus, got, tt.want)
+		}
+	}
+}

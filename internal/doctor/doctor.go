@@ -189,8 +189,8 @@ func nonNilInts(s []int) []int {
 
 func checkAppCPUs(inv *inventory.Inventory, cpus []int) error {
 	if out := cpulist.Subtract(cpus, inv.CPU.Online); len(out) > 0 && len(inv.CPU.Online) > 0 {
-		return fmt.Errorf("--app-cpus %s: CPU %s is not online on this host (online: %s)",
-			cpulist.Format(cpus), cpulist.Format(out), cpulist.Format(inv.CPU.Online))
+		return fmt.Errorf("--app-cpus %s: %s %s not online on this host (online: %s)",
+			cpulist.Format(cpus), cpulist.Phrase(out), cpulist.IsAre(out), cpulist.Format(inv.CPU.Online))
 	}
 	return nil
 }

@@ -199,8 +199,11 @@ func TestBadOptions(t *testing.T) {
 	if _, err := Diagnose(healthy(), Options{Ifaces: []string{"eth9"}}); err == nil || !strings.Contains(err.Error(), "enp1s0f0np0") {
 		t.Errorf("unknown --iface: %v", err)
 	}
-	if _, err := Diagnose(healthy(), Options{AppCPUs: []int{64}}); err == nil || !strings.Contains(err.Error(), "not online") {
+	if _, err := Diagnose(healthy(), Options{AppCPUs: []int{64}}); err == nil || !strings.Contains(err.Error(), "CPU 64 is not online") {
 		t.Errorf("--app-cpus 64: %v", err)
+	}
+	if _, err := Diagnose(healthy(), Options{AppCPUs: []int{10, 11, 12, 13}}); err == nil || !strings.Contains(err.Error(), "CPUs 12-13 are not online") {
+		t.Errorf("--app-cpus 10-13: %v", err)
 	}
 }
 

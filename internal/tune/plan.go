@@ -109,13 +109,13 @@ func (o Options) check(inv *inventory.Inventory) (Options, error) {
 		cpus []int
 	}{{"--app-cpus", o.AppCPUs}, {"--irq-cpus", o.IRQCPUs}} {
 		if out := cpulist.Subtract(c.cpus, online); len(out) > 0 {
-			return o, fmt.Errorf("%s %s: CPU %s is not online on this host (online: %s)",
-				c.flag, cpulist.Format(c.cpus), cpulist.Format(out), cpulist.Format(online))
+			return o, fmt.Errorf("%s %s: %s %s not online on this host (online: %s)",
+				c.flag, cpulist.Format(c.cpus), cpulist.Phrase(out), cpulist.IsAre(out), cpulist.Format(online))
 		}
 	}
 	if both := cpulist.Intersect(o.IRQCPUs, o.AppCPUs); len(both) > 0 {
-		return o, fmt.Errorf("--irq-cpus %s and --app-cpus %s share CPU %s: IRQs there would steal the application's cycles; choose CPUs apart",
-			cpulist.Format(o.IRQCPUs), cpulist.Format(o.AppCPUs), cpulist.Format(both))
+		return o, fmt.Errorf("--irq-cpus %s and --app-cpus %s share %s: IRQs there would steal the application's cycles; choose CPUs apart",
+			cpulist.Format(o.IRQCPUs), cpulist.Format(o.AppCPUs), cpulist.Phrase(both))
 	}
 	return o, nil
 }

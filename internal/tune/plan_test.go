@@ -250,7 +250,10 @@ func TestPlanRefusals(t *testing.T) {
 		{Options{Ifaces: []string{"eth9"}}, "--iface eth9: no such interface"},
 		{Options{AppCPUs: []int{12}}, "--app-cpus 12: CPU 12 is not online"},
 		{Options{IRQCPUs: []int{7, 40}}, "--irq-cpus 7,40: CPU 40 is not online"},
-		{Options{IRQCPUs: []int{6, 7}, AppCPUs: []int{6}}, "share CPU 6"},
+		{Options{IRQCPUs: []int{10, 11, 12, 13}}, "--irq-cpus 10-13: CPUs 12-13 are not online"},
+		{Options{AppCPUs: []int{12, 14}}, "--app-cpus 12,14: CPUs 12,14 are not online"},
+		{Options{IRQCPUs: []int{6, 7}, AppCPUs: []int{6}}, "share CPU 6:"},
+		{Options{IRQCPUs: []int{6, 7}, AppCPUs: []int{6, 7}}, "share CPUs 6-7:"},
 		{Options{MTU: 20}, "--mtu 20"},
 		{Options{Profile: "fast"}, `unknown profile "fast"`},
 	} {
