@@ -432,13 +432,20 @@ func TestTuneKilledAtEveryStep(t *testing.T) {
 // with SIGKILL once it says it paused.
 func killAt(t *testing.T, args []string, at string) {
 	t.Helper()
+	killAtIn(t, (*exec.Cmd).Start, args, at)
+}
+
+// killAtIn is killAt with the command started by start (lab.Start, to run
+// it inside a lab host).
+func killAtIn(t *testing.T, start func(*exec.Cmd) error, args []string, at string) {
+	t.Helper()
 	cmd := tuneHelper(os.Args[0], args...)
 	cmd.Env = append(cmd.Env, pauseEnv+"="+at)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := start(cmd); err != nil {
 		t.Fatal(err)
 	}
 	paused := make(chan error, 1)
@@ -532,6 +539,68 @@ func TestTuneLab(t *testing.T) {
 	if afterGbps <= beforeGbps {
 		t.Errorf("no gain: %.2f Gbit/s before, %.2f after", beforeGbps, afterGbps)
 	}
+}
+
+// TestTuneKilledAfterMTU: the MTU is a live driver setting, not a file. A
+// `tune --iface lab0 --mtu 4000 --apply` in host b of a lab (MTU 9000),
+// killed with SIGKILL right after the MTU step (once before the change,
+// once after its read-back), leaves a journal from which `tune revert
+// --last` in b restores MTU 9000.
+func TestTuneKilledAfterMTU(t *testing.T) {
+	tuneNeedsRoot(t, "network namespaces")
+	t.Setenv("LINERATE_STATE_DIR", t.TempDir())
+	const name = "t-tmtu"
+	t.Cleanup(func() { tuneRun(t, "lab", "down", "--name", name) })
+	if code, out, stderr := tuneRun(t, "lab", "up", "--name", name); code != 0 {
+		t.Fatalf("lab up: exit %d\n%s%s", code, out, stderr)
+	}
+	args := []string{"tune", "--iface", lab.Iface, "--mtu", "4000"}
+	code, out, stderr := labTune(t, name, append(args, "--json")...)
+	var p tune.Plan
+	if err := json.Unmarshal([]byte(out), &p); code != 0 || err != nil {
+		t.Fatalf("plan in b: exit %d, %v\n%s", code, err, stderr)
+	}
+	step := 0
+	for _, c := range p.Changes {
+		if c.Kind == tune.KindMTU && c.Target == lab.Iface && c.Before == "9000" && c.After == "4000" {
+			step = c.Step
+		}
+	}
+	if step == 0 {
+		t.Fatalf("the plan in b has no MTU step 9000 → 4000: %+v", p.Changes)
+	}
+	startInB := func(cmd *exec.Cmd) error { return lab.Start(name, lab.B, cmd) }
+	for _, at := range []string{strconv.Itoa(step) + ":journaled", strconv.Itoa(step)} {
+		killAtIn(t, startInB, append(args, "--apply"), at)
+		want := "9000"
+		if at == strconv.Itoa(step) {
+			want = "4000"
+		}
+		if got := labMTU(t, name); got != want {
+			t.Fatalf("killed after step %s: MTU %s, want %s", at, got, want)
+		}
+		if code, out, stderr := labTune(t, name, "tune", "revert", "--last"); code != 0 {
+			t.Fatalf("revert --last in b after a kill at %s: exit %d\n%s%s", at, code, out, stderr)
+		}
+		if got := labMTU(t, name); got != "9000" {
+			t.Errorf("after a kill at %s and revert --last: MTU %s, want 9000", at, got)
+		}
+	}
+}
+
+// labMTU reads lab0's MTU in host b.
+func labMTU(t *testing.T, name string) string {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := exec.Command("cat", "/sys/class/net/"+lab.Iface+"/mtu")
+	cmd.Stdout = &out
+	if err := lab.Start(name, lab.B, cmd); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(out.String())
 }
 
 // labTune runs linerate ARGS inside host b of lab name.
