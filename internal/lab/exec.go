@@ -49,6 +49,20 @@ func Start(name string, h Host, cmd *exec.Cmd) error {
 		// other goroutines run in the lab's namespaces. The child forked
 		// from it inherits both namespaces.
 		runtime.LockOSThread()
+		if unix.Gettid() == unix.Getpid() {
+			// The main thread is never ended, and its namespaces are the
+			// process's (/proc/self/ns). Hold it, so that the goroutine
+			// doing the work runs on another thread, and give it back
+			// untouched.
+			defer runtime.UnlockOSThread()
+			done := make(chan error, 1)
+			go func() {
+				runtime.LockOSThread()
+				done <- enterAndStart(ns, f, cmd)
+			}()
+			errc <- <-done
+			return
+		}
 		errc <- enterAndStart(ns, f, cmd)
 	}()
 	return <-errc

@@ -767,3 +767,42 @@ func TestUpReturnsOperUp(t *testing.T) {
 		}
 	}
 }
+
+// nsInodes returns the inodes of the process's network and mount
+// namespaces: /proc/self is the main thread's.
+func nsInodes(t *testing.T) [2]uint64 {
+	t.Helper()
+	var out [2]uint64
+	for i, p := range []string{"/proc/self/ns/net", "/proc/self/ns/mnt"} {
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		out[i] = st.Ino
+	}
+	return out
+}
+
+// TestStartLeavesTheProcessAlone: Start enters the lab's namespaces on a
+// thread it locks and never unlocks, so the runtime ends that thread. The
+// main thread cannot be ended: had Start run there, the whole process
+// (/proc/self/ns/net, which tune compares journals against) would stay in
+// the lab. Start many times over and check the process is where it was.
+func TestStartLeavesTheProcessAlone(t *testing.T) {
+	const name = "t-start"
+	newLab(t, name)
+	up(t, Config{Name: name})
+	before := nsInodes(t)
+	for i := range 200 {
+		cmd := exec.Command("true")
+		if err := Start(name, []Host{A, B}[i%2], cmd); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if now := nsInodes(t); now != before {
+			t.Fatalf("after %d Start calls the process's namespaces (net, mnt) are %v, were %v", i+1, now, before)
+		}
+	}
+}
