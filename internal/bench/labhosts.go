@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"github.com/linerate/linerate/internal/inventory"
 	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/netdev"
+	"github.com/linerate/linerate/internal/osthread"
 )
 
 // LabPrefix marks a peer that is a lab: "lab:NAME" runs the client in
@@ -141,20 +141,14 @@ func (l *lockedBuffer) String() string {
 // lab0 --json` prints, computed in this process on a thread that entered
 // the host's namespaces.
 func (l *LabHosts) Doctor(h lab.Host) (json.RawMessage, error) {
-	type result struct {
-		doc json.RawMessage
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		// This thread's mount namespace changes for good: it is never
-		// unlocked, so the runtime discards it when the goroutine ends.
-		runtime.LockOSThread()
-		doc, err := l.doctorHere(h)
-		ch <- result{doc, err}
-	}()
-	r := <-ch
-	return r.doc, r.err
+	// The thread enters the host's mount namespace for good: it is thrown
+	// away afterwards.
+	var doc json.RawMessage
+	err := osthread.Throwaway(func() (err error) {
+		doc, err = l.doctorHere(h)
+		return err
+	})
+	return doc, err
 }
 
 func (l *LabHosts) doctorHere(h lab.Host) (json.RawMessage, error) {

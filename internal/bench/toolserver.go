@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"net/netip"
 	"os/exec"
-	"runtime"
 	"slices"
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/linerate/linerate/internal/osthread"
 )
 
 // ToolServer is an external tool's server as a driver asks for it. It is
@@ -112,9 +113,9 @@ func validDevice(s string) bool {
 
 // StartToolServer starts t on this host, pinned to t.CPUs: what the agent
 // does for a remote client. The child inherits the CPU affinity of the
-// thread that forks it, so the fork happens on a locked thread whose
-// affinity is set first; that thread is never unlocked (the runtime ends
-// it with the goroutine) so no other goroutine inherits the pinning.
+// thread that forks it, so the fork happens on a thread whose affinity is
+// set first, and which is thrown away afterwards so that no other
+// goroutine inherits the pinning.
 func StartToolServer(t ToolServer) (ServerProc, error) {
 	argv, err := t.Argv()
 	if err != nil {
@@ -124,19 +125,15 @@ func StartToolServer(t ToolServer) (ServerProc, error) {
 		if len(t.CPUs) == 0 {
 			return cmd.Start()
 		}
-		errc := make(chan error, 1)
-		go func() {
-			runtime.LockOSThread()
+		return osthread.Throwaway(func() error {
 			var set unix.CPUSet
 			for _, c := range t.CPUs {
 				set.Set(c)
 			}
 			if err := unix.SchedSetaffinity(0, &set); err != nil {
-				errc <- fmt.Errorf("pinning %s to CPUs %v: %w", t.Tool, t.CPUs, err)
-				return
+				return fmt.Errorf("pinning %s to CPUs %v: %w", t.Tool, t.CPUs, err)
 			}
-			errc <- cmd.Start()
-		}()
-		return <-errc
+			return cmd.Start()
+		})
 	})
 }

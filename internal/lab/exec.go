@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/linerate/linerate/internal/osthread"
 )
 
 // Start starts cmd inside host h of lab name the way `ip netns exec` runs a
@@ -41,31 +42,11 @@ func Start(name string, h Host, cmd *exec.Cmd) error {
 	}
 	defer f.Close()
 
-	errc := make(chan error, 1)
-	go func() {
-		// This thread changes its mount namespace, which cannot be undone
-		// the way a network namespace can. So it is never unlocked: the
-		// runtime ends it when this goroutine returns instead of letting
-		// other goroutines run in the lab's namespaces. The child forked
-		// from it inherits both namespaces.
-		runtime.LockOSThread()
-		if unix.Gettid() == unix.Getpid() {
-			// The main thread is never ended, and its namespaces are the
-			// process's (/proc/self/ns). Hold it, so that the goroutine
-			// doing the work runs on another thread, and give it back
-			// untouched.
-			defer runtime.UnlockOSThread()
-			done := make(chan error, 1)
-			go func() {
-				runtime.LockOSThread()
-				done <- enterAndStart(ns, f, cmd)
-			}()
-			errc <- <-done
-			return
-		}
-		errc <- enterAndStart(ns, f, cmd)
-	}()
-	return <-errc
+	// The thread changes its mount namespace, which cannot be undone the
+	// way a network namespace can: it is thrown away afterwards instead of
+	// letting other goroutines run in the lab's namespaces. The child
+	// forked from it inherits both namespaces.
+	return osthread.Throwaway(func() error { return enterAndStart(ns, f, cmd) })
 }
 
 // enterAndStart does what iproute2's netns_switch does, then starts cmd.
