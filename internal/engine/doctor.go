@@ -47,6 +47,7 @@ func (ss *session) serveDoctor() {
 		ss.refuse(fmt.Errorf("the agent's doctor report is %d bytes, over the %d the protocol carries", len(rep), maxDoctorFrame))
 		return
 	}
+	ss.free()
 	if err := ss.ctrl.send(doctorReportMsg{Type: msgDoctorReport, Report: rep, Host: ss.host}, handshakeTimeout); err != nil {
 		ss.log.Warn("sending the doctor report", "reason", err.Error())
 		return

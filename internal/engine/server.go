@@ -186,6 +186,12 @@ func (s *Server) claim(c *conn, host HostInfo, log *slog.Logger) (*session, erro
 	return s.active, nil
 }
 
+// free ends the session's claim on the agent. Sessions call it before
+// their last message, so that a client that starts its next test the
+// moment it has the last one does not find the agent busy with the
+// session that just ended.
+func (ss *session) free() { ss.srv.release(ss) }
+
 func (s *Server) release(sess *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

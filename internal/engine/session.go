@@ -207,6 +207,7 @@ func (ss *session) measure(ctx context.Context, streams []*stream) error {
 	zs, zc, zcp := sd.zeroCopy()
 	end := endMsg{Type: msgEnd, Streams: sd.totals(), CPUSeconds: sd.measuredCPU(), Errors: sd.errors(),
 		ZCSends: zs, ZCCompletions: zc, ZCCopied: zcp}
+	ss.free()
 	if err := ss.ctrl.send(end, handshakeTimeout); err != nil {
 		return fmt.Errorf("sending the totals: %w", err)
 	}

@@ -143,6 +143,7 @@ func (ss *session) runTool(ctx context.Context, body []byte) bool {
 	if perr != nil {
 		end.Error = perr.Error()
 	}
+	ss.free()
 	if err := ss.ctrl.send(end, handshakeTimeout); err != nil {
 		ss.log.Warn("tool session: sending the end", "reason", err.Error())
 	}

@@ -156,3 +156,27 @@ func TestFetchDoctor(t *testing.T) {
 		t.Errorf("agent without doctor: %v", err)
 	}
 }
+
+// TestBackToBack: a client that starts its next session the moment the
+// last one ended never finds the agent busy with the session that ended
+// (a campaign against a standing agent does exactly this).
+func TestBackToBack(t *testing.T) {
+	tools := &fakeTools{}
+	addr, _ := agent(t, &Server{Tools: tools, Doctor: func(string) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }})
+	for i := range 10 {
+		if _, _, err := FetchDoctor(context.Background(), addr, testToken); err != nil {
+			t.Fatalf("round %d, doctor: %v", i, err)
+		}
+		tools.stopped = make(chan struct{})
+		ts, err := StartTool(context.Background(), ToolConfig{Peer: addr, Token: testToken, Server: json.RawMessage(`{}`), Duration: time.Second})
+		if err != nil {
+			t.Fatalf("round %d, tool: %v", i, err)
+		}
+		if _, _, err := ts.Stop(); err != nil {
+			t.Fatalf("round %d, tool stop: %v", i, err)
+		}
+		if _, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Duration: 100 * time.Millisecond, Interval: 100 * time.Millisecond}); err != nil {
+			t.Fatalf("round %d, test: %v", i, err)
+		}
+	}
+}
