@@ -92,7 +92,9 @@ func run(ctx context.Context, bin, name string, pairs int, capped, healthy time.
 		return err
 	}
 	rows := [][2]tool{{native, iperf}}
-	if err := b.compare("capped-10g", fmt.Sprintf("1 stream, %s, back to back", capped), rows[0], 1, capped); err != nil {
+	// On a small VM 10 Gbit/s is near what one stream can carry at all,
+	// so one pair is noise: the median of three back-to-back pairs.
+	if err := b.compare("capped-10g", fmt.Sprintf("1 stream, %s, back to back, median of 3 pairs", capped), rows[0], 3, capped); err != nil {
 		return err
 	}
 	if err := b.up(lab.Healthy); err != nil {
