@@ -4,16 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/linerate/linerate/internal/doctor"
 	"github.com/linerate/linerate/internal/engine"
@@ -152,27 +148,8 @@ func (l *LabHosts) Doctor(h lab.Host) (json.RawMessage, error) {
 }
 
 func (l *LabHosts) doctorHere(h lab.Host) (json.RawMessage, error) {
-	ns := lab.Namespace(l.Name, h)
-	f, err := os.Open(filepath.Join("/run/netns", ns))
-	if err != nil {
-		return nil, fmt.Errorf("lab %s: %w (run 'linerate lab up --name %s')", l.Name, err, l.Name)
-	}
-	defer f.Close()
-	if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-		return nil, fmt.Errorf("entering %s: %w", ns, err)
-	}
-	// A fresh sysfs shows the namespace's interfaces (as lab.Start does).
-	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-		return nil, fmt.Errorf("mount namespace for %s: %w", ns, err)
-	}
-	if err := unix.Mount("", "/", "none", unix.MS_SLAVE|unix.MS_REC, ""); err != nil {
-		return nil, fmt.Errorf("making / a slave mount: %w", err)
-	}
-	if err := unix.Unmount("/sys", unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
-		return nil, fmt.Errorf("unmounting /sys: %w", err)
-	}
-	if err := unix.Mount(ns, "/sys", "sysfs", 0, ""); err != nil {
-		return nil, fmt.Errorf("mounting /sys for %s: %w", ns, err)
+	if err := lab.Enter(l.Name, h); err != nil {
+		return nil, fmt.Errorf("%w (run 'linerate lab up --name %s')", err, l.Name)
 	}
 	return LiveDoctor(lab.Iface)
 }

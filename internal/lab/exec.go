@@ -36,26 +36,50 @@ func Start(name string, h Host, cmd *exec.Cmd) error {
 	if st != nsPinned {
 		return fmt.Errorf("lab %s has no host %s (%s does not exist): run 'linerate lab up --name %s'", name, h, ns, name)
 	}
+	// The thread changes its mount namespace, which cannot be undone the
+	// way a network namespace can: it is thrown away afterwards instead of
+	// letting other goroutines run in the lab's namespaces. The child
+	// forked from it inherits the namespaces.
+	return osthread.Throwaway(func() error {
+		if err := enter(ns); err != nil {
+			return err
+		}
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("starting %s in %s: %w", cmd.Path, ns, err)
+		}
+		return nil
+	})
+}
+
+// Enter moves the calling OS thread into host h of lab name for good, as
+// Start does for a command: run it only on a thread that is thrown away
+// afterwards (osthread.Throwaway).
+func Enter(name string, h Host) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	return enter(Namespace(name, h))
+}
+
+// enter does what iproute2's netns_switch does — the network namespace ns,
+// a mount namespace of its own with a fresh sysfs that shows ns's
+// interfaces — and gives the host a UTS namespace named ns, so that what
+// runs there (doctor, tune's journal, bench's host facts) tells the lab's
+// two hosts apart as it would two machines.
+func enter(ns string) error {
 	f, err := os.Open(nsPath(ns))
 	if err != nil {
 		return fmt.Errorf("opening namespace %s: %w", ns, err)
 	}
 	defer f.Close()
-
-	// The thread changes its mount namespace, which cannot be undone the
-	// way a network namespace can: it is thrown away afterwards instead of
-	// letting other goroutines run in the lab's namespaces. The child
-	// forked from it inherits both namespaces.
-	return osthread.Throwaway(func() error { return enterAndStart(ns, f, cmd) })
-}
-
-// enterAndStart does what iproute2's netns_switch does, then starts cmd.
-func enterAndStart(ns string, f *os.File, cmd *exec.Cmd) error {
 	if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
 		return fmt.Errorf("entering %s: %w", ns, err)
 	}
-	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-		return fmt.Errorf("creating a mount namespace for %s: %w", ns, err)
+	if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_NEWUTS); err != nil {
+		return fmt.Errorf("creating mount and UTS namespaces for %s: %w", ns, err)
+	}
+	if err := unix.Sethostname([]byte(ns)); err != nil {
+		return fmt.Errorf("naming host %s: %w", ns, err)
 	}
 	if err := unix.Mount("", "/", "none", unix.MS_SLAVE|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("making / a slave mount for %s: %w", ns, err)
@@ -71,9 +95,6 @@ func enterAndStart(ns string, f *os.File, cmd *exec.Cmd) error {
 	}
 	if err := unix.Mount(ns, "/sys", "sysfs", flags, ""); err != nil {
 		return fmt.Errorf("mounting /sys for %s: %w", ns, err)
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting %s in %s: %w", cmd.Path, ns, err)
 	}
 	return nil
 }

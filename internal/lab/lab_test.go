@@ -605,7 +605,7 @@ func TestExecSeesTheHost(t *testing.T) {
 	newLab(t, name)
 	up(t, Config{Name: name, MTU: 4321})
 	var out bytes.Buffer
-	cmd := exec.Command("sh", "-c", "cat /sys/class/net/lab0/mtu; ls /sys/class/net")
+	cmd := exec.Command("sh", "-c", "cat /sys/class/net/lab0/mtu; ls /sys/class/net; cat /proc/sys/kernel/hostname")
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := Start(name, A, cmd); err != nil {
 		t.Fatal(err)
@@ -613,8 +613,11 @@ func TestExecSeesTheHost(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
-	if got := strings.Fields(out.String()); strings.Join(got, " ") != "4321 lab0 lo" {
-		t.Errorf("inside host a: %q, want the MTU 4321 and only lab0 and lo", out.String())
+	if got := strings.Fields(out.String()); strings.Join(got, " ") != "4321 lab0 lo lr-t-exec-a" {
+		t.Errorf("inside host a: %q, want the MTU 4321, only lab0 and lo, and the host's own name", out.String())
+	}
+	if h, _ := os.Hostname(); h == "lr-t-exec-a" {
+		t.Error("naming the lab host renamed this machine")
 	}
 	// The sysfs mount stayed in the command's mount namespace.
 	if _, err := os.Stat("/sys/class/net/lo"); err != nil {
