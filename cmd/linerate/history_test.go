@@ -139,7 +139,7 @@ func TestCampaignsEndToEnd(t *testing.T) {
 		t.Errorf("history lists %d runs, want %d", len(h.Runs), total)
 	}
 	out, _, _ = runCLI(t, "history", "--db", db, "--label", "iperf3-place")
-	if strings.Count(out, "iperf3") != 4 {
+	if strings.Count(out, " iperf3-place ") != 4 {
 		t.Errorf("history --label iperf3-place:\n%s", out)
 	}
 	out, errOut, code = runCLI(t, "compare", "iperf3-place", "iperf2-place", "--db", db, "--threshold", "90")

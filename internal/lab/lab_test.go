@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -225,8 +226,9 @@ func echo(t *testing.T, name string) {
 
 // TestCapped10GIperf3 measures the 10 Gbit/s cap with iperf3 inside the lab.
 // Every run must stay under 10.1 Gbit/s (the cap holds); the best of three
-// must reach 9.0 (the cap, not the machine, is the limit). Three tries,
-// because on a 2-core machine another process can steal a core for a run.
+// must reach 9.0 (the cap, not the machine, is the limit). Up to five
+// tries, sender and receiver pinned apart (-A 0,1), because on a 2-core
+// machine another process can steal a core for a run.
 func TestCapped10GIperf3(t *testing.T) {
 	const name = "t-iperf"
 	newLab(t, name)
@@ -235,7 +237,7 @@ func TestCapped10GIperf3(t *testing.T) {
 	}
 	up(t, Config{Name: name, Scenario: Capped10G})
 	best := 0.0
-	for try := 1; try <= 3 && best < 9.0; try++ {
+	for try := 1; try <= 5 && best < 9.0; try++ {
 		gbps := iperf3(t, name, 5)
 		t.Logf("try %d: %.2f Gbit/s", try, gbps)
 		if gbps > 10.1 {
@@ -275,7 +277,11 @@ func iperf3(t *testing.T, name string, seconds int) float64 {
 	for attempt := 0; ; attempt++ {
 		res = result{}
 		var out, stderr bytes.Buffer
-		cli := exec.Command("iperf3", "-c", AddrB, "-t", fmt.Sprint(seconds), "-J")
+		args := []string{"-c", AddrB, "-t", fmt.Sprint(seconds), "-J"}
+		if runtime.NumCPU() >= 2 {
+			args = append(args, "-A", "0,1") // sender and receiver apart
+		}
+		cli := exec.Command("iperf3", args...)
 		cli.Stdout, cli.Stderr = &out, &stderr
 		if err := Start(name, A, cli); err != nil {
 			t.Fatal(err)

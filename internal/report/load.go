@@ -461,9 +461,11 @@ func (h *hostSet) add(row *store.Run) error {
 		h.parsed[string(doc)] = &rep
 		reps[i] = &rep
 	}
-	// Both ends on one machine (a lab): the role tells them apart, also in
-	// later runs whose reports differ (a tuning changed the server's).
-	same := reps[0] != nil && reps[1] != nil && reps[0].Host.Hostname == reps[1].Host.Hostname
+	// Both ends with one hostname but different reports (two network
+	// namespaces of one machine): the role tells them apart, also in later
+	// runs whose reports differ (a tuning changed the server's). The same
+	// report at both ends (a test over loopback) is one host.
+	same := reps[0] != nil && reps[1] != nil && reps[0] != reps[1] && reps[0].Host.Hostname == reps[1].Host.Hostname
 	for i, rep := range reps {
 		if rep == nil {
 			continue
