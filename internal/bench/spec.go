@@ -197,8 +197,28 @@ func (s Spec) params(p Point) Params {
 // Command returns the command line that reproduces one point of the
 // campaign with a single run.
 func (s Spec) Command(p Point) string {
-	r := s.params(p)
-	args := []string{"linerate", "bench", s.Peer}
+	return s.commandLine([]int{p.Streams}, []Placement{p.Placement}, 1, true)
+}
+
+// CampaignCommand returns the command line that runs the whole campaign
+// again: its sweep, placements and repeats.
+func (s Spec) CampaignCommand() string {
+	streams := s.Streams
+	if len(streams) == 0 {
+		streams = []int{max(s.Run.Streams, 1)}
+	}
+	places := s.Placements
+	if len(places) == 0 {
+		places = []Placement{s.Run.Placement}
+	}
+	return s.commandLine(streams, places, s.Repeat, false)
+}
+
+// commandLine writes `linerate bench` with the spec's shared settings and
+// the given streams, placements and repeats; alwaysP writes -P 1 too.
+func (s Spec) commandLine(streams []int, places []Placement, repeat int, alwaysP bool) string {
+	r := s.Run.withDefaults()
+	args := []string{"linerate", "bench", shellQuote(s.Peer)}
 	if s.Engine != "" && s.Engine != "native" {
 		args = append(args, "--engine", s.Engine)
 	}
@@ -206,9 +226,31 @@ func (s Spec) Command(p Point) string {
 	if r.Omit > 0 {
 		args = append(args, "-O", durationArg(r.Omit))
 	}
-	args = append(args, "-P", strconv.Itoa(r.Streams))
-	if !r.Placement.Auto() {
-		args = append(args, "-A", r.Placement.String())
+	if r.Interval != time.Second {
+		args = append(args, "-i", durationArg(r.Interval))
+	}
+	switch {
+	case len(streams) > 1:
+		parts := make([]string, len(streams))
+		for i, n := range streams {
+			parts[i] = strconv.Itoa(n)
+		}
+		args = append(args, "--sweep-streams", strings.Join(parts, ","))
+	case alwaysP || streams[0] > 1:
+		args = append(args, "-P", strconv.Itoa(streams[0]))
+	}
+	switch {
+	case len(places) > 1:
+		parts := make([]string, len(places))
+		for i, p := range places {
+			parts[i] = p.String()
+		}
+		args = append(args, "--placements", shellQuote(strings.Join(parts, ";")))
+	case !places[0].Auto():
+		args = append(args, "-A", places[0].String())
+	}
+	if repeat > 1 {
+		args = append(args, "--repeat", strconv.Itoa(repeat))
 	}
 	switch r.Direction {
 	case engine.Receive:
@@ -225,6 +267,7 @@ func (s Spec) Command(p Point) string {
 	return strings.Join(args, " ")
 }
 
+// durationArg writes a duration as -t takes it: "10", "1m30s".
 func durationArg(d time.Duration) string {
 	if d%time.Second == 0 {
 		return strconv.FormatInt(int64(d/time.Second), 10)

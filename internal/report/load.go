@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/cpulist"
+	"github.com/linerate/linerate/internal/bench"
 	"github.com/linerate/linerate/internal/doctor"
 	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/store"
@@ -214,46 +215,6 @@ type storedPerftest struct {
 	P999Us        *float64 `json:"p99_9_us,omitempty"`
 }
 
-// storedPlacement is an -A pair as a campaign spec holds it.
-type storedPlacement struct {
-	Client []int `json:"client,omitempty"`
-	Server []int `json:"server,omitempty"`
-}
-
-// String is the -A form ("6,7"), "auto" when nothing was asked.
-func (p storedPlacement) String() string {
-	if p.Client == nil && p.Server == nil {
-		return "auto"
-	}
-	return cpulist.Format(p.Client) + "," + cpulist.Format(p.Server)
-}
-
-// storedParams are one run's settings (the runs' params column, and a
-// campaign spec's shared settings).
-type storedParams struct {
-	Streams   int              `json:"streams"`
-	Placement storedPlacement  `json:"placement"`
-	Duration  time.Duration    `json:"duration"`
-	Omit      time.Duration    `json:"omit"`
-	Interval  time.Duration    `json:"interval"`
-	Direction engine.Direction `json:"direction"`
-	Window    int              `json:"window,omitempty"`
-	Perftest  struct {
-		Test string `json:"test,omitempty"`
-	} `json:"perftest"`
-}
-
-// storedSpec is a campaign as asked.
-type storedSpec struct {
-	Engine     string            `json:"engine"`
-	Peer       string            `json:"peer"`
-	Label      string            `json:"label,omitempty"`
-	Repeat     int               `json:"repeat"`
-	Streams    []int             `json:"streams"`
-	Placements []storedPlacement `json:"placements"`
-	Run        storedParams      `json:"run"`
-}
-
 // storedSummary is linerate.campaign/v1 as bench writes it.
 type storedSummary struct {
 	Schema string `json:"schema"`
@@ -386,7 +347,7 @@ func perftestFrom(r *storedRun, row *store.Run) PerftestResult {
 // perftestTool names the perftest program of a run ("ib_write_bw"): from
 // the run's settings, else its command line, else what the tool printed.
 func perftestTool(r *storedRun, params json.RawMessage) string {
-	var p storedParams
+	var p bench.Params
 	if json.Unmarshal(params, &p) == nil && p.Perftest.Test != "" {
 		return p.Perftest.Test
 	}
@@ -518,11 +479,7 @@ func (l *loader) campaigns(ctx context.Context, st *store.Store) error {
 		if err := json.Unmarshal(c.Summary, &sum); err != nil {
 			return fmt.Errorf("campaign %d: its stored summary is not valid %s JSON: %w", id, CampaignSchema, err)
 		}
-		var spec storedSpec
-		if json.Unmarshal(c.Spec, &spec) != nil {
-			spec = storedSpec{} // no command then; the runs' own commands stand in
-		}
-		if rc, ok := campaignFrom(c, &sum, &spec, tcp); ok {
+		if rc, ok := campaignFrom(c, &sum, tcp); ok {
 			l.ds.Campaigns = append(l.ds.Campaigns, rc)
 		}
 	}
@@ -533,8 +490,8 @@ func (l *loader) campaigns(ctx context.Context, st *store.Store) error {
 // runs in have. A point whose runs are partly selected gets its median,
 // minimum and maximum from the selected runs, and no interval (the
 // stored one is of all its runs). ok is false when no run is left.
-func campaignFrom(c *store.Campaign, sum *storedSummary, spec *storedSpec, have map[int64]*storedRun) (Campaign, bool) {
-	out := Campaign{Schema: CampaignSchema, Label: cmp.Or(sum.Label, c.Label), Command: campaignCommand(spec),
+func campaignFrom(c *store.Campaign, sum *storedSummary, have map[int64]*storedRun) (Campaign, bool) {
+	out := Campaign{Schema: CampaignSchema, Label: cmp.Or(sum.Label, c.Label), Command: campaignCommand(c.Spec),
 		Explanation: slices.Clone(sum.Explanation)}
 	if out.Explanation == nil {
 		out.Explanation = []string{}
@@ -630,77 +587,12 @@ func bucketName(i, n int) string {
 
 // campaignCommand is the linerate bench command that makes the campaign
 // again; "" when the spec is not known.
-func campaignCommand(s *storedSpec) string {
-	if s.Peer == "" {
-		return ""
+func campaignCommand(spec json.RawMessage) string {
+	var s bench.Spec
+	if json.Unmarshal(spec, &s) != nil || s.Peer == "" || s.Run.Perftest.Test != "" {
+		return "" // the runs' own commands stand in; perftest results carry theirs
 	}
-	r := s.Run
-	args := []string{"linerate", "bench", shellQuote(s.Peer)}
-	if s.Engine != "" && s.Engine != "native" {
-		args = append(args, "--engine", s.Engine)
-	}
-	if r.Perftest.Test != "" {
-		return "" // the perftest results carry their own commands
-	}
-	args = append(args, "-t", durationArg(cmp.Or(r.Duration, 10*time.Second)))
-	if r.Omit > 0 {
-		args = append(args, "-O", durationArg(r.Omit))
-	}
-	if r.Interval > 0 && r.Interval != time.Second {
-		args = append(args, "-i", durationArg(r.Interval))
-	}
-	if len(s.Streams) > 1 {
-		parts := make([]string, len(s.Streams))
-		for i, n := range s.Streams {
-			parts[i] = strconv.Itoa(n)
-		}
-		args = append(args, "--sweep-streams", strings.Join(parts, ","))
-	} else {
-		n := r.Streams
-		if len(s.Streams) == 1 {
-			n = s.Streams[0]
-		}
-		if n > 1 {
-			args = append(args, "-P", strconv.Itoa(n))
-		}
-	}
-	places := s.Placements
-	if len(places) == 0 {
-		places = []storedPlacement{r.Placement}
-	}
-	if len(places) > 1 {
-		parts := make([]string, len(places))
-		for i, p := range places {
-			parts[i] = p.String()
-		}
-		args = append(args, "--placements", shellQuote(strings.Join(parts, ";")))
-	} else if p := places[0].String(); p != "auto" {
-		args = append(args, "-A", p)
-	}
-	if s.Repeat > 1 {
-		args = append(args, "--repeat", strconv.Itoa(s.Repeat))
-	}
-	switch r.Direction {
-	case engine.Receive:
-		args = append(args, "--reverse")
-	case engine.Bidir:
-		args = append(args, "--bidir")
-	}
-	if r.Window > 0 {
-		args = append(args, "--window", strconv.Itoa(r.Window))
-	}
-	if s.Label != "" {
-		args = append(args, "--label", shellQuote(s.Label))
-	}
-	return strings.Join(args, " ")
-}
-
-// durationArg writes a duration as -t takes it: "10", "1m30s".
-func durationArg(d time.Duration) string {
-	if d%time.Second == 0 {
-		return strconv.FormatInt(int64(d/time.Second), 10)
-	}
-	return d.String()
+	return s.CampaignCommand()
 }
 
 // loadTunes reads the journals the runs name (either end's), oldest
