@@ -15,8 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/bench"
+	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/doctor"
 	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/store"
@@ -175,70 +175,12 @@ func newestQuery(ctx context.Context, st *store.Store) (store.Query, error) {
 	return store.Query{IDs: []int64{all[len(all)-1].ID}}, nil
 }
 
-// The documents as stored. These mirror the JSON contracts of package
-// bench (linerate.bench/v1's additions to engine.Result, and
-// linerate.campaign/v1) rather than import it: the report reads the
-// contract, whatever program wrote it.
-
-// storedRun is one stored run read back.
+// storedRun is one stored run read back: the linerate.bench/v1 document
+// as package bench writes it.
 type storedRun struct {
-	engine.Result
-	Label    string          `json:"label,omitempty"`
-	Tool     *storedTool     `json:"tool,omitempty"`
-	Perftest *storedPerftest `json:"perftest,omitempty"`
+	bench.Run
 
 	campaignID int64 // 0: a run of its own
-}
-
-// storedTool is the external program that moved the bytes.
-type storedTool struct {
-	Name    string   `json:"name"`
-	Version string   `json:"version,omitempty"`
-	Client  []string `json:"client,omitempty"`
-	Server  []string `json:"server,omitempty"`
-}
-
-// storedPerftest is what a perftest tool reported.
-type storedPerftest struct {
-	Test          string   `json:"test,omitempty"`
-	Device        string   `json:"device,omitempty"`
-	MsgBytes      int64    `json:"msg_bytes"`
-	Iterations    int64    `json:"iterations"`
-	BWPeakGbps    *float64 `json:"bw_peak_gbps,omitempty"`
-	BWAverageGbps *float64 `json:"bw_average_gbps,omitempty"`
-	MsgRateMpps   *float64 `json:"msg_rate_mpps,omitempty"`
-	TMinUs        *float64 `json:"t_min_us,omitempty"`
-	TMaxUs        *float64 `json:"t_max_us,omitempty"`
-	TTypicalUs    *float64 `json:"t_typical_us,omitempty"`
-	TAvgUs        *float64 `json:"t_avg_us,omitempty"`
-	P99Us         *float64 `json:"p99_us,omitempty"`
-	P999Us        *float64 `json:"p99_9_us,omitempty"`
-}
-
-// storedSummary is linerate.campaign/v1 as bench writes it.
-type storedSummary struct {
-	Schema string `json:"schema"`
-	Label  string `json:"label,omitempty"`
-	Points []struct {
-		Streams    int       `json:"streams"`
-		Placement  string    `json:"placement"`
-		RunIDs     []int64   `json:"run_ids"`
-		MedianGbps float64   `json:"median_gbps"`
-		MinGbps    float64   `json:"min_gbps"`
-		MaxGbps    float64   `json:"max_gbps"`
-		CI95Gbps   []float64 `json:"ci95_gbps"`
-		Buckets    []struct {
-			RunIDs     []int64 `json:"run_ids"`
-			MedianGbps float64 `json:"median_gbps"`
-			Softirq    []int   `json:"receiver_softirq_cpus"`
-		} `json:"buckets"`
-	} `json:"points"`
-	Best *struct {
-		Streams    int     `json:"streams"`
-		Placement  string  `json:"placement"`
-		MedianGbps float64 `json:"median_gbps"`
-	} `json:"best"`
-	Explanation []string `json:"explanation"`
 }
 
 // loader gathers the dataset run by run.
@@ -475,7 +417,7 @@ func (l *loader) campaigns(ctx context.Context, st *store.Store) error {
 		if len(c.Summary) == 0 {
 			continue
 		}
-		var sum storedSummary
+		var sum bench.Summary
 		if err := json.Unmarshal(c.Summary, &sum); err != nil {
 			return fmt.Errorf("campaign %d: its stored summary is not valid %s JSON: %w", id, CampaignSchema, err)
 		}
@@ -490,7 +432,7 @@ func (l *loader) campaigns(ctx context.Context, st *store.Store) error {
 // runs in have. A point whose runs are partly selected gets its median,
 // minimum and maximum from the selected runs, and no interval (the
 // stored one is of all its runs). ok is false when no run is left.
-func campaignFrom(c *store.Campaign, sum *storedSummary, have map[int64]*storedRun) (Campaign, bool) {
+func campaignFrom(c *store.Campaign, sum *bench.Summary, have map[int64]*storedRun) (Campaign, bool) {
 	out := Campaign{Schema: CampaignSchema, Label: cmp.Or(sum.Label, c.Label), Command: campaignCommand(c.Spec),
 		Explanation: slices.Clone(sum.Explanation)}
 	if out.Explanation == nil {
@@ -508,8 +450,8 @@ func campaignFrom(c *store.Campaign, sum *storedSummary, have map[int64]*storedR
 		p := Point{Streams: sp.Streams, Placement: sp.Placement, RunIDs: ids,
 			MedianGbps: sp.MedianGbps, MinGbps: sp.MinGbps, MaxGbps: sp.MaxGbps}
 		if whole {
-			if len(sp.CI95Gbps) == 2 && known(sp.CI95Gbps[0]) && known(sp.CI95Gbps[1]) {
-				p.CI95Gbps = slices.Clone(sp.CI95Gbps)
+			if lo, hi := sp.CI95Gbps[0], sp.CI95Gbps[1]; known(lo) && known(hi) && hi > 0 {
+				p.CI95Gbps = []float64{lo, hi}
 			}
 		} else {
 			vals := gbpsOf(ids, have)
