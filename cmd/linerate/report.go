@@ -23,6 +23,7 @@ type reportFlags struct {
 	stateDir string
 	out      string
 	title    string
+	json     bool
 }
 
 func newReportCmd(env *cliEnv) *cobra.Command {
@@ -63,6 +64,7 @@ the journal's ID only.`,
 	fl.StringVar(&f.stateDir, "state-dir", "", "linerate's state directory: tune journals in DIR/tune, the database DIR/results.db (default "+statedir.Dir()+")")
 	fl.StringVarP(&f.out, "output", "o", "", "the report file: FILE.html, FILE.htm or FILE.md (required)")
 	fl.StringVar(&f.title, "title", "", "the report's title (default: made from the hosts)")
+	fl.BoolVar(&f.json, "json", false, "say what was written as a "+reportSchema+" JSON document (the verdict, the runs, hosts and journals in the report)")
 	return cmd
 }
 
@@ -131,6 +133,9 @@ func runReport(cmd *cobra.Command, env *cliEnv, f reportFlags) error {
 	if err != nil {
 		return fmt.Errorf("%w (does the directory exist and can you write to it?)", err)
 	}
+	if f.json {
+		return writeJSON(env.stdout, reportSummary(f.out, format, m, ds))
+	}
 	fmt.Fprintf(env.stdout, "report written to %s: %s\n", f.out, reportContents(ds))
 	if format == "markdown" {
 		stem := strings.TrimSuffix(f.out, filepath.Ext(f.out))
@@ -184,4 +189,36 @@ func reportContents(ds *report.Dataset) string {
 		parts = append(parts, count(len(ds.Tunes), "tune journal", "tune journals"))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// reportSchema names the JSON document `linerate report --json` prints.
+const reportSchema = "linerate.report/v1"
+
+// reportDoc is what `report --json` says of the report it wrote.
+type reportDoc struct {
+	Schema    string   `json:"schema"`
+	Output    string   `json:"output"`
+	Format    string   `json:"format"`
+	Title     string   `json:"title"`
+	Verdict   string   `json:"verdict"`
+	RunIDs    []int64  `json:"run_ids"`
+	Campaigns int      `json:"campaigns"`
+	Perftest  int      `json:"perftest_results"`
+	Hosts     []string `json:"hosts"`
+	Tunes     []string `json:"tune_journals"`
+}
+
+func reportSummary(out, format string, m *report.Model, ds *report.Dataset) reportDoc {
+	d := reportDoc{Schema: reportSchema, Output: out, Format: format, Title: m.Title, Verdict: m.Verdict,
+		RunIDs: []int64{}, Campaigns: len(ds.Campaigns), Perftest: len(ds.Perftest), Hosts: []string{}, Tunes: []string{}}
+	for _, r := range ds.Runs {
+		d.RunIDs = append(d.RunIDs, r.Result.RunID)
+	}
+	for _, h := range ds.Hosts {
+		d.Hosts = append(d.Hosts, h.Host.Hostname)
+	}
+	for _, j := range ds.Tunes {
+		d.Tunes = append(d.Tunes, j.ID)
+	}
+	return d
 }

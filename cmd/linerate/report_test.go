@@ -98,6 +98,29 @@ func TestReportCommand(t *testing.T) {
 		}
 	})
 
+	t.Run("json", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "r.html")
+		stdout, stderr, code := runCLI(t, "report", "--db", db, "-o", out, "--json")
+		if code != exitOK {
+			t.Fatalf("exit %d, stderr %q", code, stderr)
+		}
+		var doc struct {
+			Schema, Output, Format, Verdict string
+			RunIDs                          []int64 `json:"run_ids"`
+			Campaigns                       int
+		}
+		if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+			t.Fatalf("%v: %s", err, stdout)
+		}
+		if doc.Schema != "linerate.report/v1" || doc.Output != out || doc.Format != "html" || len(doc.RunIDs) != 3 || doc.Campaigns != 1 ||
+			!strings.HasPrefix(doc.Verdict, "Achieved ") {
+			t.Errorf("report --json: %+v", doc)
+		}
+		if _, err := os.Stat(out); err != nil {
+			t.Error(err)
+		}
+	})
+
 	t.Run("markdown, state dir, union", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "r.md")
 		stdout, stderr, code := runCLI(t, "report", "--state-dir", dir, "--run", "1", "--label", "tuned", "--title", "crow | test", "-o", out)
