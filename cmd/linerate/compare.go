@@ -76,7 +76,7 @@ func runCompare(cmd *cobra.Command, env *cliEnv, a, b string, f compareFlags) er
 	if f.threshold < 0 || math.IsNaN(f.threshold) {
 		return fmt.Errorf("--threshold %v: give a percentage, e.g. 5", f.threshold)
 	}
-	db, err := store.Open(cmd.Context(), f.db)
+	db, err := openResults(cmd.Context(), f.db)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -103,5 +104,24 @@ func TestCompare(t *testing.T) {
 	_, errOut, code = runCLI(t, "compare", "base", "nosuch", "--db", db)
 	if code != 2 || !strings.Contains(errOut, `"nosuch" is neither a run ID nor a label`) {
 		t.Errorf("unknown ref: exit %d %s", code, errOut)
+	}
+}
+
+// TestReadersDoNotCreate: history, compare and report on a database that
+// does not exist say so and exit 2, and leave no database behind.
+func TestReadersDoNotCreate(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "nope", "results.db")
+	for _, args := range [][]string{
+		{"history", "--db", db},
+		{"compare", "1", "2", "--db", db},
+		{"report", "--db", db, "-o", filepath.Join(t.TempDir(), "r.html")},
+	} {
+		_, stderr, code := runCLI(t, args...)
+		if code != 2 || !strings.Contains(stderr, "no results database at "+db) {
+			t.Errorf("%v: exit %d, %q", args, code, stderr)
+		}
+		if _, err := os.Stat(filepath.Dir(db)); err == nil {
+			t.Fatalf("%v created %s", args, filepath.Dir(db))
+		}
 	}
 }

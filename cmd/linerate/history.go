@@ -72,7 +72,7 @@ func runHistory(cmd *cobra.Command, env *cliEnv, f historyFlags) error {
 	if f.limit < 0 {
 		return fmt.Errorf("--last %d: must be positive", f.limit)
 	}
-	db, err := store.Open(cmd.Context(), f.db)
+	db, err := openResults(cmd.Context(), f.db)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -101,13 +102,7 @@ func runReport(cmd *cobra.Command, env *cliEnv, f reportFlags) error {
 	case dbPath == "":
 		dbPath = store.DefaultPath()
 	}
-	// Reading must not create: a mistyped --db would leave an empty database behind.
-	if _, err := os.Stat(dbPath); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("no results database at %s: run 'linerate bench PEER' first, or name the database with --db", dbPath)
-	} else if err != nil {
-		return fmt.Errorf("results database %s: %w", dbPath, err)
-	}
-	db, err := store.Open(cmd.Context(), dbPath)
+	db, err := openResults(cmd.Context(), dbPath)
 	if err != nil {
 		return err
 	}
@@ -221,4 +216,19 @@ func reportSummary(out, format string, m *report.Model, ds *report.Dataset) repo
 		d.Tunes = append(d.Tunes, j.ID)
 	}
 	return d
+}
+
+// openResults opens an existing results database (path "" is the default
+// one) for reading. Reading must not create: a mistyped --db would leave
+// an empty database behind.
+func openResults(ctx context.Context, path string) (*store.Store, error) {
+	if path == "" {
+		path = store.DefaultPath()
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no results database at %s: run 'linerate bench PEER' first, or name the database with --db", path)
+	} else if err != nil {
+		return nil, fmt.Errorf("results database %s: %w", path, err)
+	}
+	return store.Open(ctx, path)
 }

@@ -63,10 +63,14 @@ func (d *Perftest) Check() error {
 	if !slices.Contains(perftestTools, test) {
 		return fmt.Errorf("perftest tool %q: linerate runs %s", test, strings.Join(perftestTools, ", "))
 	}
+	// The device first: without one, installing perftest would not help.
+	if err := checkRDMA(fsOr(d.FS)); err != nil {
+		return err
+	}
 	if _, err := exec.LookPath(test); err != nil {
 		return missingTool(test, "perftest")
 	}
-	return checkRDMA(fsOr(d.FS))
+	return nil
 }
 
 // checkRDMA finds an RDMA device under /sys/class/infiniband.

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/json"
+	"errors"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/linerate/linerate/internal/hostfs"
 )
 
 func TestToolServerAllowlist(t *testing.T) {
@@ -104,5 +107,24 @@ func TestAgentToolsRefuse(t *testing.T) {
 	defer p.Stop()
 	if got := strings.Join(argv, " "); got != "iperf3 -s -1 -p 5299 -B 127.0.0.1" {
 		t.Errorf("argv %q: the tool must bind where the agent listens", got)
+	}
+}
+
+// TestPerftestNeedsRDMA: without an RDMA device the perftest driver says
+// so in one line, whether perftest is installed or not.
+func TestPerftestNeedsRDMA(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(root+"/sys/class/infiniband", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := hostfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	err = (&Perftest{FS: fs}).Check()
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "no RDMA device") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("Check without an RDMA device: %v", err)
 	}
 }

@@ -213,8 +213,10 @@ func processesIn(ns string) []string {
 // journals record as the namespace they changed.
 func NetNSInode(name string, h Host) (uint64, error) {
 	var st unix.Stat_t
-	if err := unix.Stat(nsPath(Namespace(name, h)), &st); err != nil {
-		return 0, fmt.Errorf("lab %s has no host %s: %w", name, h, err)
+	if err := unix.Stat(nsPath(Namespace(name, h)), &st); errors.Is(err, unix.ENOENT) {
+		return 0, fmt.Errorf("lab %s has no host %s (%s does not exist)", name, h, Namespace(name, h))
+	} else if err != nil {
+		return 0, fmt.Errorf("lab %s, host %s: %w", name, h, err)
 	}
 	return st.Ino, nil
 }
