@@ -506,3 +506,35 @@ func TestVerdictBranches(t *testing.T) {
 		}
 	}
 }
+
+// TestTuneMedianRounding: the tuning figures of the verdict and of the
+// tuning section are rounded as bench rounds a campaign's median (to 3
+// decimals, then shown with 2), so that the same runs never show as 5.01
+// in one place and 5.00 in another.
+func TestTuneMedianRounding(t *testing.T) {
+	run := func(id int64, gbit float64, tune string) Run {
+		r := Run{TuneID: tune}
+		r.Result.RunID = id
+		r.Result.Start.Client.Hostname, r.Result.Start.Server.Hostname = "a", "b"
+		r.Result.End.Seconds = 5
+		r.Result.End.SumReceived.BitsPerSecond = gbit * 1e9
+		return r
+	}
+	ds := Dataset{
+		Runs: []Run{run(1, 4.9, ""), run(2, 5.0050727, ""), run(3, 5.1, ""), run(4, 9, "j1"), run(5, 9.2, "j1"), run(6, 9.4, "j1")},
+		Campaigns: []Campaign{{Schema: CampaignSchema, Points: []Point{{Streams: 1, Placement: "auto", RunIDs: []int64{1, 2, 3},
+			MedianGbps: 5.005, MinGbps: 4.9, MaxGbps: 5.1}}, Explanation: []string{}}},
+		Tunes: []TuneJournal{{ID: "j1", Host: "b", Changes: []TuneChange{{Kind: "sysctl", Target: "net.ipv4.tcp_rmem", Before: "1", After: "2"}}}},
+	}
+	m, err := Build(ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "took the median from " + gbps(5.005) + " to 9.20 Gbit/s"; !strings.Contains(m.Verdict, want) {
+		t.Errorf("verdict %q lacks %q (the campaign table shows %s)", m.Verdict, want, gbps(5.005))
+	}
+	page := renderHTML(t, ds)
+	if want := "Median throughput went from " + gbps(5.005) + " to"; !strings.Contains(string(page), want) {
+		t.Errorf("the tuning section lacks %q", want)
+	}
+}

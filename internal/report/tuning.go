@@ -80,12 +80,16 @@ func (b *builder) tuneNote() string {
 	return ""
 }
 
+// medianGbps is the runs' median throughput, rounded to 3 decimals as
+// bench rounds a campaign point's median: the same runs show the same
+// figure in the results and the tuning sections (rounding the raw median
+// straight to 2 decimals could differ in the last digit).
 func medianGbps(runs []*Run) float64 {
 	vals := make([]float64, 0, len(runs))
 	for _, r := range runs {
 		vals = append(vals, runGbps(&r.Result))
 	}
-	return median(vals)
+	return round3(median(vals))
 }
 
 // beforeAfter compares the runs on the journal's host without a tune with
