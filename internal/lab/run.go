@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/linerate/linerate/internal/tune"
 )
 
 // RunSchema names the JSON summary the demo writes to its output directory.
@@ -230,6 +232,13 @@ func Run(ctx context.Context, rc RunConfig) (res *RunResult, err error) {
 		// ctx may be the reason we are leaving.
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
+		// What tune changed goes back first, also after a failure or
+		// Ctrl-C: in a lab, its sysctls die with the namespace, but a
+		// change outside it (a CPU governor) would outlive the demo.
+		if sr := d.revertTune(dctx, dir); sr != nil {
+			res.Steps = append(res.Steps, *sr)
+			report(progress, *sr)
+		}
 		if werr := writeSummary(res); werr != nil {
 			err = errors.Join(err, werr)
 		}
@@ -246,12 +255,7 @@ func Run(ctx context.Context, rc RunConfig) (res *RunResult, err error) {
 	for _, st := range demoSteps() {
 		sr := runStep(ctx, d, dir, st)
 		res.Steps = append(res.Steps, sr)
-		switch sr.Status {
-		case StepFailed:
-			fmt.Fprintf(progress, "failed: %s: %s (output in %s)\n", sr.Name, sr.Detail, sr.Output)
-		default:
-			fmt.Fprintf(progress, "%s: %s (output in %s)\n", sr.Status, sr.Name, sr.Output)
-		}
+		report(progress, sr)
 	}
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("demo interrupted: %w", context.Cause(ctx))
@@ -261,6 +265,32 @@ func Run(ctx context.Context, rc RunConfig) (res *RunResult, err error) {
 		fmt.Fprintf(progress, "report: %s\n", res.Report)
 	}
 	return res, nil
+}
+
+// report prints a step's outcome as a progress line.
+func report(progress io.Writer, sr StepResult) {
+	switch sr.Status {
+	case StepFailed:
+		fmt.Fprintf(progress, "failed: %s: %s (output in %s)\n", sr.Name, sr.Detail, sr.Output)
+	default:
+		fmt.Fprintf(progress, "%s: %s (output in %s)\n", sr.Status, sr.Name, sr.Output)
+	}
+}
+
+// revertTune undoes the demo's tune in host b when it left changes to
+// revert (a journal in the demo's state), and returns the step; nil when
+// there is nothing to revert.
+func (d *demo) revertTune(ctx context.Context, dir string) *StepResult {
+	ino, err := NetNSInode(d.name, B)
+	if err != nil {
+		return nil
+	}
+	j, err := tune.Last(filepath.Join(d.state, "tune"), ino)
+	if err != nil || j == nil {
+		return nil // no journal with changes: tune did not run, or changed nothing
+	}
+	sr := runStep(ctx, d, dir, step{"tune revert", "tune-revert.txt", linerateIn(B, "tune", "revert", j.ID)})
+	return &sr
 }
 
 // runStep runs one step with its output in dir/st.file.

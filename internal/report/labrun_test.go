@@ -55,10 +55,15 @@ func TestLabRunReport(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
 		t.Fatalf("lab run --json: %v\n%s", err, stdout.String())
 	}
+	reverted := false
 	for _, s := range sum.Steps {
 		if s.Status != "ok" && s.Status != "findings" {
 			t.Errorf("step %s: %s %s", s.Name, s.Status, s.Detail)
 		}
+		reverted = reverted || s.Name == "tune revert"
+	}
+	if !reverted {
+		t.Error("the demo did not revert its tune: a change outside the lab (a governor) would outlive it")
 	}
 	if sum.Report != filepath.Join(out, "report.html") || !strings.Contains(stderr.String(), "report: "+sum.Report) {
 		t.Fatalf("the demo names its report %q; progress:\n%s", sum.Report, stderr.String())
