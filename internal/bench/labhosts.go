@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -69,7 +68,16 @@ func (l *LabHosts) StartServer(ctx context.Context, t ToolServer) (ServerProc, [
 		return nil, nil, err
 	}
 	argv = pinned(t.CPUs, argv)
-	s, err := startLocalServer(argv, func(cmd *exec.Cmd) error { return lab.Start(l.Name, lab.B, cmd) })
+	// No Pdeathsig: lab.Start forks from a thread that ends right after,
+	// which would kill the server at once. A server left by a killed bench
+	// ends with its lab (lab down), or, for iperf3 -1, after one test.
+	s, err := startLocalServer(argv, func(cmd *exec.Cmd, started chan<- error) {
+		err := lab.Start(l.Name, lab.B, cmd)
+		started <- err
+		if err == nil {
+			cmd.Wait()
+		}
+	})
 	return s, argv, err
 }
 
@@ -80,18 +88,23 @@ type localServer struct {
 	done chan struct{}
 }
 
-func startLocalServer(argv []string, start func(*exec.Cmd) error) (*localServer, error) {
+// startLocalServer starts argv through run, which starts the command,
+// says on started whether that worked, and if it did waits for it to end
+// (run goes on a goroutine of its own: the thread that forks a child may
+// have to last as long as the child).
+func startLocalServer(argv []string, run func(cmd *exec.Cmd, started chan<- error)) (*localServer, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
-	// No Pdeathsig: lab.Start forks from a thread that ends right after,
-	// which would kill the server at once. A server left by a killed bench
-	// ends with its lab (lab down), or, for iperf3 -1, after one test.
-	if err := start(cmd); err != nil {
+	s := &localServer{cmd: cmd, out: out, done: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		defer close(s.done)
+		run(cmd, started)
+	}()
+	if err := <-started; err != nil {
 		return nil, fmt.Errorf("starting %s on the server: %w", argv[0], err)
 	}
-	s := &localServer{cmd: cmd, out: out, done: make(chan struct{})}
-	go func() { cmd.Wait(); close(s.done) }()
 	return s, nil
 }
 
@@ -114,22 +127,37 @@ func (s *localServer) Stop() (float64, string, error) {
 	return 0, s.out.String(), fmt.Errorf("%s did not exit after SIGKILL", s.cmd.Path)
 }
 
-// lockedBuffer is a bytes.Buffer a process may write while we read.
+// serverOutputMax bounds what is kept of a tool server's output: its last
+// 64 KiB. A server anyone can reach (iperf -s takes no token) could
+// otherwise fill the agent's memory by printing.
+const serverOutputMax = 64 << 10
+
+// lockedBuffer keeps the last serverOutputMax bytes a process writes,
+// safe to read while it writes.
 type lockedBuffer struct {
 	mu sync.Mutex
-	b  bytes.Buffer
+	b  []byte
 }
 
 func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.b.Write(p)
+	n := len(p)
+	if len(p) >= serverOutputMax {
+		p = p[len(p)-serverOutputMax:]
+		l.b = l.b[:0]
+	}
+	if over := len(l.b) + len(p) - serverOutputMax; over > 0 {
+		l.b = append(l.b[:0], l.b[over:]...)
+	}
+	l.b = append(l.b, p...)
+	return n, nil
 }
 
 func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.b.String()
+	return string(l.b)
 }
 
 // Doctor returns the linerate.doctor/v1 report of lab host h, for its

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -112,28 +113,36 @@ func validDevice(s string) bool {
 }
 
 // StartToolServer starts t on this host, pinned to t.CPUs: what the agent
-// does for a remote client. The child inherits the CPU affinity of the
-// thread that forks it, so the fork happens on a thread whose affinity is
-// set first, and which is thrown away afterwards so that no other
-// goroutine inherits the pinning.
+// does for a remote client. The server dies with the agent (Pdeathsig), so
+// a killed agent leaves no port open. That signal comes when the thread
+// that forked the server ends, so the fork happens on a thread held for
+// the server's whole life — its affinity set first, for the child to
+// inherit — and thrown away after, so that no other goroutine inherits
+// the pinning.
 func StartToolServer(t ToolServer) (ServerProc, error) {
 	argv, err := t.Argv()
 	if err != nil {
 		return nil, err
 	}
-	return startLocalServer(argv, func(cmd *exec.Cmd) error {
-		if len(t.CPUs) == 0 {
-			return cmd.Start()
-		}
-		return osthread.Throwaway(func() error {
-			var set unix.CPUSet
-			for _, c := range t.CPUs {
-				set.Set(c)
+	return startLocalServer(argv, func(cmd *exec.Cmd, started chan<- error) {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		osthread.Throwaway(func() error {
+			if len(t.CPUs) > 0 {
+				var set unix.CPUSet
+				for _, c := range t.CPUs {
+					set.Set(c)
+				}
+				if err := unix.SchedSetaffinity(0, &set); err != nil {
+					started <- fmt.Errorf("pinning %s to CPUs %v: %w", t.Tool, t.CPUs, err)
+					return nil
+				}
 			}
-			if err := unix.SchedSetaffinity(0, &set); err != nil {
-				return fmt.Errorf("pinning %s to CPUs %v: %w", t.Tool, t.CPUs, err)
+			err := cmd.Start()
+			started <- err
+			if err == nil {
+				cmd.Wait()
 			}
-			return cmd.Start()
+			return nil
 		})
 	})
 }

@@ -3,11 +3,13 @@ package bench
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -126,5 +128,78 @@ func TestPerftestNeedsRDMA(t *testing.T) {
 	var ue *UnavailableError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "no RDMA device") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("Check without an RDMA device: %v", err)
+	}
+}
+
+// TestServerOutputBounded: a tool server's output is kept to its last
+// serverOutputMax bytes, however much it prints.
+func TestServerOutputBounded(t *testing.T) {
+	var b lockedBuffer
+	line := []byte(strings.Repeat("x", 999) + "\n")
+	for range 1000 {
+		if n, err := b.Write(line); n != len(line) || err != nil {
+			t.Fatalf("Write = %d, %v", n, err)
+		}
+	}
+	b.Write([]byte("the end\n"))
+	got := b.String()
+	if len(got) != serverOutputMax || !strings.HasSuffix(got, "x\nthe end\n") {
+		t.Errorf("kept %d bytes ending %q", len(got), got[max(0, len(got)-12):])
+	}
+	b.Write(make([]byte, 3*serverOutputMax))
+	if len(b.String()) != serverOutputMax {
+		t.Errorf("after one huge write: %d bytes", len(b.String()))
+	}
+}
+
+// toolServerHolder stands in for an agent: it starts an iperf3 server the
+// way the agent does, prints its PID and waits to be killed.
+func toolServerHolder(port string) int {
+	p, _ := strconv.Atoi(port)
+	srv, err := StartToolServer(ToolServer{Tool: "iperf3", Port: p, Bind: "127.0.0.1", CPUs: []int{0}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	fmt.Println(srv.(*localServer).cmd.Process.Pid)
+	select {}
+}
+
+// TestToolServerDiesWithAgent: an agent killed with SIGKILL takes the tool
+// servers it started with it, so no port stays open that nobody asked
+// for.
+func TestToolServerDiesWithAgent(t *testing.T) {
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Fatal("iperf3 is not installed: apt-get install iperf3")
+	}
+	const port = "5298"
+	holder := exec.Command(os.Args[0], "-test.run=^$")
+	holder.Env = append(os.Environ(), "BENCH_TEST_TOOL_PORT="+port)
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Fscan(out, &pid); err != nil || pid <= 0 {
+		holder.Process.Kill()
+		holder.Wait()
+		t.Fatalf("no tool server PID: %v", err)
+	}
+	holder.Process.Kill()
+	holder.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil || strings.Contains(string(b), ") Z ") {
+			break // gone, or a zombie waiting for init to reap it
+		}
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("tool server %d outlived its agent by 5 s", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
