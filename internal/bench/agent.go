@@ -100,18 +100,14 @@ func (a *AgentHosts) Facts() (engine.HostInfo, engine.HostInfo) {
 	return a.local(), a.agent
 }
 
-// StartServer asks the agent for t. The session lasts until ctx's
-// deadline (the driver's bound on the run) at most.
-func (a *AgentHosts) StartServer(ctx context.Context, t ToolServer) (ServerProc, []string, error) {
+// StartServer asks the agent for t, for a run of length: the agent stops
+// the server its grace after that at the latest.
+func (a *AgentHosts) StartServer(ctx context.Context, t ToolServer, length time.Duration) (ServerProc, []string, error) {
 	spec, err := json.Marshal(t)
 	if err != nil {
 		return nil, nil, err
 	}
-	d := time.Hour
-	if dl, ok := ctx.Deadline(); ok {
-		d = time.Until(dl)
-	}
-	ts, err := engine.StartTool(ctx, engine.ToolConfig{Peer: a.Peer, Token: a.Token, Server: spec, Duration: d, Interval: a.Interval})
+	ts, err := engine.StartTool(ctx, engine.ToolConfig{Peer: a.Peer, Token: a.Token, Server: spec, Duration: length, Interval: a.Interval})
 	if err != nil {
 		return nil, nil, err
 	}

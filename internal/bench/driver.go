@@ -43,9 +43,10 @@ type Hosts interface {
 	Addr() string
 	// StartClient starts cmd on the client's host.
 	StartClient(cmd *exec.Cmd) error
-	// StartServer starts a tool server on the server's host and returns
-	// it with its command line.
-	StartServer(ctx context.Context, t ToolServer) (ServerProc, []string, error)
+	// StartServer starts a tool server on the server's host, for a run of
+	// length (the tool's duration and warm-up; whoever starts it adds its
+	// own grace), and returns it with its command line.
+	StartServer(ctx context.Context, t ToolServer, length time.Duration) (ServerProc, []string, error)
 	// Facts describes the two ends for the run's start section.
 	Facts() (client, server engine.HostInfo)
 	// Iface is the client's interface toward the peer, "" when unknown;

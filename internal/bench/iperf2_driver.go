@@ -75,7 +75,7 @@ func (d *Iperf2) Run(ctx context.Context, p Params, live func(engine.Interval)) 
 	ctx, cancel := withTimeout(ctx, p)
 	defer cancel()
 	port := strconv.Itoa(iperf2Port)
-	srv, srvArgv, err := d.Hosts.StartServer(ctx, ToolServer{Tool: "iperf", Port: iperf2Port, Bind: d.Hosts.Addr(), CPUs: p.Placement.Server})
+	srv, srvArgv, err := d.Hosts.StartServer(ctx, ToolServer{Tool: "iperf", Port: iperf2Port, Bind: d.Hosts.Addr(), CPUs: p.Placement.Server}, p.Duration+p.Omit)
 	if err != nil {
 		return nil, err
 	}

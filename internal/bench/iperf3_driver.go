@@ -89,7 +89,7 @@ func (d *Iperf3) Run(ctx context.Context, p Params, live func(engine.Interval)) 
 	ctx, cancel := withTimeout(ctx, p)
 	defer cancel()
 	// -A pins the server: iperf3 passes the client's choice to it.
-	srv, srvArgv, err := d.Hosts.StartServer(ctx, ToolServer{Tool: "iperf3", Port: iperf3Port, Bind: d.Hosts.Addr()})
+	srv, srvArgv, err := d.Hosts.StartServer(ctx, ToolServer{Tool: "iperf3", Port: iperf3Port, Bind: d.Hosts.Addr()}, p.Duration+p.Omit)
 	if err != nil {
 		return nil, err
 	}

@@ -62,7 +62,7 @@ func (l *LabHosts) Facts() (engine.HostInfo, engine.HostInfo) {
 // StartServer starts t in host b, pinned with taskset(1) when it names
 // CPUs (lab.Start forks from a thread of its own, so the thread-affinity
 // way StartToolServer pins does not reach the child here).
-func (l *LabHosts) StartServer(ctx context.Context, t ToolServer) (ServerProc, []string, error) {
+func (l *LabHosts) StartServer(ctx context.Context, t ToolServer, _ time.Duration) (ServerProc, []string, error) {
 	argv, err := t.Argv()
 	if err != nil {
 		return nil, nil, err

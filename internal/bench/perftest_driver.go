@@ -94,7 +94,7 @@ func (d *Perftest) Run(ctx context.Context, p Params, live func(engine.Interval)
 	ctx, cancel := withTimeout(ctx, p)
 	defer cancel()
 	pp := p.Perftest.withDefaults()
-	srv, srvArgv, err := d.Hosts.StartServer(ctx, ToolServer{Tool: pp.Test, CPUs: p.Placement.Server, Perftest: pp, Streams: p.Streams})
+	srv, srvArgv, err := d.Hosts.StartServer(ctx, ToolServer{Tool: pp.Test, CPUs: p.Placement.Server, Perftest: pp, Streams: p.Streams}, p.Duration+p.Omit)
 	if err != nil {
 		return nil, err
 	}

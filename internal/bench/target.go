@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"strings"
 	"time"
@@ -160,14 +161,15 @@ func agentTarget(ctx context.Context, cfg TargetConfig) (*Target, error) {
 		t.Notes = append(t.Notes, "doctor on this host: "+err.Error())
 	}
 	doc, host, err := engine.FetchDoctor(ctx, peer, cfg.Token)
-	var pe *engine.PeerError
 	switch {
-	case errors.As(err, &pe) && !pe.Busy:
-		t.Notes = append(t.Notes, "doctor on the agent's host: "+err.Error())
-	case err != nil:
+	case err == nil:
+		t.ServerDoctor, t.ServerTune = doc, host.TuneJournal
+	case agentUnusable(err):
 		return nil, err
 	default:
-		t.ServerDoctor, t.ServerTune = doc, host.TuneJournal
+		// The agent answers but its doctor did not: the runs go on
+		// without its report.
+		t.Notes = append(t.Notes, "doctor on the agent's host: "+err.Error())
 	}
 	t.Driver = agentDriver(cfg, peer)
 	return t, nil
@@ -186,4 +188,17 @@ func withDefaultPort(peer string, port int) string {
 		port = engine.DefaultPort
 	}
 	return engine.WithPort(peer, port)
+}
+
+// agentUnusable reports whether err means no run could work either: the
+// agent cannot be reached, refuses the token, or is busy.
+func agentUnusable(err error) bool {
+	var pe *engine.PeerError
+	var op *net.OpError
+	return errors.Is(err, engine.ErrAuth) || errors.As(err, &pe) && pe.Busy ||
+		errors.As(err, &op) && op.Op == "dial" || ctxDone(err)
+}
+
+func ctxDone(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }

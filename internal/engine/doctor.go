@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 )
 
 // An agent tells an authenticated client its doctor report, so that a
@@ -38,7 +39,7 @@ func (ss *session) serveDoctor() {
 		ss.refuse(errors.New("this agent does not report its doctor findings"))
 		return
 	}
-	rep, err := ss.srv.Doctor(ss.host.Iface)
+	rep, err := ss.runDoctor()
 	if err != nil {
 		ss.refuse(fmt.Errorf("doctor on the agent's host: %w", err))
 		return
@@ -53,6 +54,43 @@ func (ss *session) serveDoctor() {
 		return
 	}
 	ss.log.Info("doctor report sent", "bytes", len(rep))
+}
+
+// defaultDoctorBudget bounds how long a client's doctor request holds the
+// agent: doctor reads sysfs, procfs and netlink, and a wedged NIC can make
+// such a read hang. It is below the client's wait for the answer.
+const defaultDoctorBudget = 10 * time.Second
+
+// runDoctor runs the agent's Doctor within its budget. A doctor that
+// overruns is left to finish on its own goroutine, and no other starts
+// until it has: stuck reads do not pile up.
+func (ss *session) runDoctor() (json.RawMessage, error) {
+	if !ss.srv.doctoring.CompareAndSwap(false, true) {
+		return nil, errors.New("an earlier doctor run has not finished (a read of the host hangs?)")
+	}
+	type result struct {
+		rep json.RawMessage
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		defer ss.srv.doctoring.Store(false)
+		rep, err := ss.srv.Doctor(ss.host.Iface)
+		ch <- result{rep, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.rep, r.err
+	case <-time.After(ss.srv.doctorBudget()):
+		return nil, fmt.Errorf("it took over %s", ss.srv.doctorBudget())
+	}
+}
+
+func (s *Server) doctorBudget() time.Duration {
+	if s.DoctorBudget > 0 {
+		return s.DoctorBudget
+	}
+	return defaultDoctorBudget
 }
 
 // FetchDoctor asks the agent at peer for its doctor report, and returns it
@@ -70,7 +108,14 @@ func FetchDoctor(ctx context.Context, peer string, token []byte) (json.RawMessag
 	defer nc.Close()
 	stop := context.AfterFunc(ctx, func() { nc.Close() })
 	defer stop()
-	c := newConn(nc)
+	rep, host, err := fetchDoctor(newConn(nc), token)
+	if err != nil && ctx.Err() != nil {
+		return nil, nil, fmt.Errorf("asking the agent for its doctor report: %w", context.Cause(ctx))
+	}
+	return rep, host, err
+}
+
+func fetchDoctor(c *conn, token []byte) (json.RawMessage, *HostInfo, error) {
 	if _, err := clientHandshake(c, token); err != nil {
 		return nil, nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/linerate/linerate/internal/hostfs"
@@ -45,13 +46,16 @@ type Server struct {
 	// Doctor, if set, answers a client's request for this host's doctor
 	// report (bench stores both hosts' reports with every run).
 	Doctor DoctorFunc
+	// DoctorBudget bounds one Doctor call; 0 means 10 s.
+	DoctorBudget time.Duration
 	// Annotate, if set, adds to what the agent tells an authenticated
 	// client about its host (the tune journal in effect).
 	Annotate func(*HostInfo)
 
-	mu     sync.Mutex
-	active *session // the test running, if any
-	nonces nonceLog
+	mu        sync.Mutex
+	active    *session // the test running, if any
+	nonces    nonceLog
+	doctoring atomic.Bool // a Doctor call is running
 }
 
 // Serve accepts connections on ln until ctx is done (or, with Once, the

@@ -134,6 +134,8 @@ func (ss *session) runTool(ctx context.Context, body []byte) bool {
 	cpu, out, perr := proc.Stop()
 	if serr != nil {
 		ss.log.Warn("tool session aborted", "reason", serr.Error())
+		// Tell a client still listening why (one past its deadline).
+		ss.ctrl.send(errorMsg{Type: msgError, Reason: "tool session ended: " + serr.Error()}, time.Second)
 		return true
 	}
 	if len(out) > maxToolOutput {
@@ -192,10 +194,11 @@ type ToolConfig struct {
 // ToolSession is a tool server running on the agent's host for this
 // client, with the agent's per-interval telemetry.
 type ToolSession struct {
-	ctrl *conn
-	nc   net.Conn
-	host HostInfo
-	argv []string
+	ctrl    *conn
+	nc      net.Conn
+	unwatch func() bool // stops closing nc when ctx is done
+	host    HostInfo
+	argv    []string
 
 	mu      sync.Mutex
 	samples []telemetry.Sample
@@ -221,6 +224,8 @@ func StartTool(ctx context.Context, cfg ToolConfig) (*ToolSession, error) {
 		return nil, fmt.Errorf("connecting to the agent at %s: %w (is 'linerate serve' running there?)", addr, err)
 	}
 	ts := &ToolSession{ctrl: newConn(nc), nc: nc, done: make(chan struct{})}
+	// Cancelling ctx closes the session at any point, setup included.
+	ts.unwatch = context.AfterFunc(ctx, func() { nc.Close() })
 	host, err := clientHandshake(ts.ctrl, cfg.Token)
 	if err == nil {
 		ts.host = *host
@@ -234,10 +239,13 @@ func StartTool(ctx context.Context, cfg ToolConfig) (*ToolSession, error) {
 		}
 	}
 	if err != nil {
+		ts.unwatch()
 		nc.Close()
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("starting the tool server on the agent: %w", context.Cause(ctx))
+		}
 		return nil, fmt.Errorf("starting the tool server on the agent: %w", err)
 	}
-	context.AfterFunc(ctx, func() { nc.Close() })
 	go ts.read(cfg.Duration + toolGrace + setupTimeout)
 	return ts, nil
 }
@@ -293,6 +301,7 @@ func (ts *ToolSession) Samples() []telemetry.Sample {
 // the server's CPU seconds and the tail of its output.
 func (ts *ToolSession) Stop() (float64, string, error) {
 	defer ts.nc.Close()
+	defer ts.unwatch()
 	if err := ts.ctrl.send(bareMsg{Type: msgStop}, handshakeTimeout); err != nil {
 		return 0, "", fmt.Errorf("stopping the tool server on the agent: %w", err)
 	}

@@ -180,3 +180,29 @@ func TestBackToBack(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorBudget: a doctor that hangs does not hold the agent: the
+// client gets a refusal after the budget, and a test runs right after.
+func TestDoctorBudget(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	addr, _ := agent(t, &Server{DoctorBudget: 300 * time.Millisecond, Doctor: func(string) (json.RawMessage, error) {
+		<-release // a read of the host that hangs
+		return json.RawMessage(`{}`), nil
+	}})
+	start := time.Now()
+	_, _, err := FetchDoctor(context.Background(), addr, testToken)
+	var pe *PeerError
+	if !errors.As(err, &pe) || pe.Busy || !strings.Contains(pe.Reason, "took over") {
+		t.Fatalf("hung doctor: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the refusal took %s", d)
+	}
+	if _, _, err := FetchDoctor(context.Background(), addr, testToken); err == nil || !strings.Contains(err.Error(), "has not finished") {
+		t.Errorf("second doctor while the first hangs: %v", err)
+	}
+	if _, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Duration: 200 * time.Millisecond}); err != nil {
+		t.Errorf("a test after the hung doctor: %v", err)
+	}
+}
