@@ -252,12 +252,18 @@ func (f benchFlags) spec(peer string, cfg engine.Config) (bench.Spec, error) {
 	s := bench.Spec{Engine: f.engine, Peer: peer, Label: f.label, Repeat: f.repeat,
 		Run: bench.Params{Streams: cfg.Streams, Duration: cfg.Duration, Omit: cfg.Omit, Interval: cfg.Interval,
 			Direction: cfg.Direction, Window: cfg.Window, Placement: bench.Placement{Client: cfg.ClientCPUs, Server: cfg.ServerCPUs},
-			Perftest: f.perftest}}
+			ZeroCopy: cfg.ZeroCopy, Congestion: cfg.Congestion, FQRate: cfg.FQRate, Perftest: f.perftest}}
 	var err error
 	if f.sweep != "" {
 		if s.Streams, err = bench.ParseStreams(f.sweep); err != nil {
 			return s, err
 		}
+	}
+	if f.sweep != "" && f.streams != 1 {
+		return s, errors.New("-P and --sweep-streams: give the stream counts in --sweep-streams only")
+	}
+	if f.noStore && (f.db != "" || f.label != "") {
+		return s, errors.New("--no-store keeps nothing: drop --db and --label, or --no-store")
 	}
 	if f.placements != "" {
 		if f.affinity != "" {

@@ -220,6 +220,12 @@ func TestServeAndBenchRefuse(t *testing.T) {
 		{[]string{"bench", "127.0.0.1", "-w", "3G"}, "--window"},
 		{[]string{"bench", "127.0.0.1", "-Z=splice"}, "--zerocopy"},
 		{[]string{"bench", "127.0.0.1", "-t", "ten"}, "give seconds"},
+		{[]string{"bench", "127.0.0.1", "--sweep-streams", "1,2", "-P", "4"}, "--sweep-streams only"},
+		{[]string{"bench", "127.0.0.1", "--no-store", "--label", "x"}, "--no-store keeps nothing"},
+		{[]string{"bench", "127.0.0.1", "-A", "0,1", "--placements", "0,0;0,1"}, "--placements only"},
+		{[]string{"bench", "127.0.0.1", "--json-stream", "--repeat", "2"}, "--json-stream shows one native run"},
+		{[]string{"bench", "127.0.0.1", "--engine", "iperf3", "-C", "bbr"}, "native engine's"},
+		{[]string{"bench", "127.0.0.1", "--engine", "nope"}, "--engine \"nope\""},
 	}
 	for _, tt := range tests {
 		_, stderr, code := runCLI(t, tt.args...)

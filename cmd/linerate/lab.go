@@ -291,8 +291,9 @@ func newLabRunCmd(env *cliEnv) *cobra.Command {
 		Short: "The demo: lab up, doctor on both hosts, bench, tune, bench, report, lab down",
 		Long: `run brings a lab up and shows linerate's whole job on it: doctor on both hosts,
 a bench (3 runs of 5 s from host a to host b), tune --apply in host b, the same
-bench again, and the report of both benches (DIR/report.html); then it brings
-the lab down, also on error or Ctrl-C, and prints where the output is. Each
+bench again, and the report of both benches (DIR/report.html); then it reverts
+the tune and brings the lab down, also on error or Ctrl-C, and prints where
+the output is. Each
 step writes its output to a file in DIR; the results database and tune's
 journal go to DIR/state, so the demo leaves nothing in linerate's own state.
 A step that fails is reported and the demo goes on; linerate then exits 2.

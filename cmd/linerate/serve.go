@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 
 	"github.com/linerate/linerate/internal/bench"
 	"github.com/linerate/linerate/internal/engine"
-	"github.com/linerate/linerate/internal/statedir"
 	"github.com/linerate/linerate/internal/tune"
 )
 
@@ -39,11 +37,13 @@ NET_RX/NET_TX softirqs and the interrupts of the NIC under test.
 For 'linerate bench --engine iperf3|iperf2|perftest' it also starts the
 tool's server (iperf3 -s -1, iperf -s, ib_*_bw/ib_*_lat) for an
 authenticated client: from a fixed list, with bounded arguments (never a
-command line), on ports 1024 and up, bound to the address the client
-reached the agent on, pinned to the CPUs asked for, and stopped when the
-client stops or the test's length and 30 s have passed; the agent samples
-this host beside it. It hands authenticated clients this host's doctor
-report, which bench stores with every run.
+command line), on ports 1024 and up, iperf3's and iperf's bound to the
+address the client reached the agent on (perftest's servers take no bind
+address: they listen on every address for their setup exchange), pinned to
+the CPUs asked for, and stopped when the client stops, when the test's
+length and 30 s have passed, or when the agent dies; the agent samples this
+host beside it. It hands authenticated clients this host's doctor report
+(within 10 s), which bench stores with every run.
 
 It listens on one TCP port only, control and data alike: by default port 5301
 on every address of this host, because you asked for an agent by running
@@ -95,24 +95,9 @@ func runServe(cmd *cobra.Command, env *cliEnv, f serveFlags) error {
 // annotateTune names the tune journal in effect in this process's network
 // namespace, so that runs record which tuning they ran under.
 func annotateTune(h *engine.HostInfo) {
-	h.TuneJournal = activeTune(0)
-}
-
-// activeTune returns the ID of the tune journal in effect in network
-// namespace netns (0: this process's), or "" when there is none or it
-// cannot be told.
-func activeTune(netns uint64) string {
-	if netns == 0 {
-		var err error
-		if netns, err = tune.CurrentNetNS(); err != nil {
-			return ""
-		}
+	if ns, err := tune.CurrentNetNS(); err == nil {
+		h.TuneJournal = bench.ActiveTune(ns)
 	}
-	j, err := tune.Active(filepath.Join(statedir.Dir(), "tune"), netns)
-	if err != nil || j == nil {
-		return ""
-	}
-	return j.ID
 }
 
 // serveToken reads the token file, or makes a token and shows it once.

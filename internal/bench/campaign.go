@@ -30,6 +30,12 @@ type Campaign struct {
 	ClientTune, ServerTune string
 }
 
+// paramChecker is a driver that can tell, before a campaign starts,
+// which settings it cannot run.
+type paramChecker interface {
+	CheckParams(Params) error
+}
+
 // Reporter shows a campaign as it runs.
 type Reporter interface {
 	// RunStarting is called before run i (0-based) of n, with the
@@ -48,6 +54,15 @@ type Reporter interface {
 func (c *Campaign) Run(ctx context.Context) (*Summary, []Outcome, error) {
 	if err := c.Driver.Check(); err != nil {
 		return nil, nil, err
+	}
+	// Every point must be one the driver can run before anything is
+	// recorded: a refusal at run 5 would leave a campaign half made.
+	if pc, ok := c.Driver.(paramChecker); ok {
+		for _, p := range c.Spec.Points() {
+			if err := pc.CheckParams(c.Spec.params(p)); err != nil {
+				return nil, nil, fmt.Errorf("%d streams, placement %s: %w", p.Streams, p.Placement, err)
+			}
+		}
 	}
 	campaignID, err := c.begin(ctx)
 	if err != nil {
@@ -128,6 +143,13 @@ func (c *Campaign) one(ctx context.Context, campaignID int64, seq, pi int, p Poi
 		return Outcome{}, err
 	}
 	r.Label = c.Spec.Label
+	for i := range r.Intervals {
+		// An interval without samples of an end says so with an empty
+		// object, as the contract shapes it, not null.
+		if cpu := &r.Intervals[i].CPU; cpu.Client == nil || cpu.Server == nil {
+			cpu.Client, cpu.Server = orEmpty(cpu.Client), orEmpty(cpu.Server)
+		}
+	}
 	if r.Start.Client.TuneJournal == "" {
 		r.Start.Client.TuneJournal = c.ClientTune
 	}
@@ -199,4 +221,11 @@ func (c *Campaign) summary(campaignID int64, outs []Outcome) *Summary {
 	s.CampaignID = campaignID
 	s.Engine = c.Driver.Name()
 	return s
+}
+
+func orEmpty(m map[string]engine.CPUSample) map[string]engine.CPUSample {
+	if m == nil {
+		return map[string]engine.CPUSample{}
+	}
+	return m
 }

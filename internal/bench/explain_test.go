@@ -200,18 +200,23 @@ func TestBootstrapDeterministic(t *testing.T) {
 }
 
 func TestPlacementParsing(t *testing.T) {
-	ps, err := ParsePlacements("6,6;0,0; 6,7 ;auto;0-3,4-7;6,")
+	// The forms -A takes: one CPU or range a side with a comma, several
+	// with a slash, one side only.
+	ps, err := ParsePlacements("6,6;0,0; 6,7 ;auto;0-3,4-7;6,;0,2/1,3;6;/7")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for _, p := range ps {
 		got = append(got, p.String())
+		if q, err := ParsePlacement(p.String()); err != nil || q.String() != p.String() {
+			t.Errorf("%s does not survive a round trip: %v %v", p, q, err)
+		}
 	}
-	if strings.Join(got, ";") != "6,6;0,0;6,7;auto;0-3,4-7;6," {
+	if strings.Join(got, ";") != "6,6;0,0;6,7;auto;0-3,4-7;6,;0,2/1,3;6,;,7" {
 		t.Errorf("placements %v", got)
 	}
-	for _, bad := range []string{"6", "6,7,8", "x,1", ";"} {
+	for _, bad := range []string{"6,7,8", "x,1", ";", "0,2,1,3"} {
 		if _, err := ParsePlacements(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

@@ -59,13 +59,21 @@ func pinned(cpus []int, argv []string) []string {
 	return append([]string{"taskset", "-c", cpulist.Format(cpus)}, argv...)
 }
 
+// CheckParams refuses what iperf2 cannot do.
+func (d *Iperf2) CheckParams(p Params) error {
+	if p.Omit > 0 {
+		return errors.New("iperf2 2.1 has no warm-up option: drop -O for --engine iperf2")
+	}
+	return nil
+}
+
 // Run makes one iperf2 run.
 func (d *Iperf2) Run(ctx context.Context, p Params, live func(engine.Interval)) (*Run, error) {
 	if err := d.Check(); err != nil {
 		return nil, err
 	}
-	if p.Omit > 0 {
-		return nil, errors.New("iperf2 2.1 has no warm-up option: drop -O for --engine iperf2")
+	if err := d.CheckParams(p); err != nil {
+		return nil, err
 	}
 	if len(p.Placement.Client) > 0 {
 		if _, err := exec.LookPath("taskset"); err != nil {

@@ -59,9 +59,13 @@ func (d *Iperf3) clientArgs(p Params) []string {
 	if p.Omit > 0 {
 		a = append(a, "-O", secs(p.Omit))
 	}
-	if !p.Placement.Auto() {
+	switch pl := p.Placement; {
+	case pl.Auto():
+	case len(pl.Server) == 0:
+		a = append(a, "-A", firstCPU(pl.Client)) // the client only; "-A n," would pin the server to CPU 0
+	default:
 		// iperf3 pins its whole process to one CPU per end (-A n,m).
-		a = append(a, "-A", firstCPU(p.Placement.Client)+","+firstCPU(p.Placement.Server))
+		a = append(a, "-A", firstCPU(pl.Client)+","+firstCPU(pl.Server))
 	}
 	switch p.Direction {
 	case engine.Receive:
@@ -78,13 +82,27 @@ func (d *Iperf3) clientArgs(p Params) []string {
 	return append(a, "-J")
 }
 
+// CheckParams refuses placements iperf3 cannot make: -A pins each end's
+// whole process to one CPU, and the server only through the client's
+// choice.
+func (d *Iperf3) CheckParams(p Params) error {
+	pl := p.Placement
+	switch {
+	case len(pl.Client) > 1 || len(pl.Server) > 1:
+		return errors.New("iperf3 -A pins each end to one CPU: give one CPU per side")
+	case len(pl.Client) == 0 && len(pl.Server) > 0:
+		return errors.New("iperf3 pins its server only through the client's -A n,m: give the client's CPU too")
+	}
+	return nil
+}
+
 // Run makes one iperf3 run.
 func (d *Iperf3) Run(ctx context.Context, p Params, live func(engine.Interval)) (*Run, error) {
 	if err := d.Check(); err != nil {
 		return nil, err
 	}
-	if !p.Placement.Auto() && (len(p.Placement.Client) > 1 || len(p.Placement.Server) > 1) {
-		return nil, errors.New("iperf3 -A pins each end to one CPU: give one CPU per side")
+	if err := d.CheckParams(p); err != nil {
+		return nil, err
 	}
 	ctx, cancel := withTimeout(ctx, p)
 	defer cancel()

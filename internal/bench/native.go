@@ -15,8 +15,8 @@ type Native struct {
 	Token []byte
 	// Lab, when set, runs each test between the hosts of this lab.
 	Lab LabEngine
-	// Base carries the engine settings bench's flags set that a campaign
-	// does not vary (congestion control, zero copy, pacing, logger).
+	// Base carries what the engine needs beyond a run's Params (its
+	// progress callback for one run's live output, the host to read).
 	Base engine.Config
 	// Logger receives the engine's diagnostics; nil discards.
 	Logger *slog.Logger
@@ -37,6 +37,7 @@ func (d *Native) Run(ctx context.Context, p Params, live func(engine.Interval)) 
 	cfg.Peer, cfg.Token, cfg.Logger = d.Peer, d.Token, d.Logger
 	cfg.Streams, cfg.Duration, cfg.Omit, cfg.Interval = p.Streams, p.Duration, p.Omit, p.Interval
 	cfg.Direction, cfg.Window = p.Direction, p.Window
+	cfg.ZeroCopy, cfg.Congestion, cfg.FQRate = p.ZeroCopy, p.Congestion, p.FQRate
 	cfg.ClientCPUs, cfg.ServerCPUs = p.Placement.Client, p.Placement.Server
 	if live != nil {
 		cfg.Progress = func(e engine.Event) {

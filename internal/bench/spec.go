@@ -21,40 +21,34 @@ type Placement struct {
 // Auto reports whether nothing was asked for either end.
 func (p Placement) Auto() bool { return p.Client == nil && p.Server == nil }
 
-// String writes the -A form: "6,7", "0-3,4-7", "6," (client only), or
-// "auto".
+// String writes the -A form: "6,7" or "0-3,4-7" when each side is one CPU
+// or one range, "0,2/1,3" when a side lists several (a comma would be
+// ambiguous), "6," (client only), or "auto".
 func (p Placement) String() string {
 	if p.Auto() {
 		return "auto"
 	}
-	return cpulist.Format(p.Client) + "," + cpulist.Format(p.Server)
+	c, s := cpulist.Format(p.Client), cpulist.Format(p.Server)
+	if strings.Contains(c, ",") || strings.Contains(s, ",") {
+		return c + "/" + s
+	}
+	return c + "," + s
 }
 
-// ParsePlacement reads an -A pair CLIENT,SERVER: each side one CPU or a
-// range ("6,7", "0-3,4-7"); either side may be empty ("6," pins the client
-// only). "auto" or "" asks for nothing.
+// ParsePlacement reads an -A pair the way -A takes it
+// (engine.ParseAffinity): "6,7", "0-3,4-7", "0,2/1,3", "6," or "6" (the
+// client only), ",7" or "/7" (the server only). "auto" or "" asks for
+// nothing.
 func ParsePlacement(s string) (Placement, error) {
 	s = strings.TrimSpace(s)
 	if s == "" || s == "auto" {
 		return Placement{}, nil
 	}
-	c, v, ok := strings.Cut(s, ",")
-	if !ok || strings.Contains(v, ",") {
-		return Placement{}, fmt.Errorf("placement %q: want CLIENT,SERVER, each a CPU or a range (6,7 or 0-3,4-7)", s)
+	c, v, err := engine.ParseAffinity(s)
+	if err != nil {
+		return Placement{}, fmt.Errorf("placement %q: %w", s, err)
 	}
-	var p Placement
-	var err error
-	if c != "" {
-		if p.Client, err = cpulist.Parse(c); err != nil {
-			return Placement{}, fmt.Errorf("placement %q, client side: %w", s, err)
-		}
-	}
-	if v != "" {
-		if p.Server, err = cpulist.Parse(v); err != nil {
-			return Placement{}, fmt.Errorf("placement %q, server side: %w", s, err)
-		}
-	}
-	return p, nil
+	return Placement{Client: c, Server: v}, nil
 }
 
 // ParsePlacements reads --placements: -A pairs separated by ';'
@@ -108,6 +102,10 @@ type Params struct {
 	Interval  time.Duration    `json:"interval"`
 	Direction engine.Direction `json:"direction"`
 	Window    int              `json:"window,omitempty"`
+	// The native engine's sending options (-Z, -C, --fq-rate).
+	ZeroCopy   engine.ZeroCopy `json:"zerocopy,omitempty"`
+	Congestion string          `json:"congestion,omitempty"`
+	FQRate     uint64          `json:"fq_rate_bps,omitempty"`
 	// NoTelemetry turns the external drivers' per-CPU sampling off (to
 	// measure what it costs); it samples once per Interval otherwise.
 	NoTelemetry bool `json:"no_telemetry,omitempty"`
@@ -218,7 +216,7 @@ func (s Spec) CampaignCommand() string {
 // the given streams, placements and repeats; alwaysP writes -P 1 too.
 func (s Spec) commandLine(streams []int, places []Placement, repeat int, alwaysP bool) string {
 	r := s.Run.withDefaults()
-	args := []string{"linerate", "bench", shellQuote(s.Peer)}
+	args := []string{"linerate", "bench", ShellQuote(s.Peer)}
 	if s.Engine != "" && s.Engine != "native" {
 		args = append(args, "--engine", s.Engine)
 	}
@@ -245,7 +243,7 @@ func (s Spec) commandLine(streams []int, places []Placement, repeat int, alwaysP
 		for i, p := range places {
 			parts[i] = p.String()
 		}
-		args = append(args, "--placements", shellQuote(strings.Join(parts, ";")))
+		args = append(args, "--placements", ShellQuote(strings.Join(parts, ";")))
 	case !places[0].Auto():
 		args = append(args, "-A", places[0].String())
 	}
@@ -261,11 +259,77 @@ func (s Spec) commandLine(streams []int, places []Placement, repeat int, alwaysP
 	if r.Window > 0 {
 		args = append(args, "--window", strconv.Itoa(r.Window))
 	}
+	args = append(args, engineArgs(r)...)
+	if s.Engine == "perftest" {
+		args = append(args, perftestFlags(r.Perftest)...)
+	}
 	if s.Label != "" {
-		args = append(args, "--label", shellQuote(s.Label))
+		args = append(args, "--label", ShellQuote(s.Label))
 	}
 	return strings.Join(args, " ")
 }
+
+// engineArgs writes the native engine's sending options as flags.
+func engineArgs(r Params) []string {
+	var a []string
+	switch r.ZeroCopy {
+	case engine.Sendfile:
+		a = append(a, "--zerocopy")
+	case engine.NoZeroCopy:
+	default:
+		a = append(a, "--zerocopy="+string(r.ZeroCopy))
+	}
+	if r.Congestion != "" {
+		a = append(a, "--congestion", ShellQuote(r.Congestion))
+	}
+	if r.FQRate > 0 {
+		a = append(a, "--fq-rate", strconv.FormatUint(r.FQRate, 10))
+	}
+	return a
+}
+
+// perftestFlags writes the perftest settings that differ from the
+// defaults.
+func perftestFlags(p PerftestParams) []string {
+	var a []string
+	if p.Test != "" {
+		a = append(a, "--perftest-test", p.Test)
+	}
+	if p.Size > 0 {
+		a = append(a, "--perftest-size", strconv.Itoa(p.Size))
+	}
+	if p.Iters > 0 {
+		a = append(a, "--perftest-iters", strconv.Itoa(p.Iters))
+	}
+	if p.Device != "" {
+		a = append(a, "--rdma-device", p.Device)
+	}
+	if p.GID > 0 {
+		a = append(a, "--gid-index", strconv.Itoa(p.GID))
+	}
+	return a
+}
+
+// RunCommand rebuilds the `linerate bench` command of one recorded run
+// from its start section. Placement is given with -A only when the user
+// chose it: an automatic placement is reproduced by choosing again.
+func RunCommand(r *engine.Result, label string) string {
+	st := r.Start
+	p := Params{Streams: st.Streams, Duration: secondsOf(st.DurationS), Omit: secondsOf(st.OmitS),
+		Interval: secondsOf(st.IntervalS), Direction: st.Direction, Window: st.Window.Requested,
+		ZeroCopy: st.ZeroCopy, Congestion: st.Congestion, FQRate: st.FQRate}
+	if strings.Contains(st.Placement.Source, "user") {
+		p.Placement = Placement{Client: st.Placement.Client, Server: st.Placement.Server}
+	}
+	peer := st.Peer
+	if peer == "" {
+		peer = "-"
+	}
+	s := Spec{Engine: r.Engine, Peer: peer, Label: label, Run: p}
+	return s.Command(Point{Streams: max(st.Streams, 1), Placement: p.Placement})
+}
+
+func secondsOf(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // durationArg writes a duration as -t takes it: "10", "1m30s".
 func durationArg(d time.Duration) string {
@@ -275,8 +339,8 @@ func durationArg(d time.Duration) string {
 	return d.String()
 }
 
-// shellQuote quotes s for a POSIX shell when it needs quoting.
-func shellQuote(s string) string {
+// ShellQuote quotes s for a POSIX shell when it needs quoting.
+func ShellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@+,", r))
 	}) < 0 {

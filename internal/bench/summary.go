@@ -135,10 +135,12 @@ func runs(outs []Outcome) []*Run {
 
 func summarizePoint(p Point, outs []Outcome, topo Topology, ceiling *float64) (PointSummary, []string) {
 	gbps := make([]float64, len(outs))
-	ps := PointSummary{Streams: p.Streams, Placement: p.Placement.String(), Buckets: []Bucket{}}
+	ps := PointSummary{Streams: p.Streams, Placement: p.Placement.String(), RunIDs: []int64{}, Buckets: []Bucket{}}
 	for i, o := range outs {
 		gbps[i] = o.Run.Gbps()
-		ps.RunIDs = append(ps.RunIDs, o.ID)
+		if o.ID != 0 { // 0: not stored (--no-store)
+			ps.RunIDs = append(ps.RunIDs, o.ID)
+		}
 	}
 	ps.MedianGbps, ps.MinGbps, ps.MaxGbps = round3(median(gbps)), round3(slices.Min(gbps)), round3(slices.Max(gbps))
 	ci := bootstrapMedianCI(gbps)
@@ -157,7 +159,9 @@ func summarizePoint(p Point, outs []Outcome, topo Topology, ceiling *float64) (P
 		var rs []*Run
 		var loads []endLoad
 		for _, i := range g {
-			b.RunIDs = append(b.RunIDs, outs[i].ID)
+			if outs[i].ID != 0 {
+				b.RunIDs = append(b.RunIDs, outs[i].ID)
+			}
 			vals = append(vals, gbps[i])
 			rs = append(rs, outs[i].Run)
 			loads = append(loads, loadOf(outs[i].Run, side))

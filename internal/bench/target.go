@@ -90,8 +90,10 @@ func contains(list []string, s string) bool {
 
 func tuneDir() string { return filepath.Join(statedir.Dir(), "tune") }
 
-// activeTune names the journal in effect in netns; "" for none.
-func activeTune(netns uint64) string {
+// ActiveTune names the tune journal in effect in network namespace netns
+// (its changes applied and not reverted), from the state directory's
+// journals; "" for none.
+func ActiveTune(netns uint64) string {
 	j, err := tune.Active(tuneDir(), netns)
 	if err != nil || j == nil {
 		return ""
@@ -117,7 +119,7 @@ func labTarget(cfg TargetConfig, name string) (*Target, error) {
 		if cfg.NoFacts {
 			continue
 		}
-		*end.tune = activeTune(ino)
+		*end.tune = ActiveTune(ino)
 		if *end.doc, err = h.Doctor(end.host); err != nil {
 			t.Notes = append(t.Notes, fmt.Sprintf("doctor in lab host %s: %v", end.host, err))
 		}
@@ -154,7 +156,7 @@ func agentTarget(ctx context.Context, cfg TargetConfig) (*Target, error) {
 	me, notes := engine.LocalFacts(nil, peer)
 	t.Iface, t.Notes = me.Iface, notes
 	if ns, err := tune.CurrentNetNS(); err == nil {
-		t.ClientTune = activeTune(ns)
+		t.ClientTune = ActiveTune(ns)
 	}
 	var err error
 	if t.ClientDoctor, err = LiveDoctor(me.Iface); err != nil {

@@ -16,6 +16,9 @@ import (
 // TestNamespaces runs the agent and the client as two processes in the two
 // hosts of a lab: real namespaces, a real veth, as on two machines.
 func TestNamespaces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: unit tests only, no lab")
+	}
 	needRoot(t)
 	t.Setenv("LINERATE_STATE_DIR", t.TempDir())
 	const name = "t-engine"

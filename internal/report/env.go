@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/linerate/linerate/internal/bench"
 	"github.com/linerate/linerate/internal/doctor"
-	"github.com/linerate/linerate/internal/engine"
 )
 
 // environmentSection shows what the numbers depend on besides hardware:
@@ -223,7 +223,7 @@ func (b *builder) runCommands(covered map[int64]bool) []string {
 		}
 		cmd := r.Command
 		if cmd == "" {
-			cmd = benchCommand(r)
+			cmd = bench.RunCommand(&r.Result, r.Label)
 		}
 		if _, ok := byCmd[cmd]; !ok {
 			order = append(order, cmd)
@@ -237,52 +237,4 @@ func (b *builder) runCommands(covered map[int64]bool) []string {
 		lines = append(lines, fmt.Sprintf("# run%s %s", plural(len(ids)), idRanges(ids)), cmd)
 	}
 	return lines
-}
-
-// benchCommand rebuilds the linerate bench command line of a run from
-// what it recorded. Placement is given with -A only when the user chose
-// it: an automatic placement is reproduced by choosing again.
-func benchCommand(r *Run) string {
-	st := r.Result.Start
-	args := []string{"linerate", "bench", shellQuote(orDash(st.Peer))}
-	if st.DurationS > 0 {
-		args = append(args, "-t", strconv.FormatFloat(st.DurationS, 'f', -1, 64))
-	}
-	if st.Streams > 1 {
-		args = append(args, "-P", strconv.Itoa(st.Streams))
-	}
-	if e := r.Result.Engine; e != "" && e != "native" {
-		args = append(args, "--engine", e)
-	}
-	if strings.Contains(st.Placement.Source, "user") {
-		args = append(args, "-A", engine.FormatAffinity(st.Placement.Client, st.Placement.Server))
-	}
-	switch st.Direction {
-	case engine.Receive:
-		args = append(args, "--reverse")
-	case engine.Bidir:
-		args = append(args, "--bidir")
-	}
-	if st.Window.Requested > 0 {
-		args = append(args, "--window", strconv.Itoa(st.Window.Requested))
-	}
-	if st.ZeroCopy != engine.NoZeroCopy {
-		args = append(args, "--zerocopy")
-	}
-	if r.Label != "" {
-		args = append(args, "--label", shellQuote(r.Label))
-	}
-	return strings.Join(args, " ")
-}
-
-// shellQuote quotes s for a POSIX shell when it holds anything but safe
-// characters.
-func shellQuote(s string) string {
-	safe := func(c rune) bool {
-		return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_./:,=@+%", c)
-	}
-	if s != "" && strings.IndexFunc(s, func(c rune) bool { return !safe(c) }) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -321,7 +321,7 @@ func toolWarnings(raw string) []string {
 func commandLine(argv []string) string {
 	q := make([]string, len(argv))
 	for i, a := range argv {
-		q[i] = shellQuote(a)
+		q[i] = bench.ShellQuote(a)
 	}
 	return strings.Join(q, " ")
 }
