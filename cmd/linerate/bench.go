@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/linerate/linerate/internal/bench"
 	"github.com/linerate/linerate/internal/engine"
@@ -236,12 +235,6 @@ func runOne(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFlags, t
 		fmt.Fprintf(env.stdout, "stored as run %d in %s\n", outs[0].ID, c.Store.Path())
 	}
 	return nil
-}
-
-// isTerminal reports whether w is a terminal (for the live status line).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // spec turns the flags into the campaign to run.

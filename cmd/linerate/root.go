@@ -41,9 +41,11 @@ type cliEnv struct {
 // as if unset (https://no-color.org: "when present and not an empty
 // string").
 func (e *cliEnv) colour(w io.Writer) bool {
-	if os.Getenv("NO_COLOR") != "" {
-		return false
-	}
+	return os.Getenv("NO_COLOR") == "" && isTerminal(w)
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }

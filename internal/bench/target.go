@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -70,22 +71,13 @@ func NewTarget(ctx context.Context, cfg TargetConfig) (*Target, error) {
 	if cfg.Engine == "" {
 		cfg.Engine = "native"
 	}
-	if !contains(Engines, cfg.Engine) {
+	if !slices.Contains(Engines, cfg.Engine) {
 		return nil, fmt.Errorf("--engine %q: choose one of %s", cfg.Engine, strings.Join(Engines, ", "))
 	}
 	if name, ok := strings.CutPrefix(cfg.Peer, LabPrefix); ok {
 		return labTarget(cfg, name)
 	}
 	return agentTarget(ctx, cfg)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func tuneDir() string { return filepath.Join(statedir.Dir(), "tune") }
