@@ -299,16 +299,60 @@ func tuneAsUser(t *testing.T, args ...string) (int, string, string, string) {
 		t.Fatal(err)
 	}
 	cmd := tuneHelper(bin, args...)
+	cover, collect := nobodyCoverDir(t, dir)
 	cmd.Env = append(cmd.Env, "LINERATE_STATE_DIR="+state, "HOME="+home)
+	cmd.Env = append(cmd.Env, cover...)
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	code, ok := lab.ExitCode(cmd.Run())
+	collect()
 	if !ok {
 		t.Fatal("running as nobody failed")
 	}
 	return code, out.String(), errb.String(), home
+}
+
+// nobodyCoverDir gives a child that runs as nobody (uid 65534) a coverage
+// directory it may write, below dir, when the tests count coverage (go
+// test -cover hands the test binary GOCOVERDIR, which its children
+// inherit and nobody cannot write: the child then adds "coverage
+// meta-data emit failed" to its stderr). It returns the environment entry
+// (none when not counting) and a function that copies what the child wrote
+// into the test's own coverage directory, so that its coverage counts.
+func nobodyCoverDir(t *testing.T, dir string) (env []string, collect func()) {
+	t.Helper()
+	parent := os.Getenv("GOCOVERDIR")
+	if parent == "" {
+		return nil, func() {}
+	}
+	d := filepath.Join(dir, "gocoverdir")
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(d, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"GOCOVERDIR=" + d}, func() {
+		entries, _ := os.ReadDir(d)
+		for _, e := range entries {
+			b, err := os.ReadFile(filepath.Join(d, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Meta-data files are named by their hash: one copy is enough.
+			f, err := os.OpenFile(filepath.Join(parent, e.Name()), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+			if errors.Is(err, fs.ErrExist) {
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Write(b)
+			f.Close()
+		}
+	}
 }
 
 // TestTuneRevertAsUser: without root, revert says it needs root (not that
