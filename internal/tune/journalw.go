@@ -104,9 +104,6 @@ func (nj *newJournal) finish(dir string, p *Plan, now time.Time, reserve int64) 
 	if err := unix.Flock(int(nj.f.Fd()), unix.LOCK_EX); err != nil {
 		return nil, "", fmt.Errorf("locking the tune journal: %w", err)
 	}
-	if err := reserveSpace(nj.f, dir, reserve); err != nil {
-		return nil, "", err
-	}
 	w := &journalWriter{f: nj.f, name: "a new journal in " + dir}
 	base := now.UTC().Format("20060102T150405.000000Z")
 	for n := 1; n <= 100; n++ {
@@ -125,6 +122,10 @@ func (nj *newJournal) finish(dir string, p *Plan, now time.Time, reserve int64) 
 		}
 		if err := w.append(hdr); err != nil {
 			return nil, "", noRoom(err, dir)
+		}
+		// After the header: the truncate above would give the room back.
+		if err := reserveSpace(nj.f, dir, reserve); err != nil {
+			return nil, "", err
 		}
 		path := filepath.Join(dir, id+journalExt)
 		err := nj.link(path)
@@ -280,7 +281,7 @@ func (w *journalWriter) append(r record) error {
 		// A write cut short (a full disk) would leave half a line for
 		// the next record to run into: take it back.
 		w.f.Truncate(fi.Size())
-		return fmt.Errorf("writing the tune journal (%s): %w", w.name, err)
+		return fmt.Errorf("writing the tune journal (%s): %w", w.name, bareErr(err))
 	}
 	if r.Schema == "" && r.Phase != PhaseJournaled {
 		return nil
@@ -289,6 +290,16 @@ func (w *journalWriter) append(r record) error {
 		return fmt.Errorf("syncing the tune journal (%s): %w", w.name, err)
 	}
 	return nil
+}
+
+// bareErr drops the file name from a write error: the message names the
+// journal already.
+func bareErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // close gives back the room reserved past the journal's end, and closes

@@ -102,11 +102,12 @@ func TestApplyFullDisk(t *testing.T) {
 		name    string
 		leave   int64
 		unnamed bool
+		header  bool // the header's write fails, else the reservation
 	}{
-		{"full", 0, true},
-		{"full, no O_TMPFILE", 0, false},
-		{"room for the header, not the journal", 8 << 10, true},
-		{"room for the header, not the journal, no O_TMPFILE", 8 << 10, false},
+		{"full", 0, true, true},
+		{"full, no O_TMPFILE", 0, false, true},
+		{"room for the header, not the journal", 8 << 10, true, false},
+		{"room for the header, not the journal, no O_TMPFILE", 8 << 10, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !tc.unnamed {
@@ -119,6 +120,9 @@ func TestApplyFullDisk(t *testing.T) {
 			res, err := Apply(p, treeTarget(t, root, &restarts), ApplyOptions{JournalDir: dir})
 			want := fmt.Sprintf("reserving %d KiB for the tune journal: no space left on device: the filesystem of %s is full; nothing was changed: free space there or set LINERATE_STATE_DIR to another directory",
 				(journalReserve(p)+1023)>>10, dir)
+			if tc.header {
+				want = fmt.Sprintf("writing the tune journal (a new journal in %s): no space left on device: the filesystem of %s is full; nothing was changed: free space there or set LINERATE_STATE_DIR to another directory", dir, dir)
+			}
 			if err == nil || err.Error() != want || res != nil {
 				t.Fatalf("Apply: %v, %+v\nwant %s", err, res, want)
 			}
@@ -145,8 +149,7 @@ func TestCreateJournalHeaderNoRoom(t *testing.T) {
 			state, dir := tinyFS(t, 64<<10)
 			fill(t, state, 0)
 			_, _, err := createJournal(dir, &Plan{Root: "/"}, time.Now(), 0)
-			if err == nil || !strings.HasPrefix(err.Error(), "writing the tune journal (a new journal in "+dir+"): write ") ||
-				!strings.HasSuffix(err.Error(), ": no space left on device: the filesystem of "+dir+" is full; nothing was changed: free space there or set LINERATE_STATE_DIR to another directory") {
+			if err == nil || err.Error() != "writing the tune journal (a new journal in "+dir+"): no space left on device: the filesystem of "+dir+" is full; nothing was changed: free space there or set LINERATE_STATE_DIR to another directory" {
 				t.Errorf("createJournal: %v", err)
 			}
 			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
@@ -156,15 +159,20 @@ func TestCreateJournalHeaderNoRoom(t *testing.T) {
 	}
 }
 
-// TestApplyReservationGivenBack: the room set aside for a journal is given
-// back when the apply ends: the filesystem then holds the journal's own
-// pages, not the reservation.
-func TestApplyReservationGivenBack(t *testing.T) {
+// TestApplyReservation: the room set aside for a journal is held while
+// the apply runs, and given back when it ends: the filesystem then holds
+// the journal's own pages, not the reservation.
+func TestApplyReservation(t *testing.T) {
 	root, _, p := seed000Tree(t)
 	state, dir := tinyFS(t, 4<<20)
 	before := freeBytes(t, state)
 	var restarts []string
-	res, err := Apply(p, treeTarget(t, root, &restarts), ApplyOptions{JournalDir: dir})
+	held := func(step int, ph Phase) {
+		if used := before - freeBytes(t, state); step == 1 && used < journalReserve(p) {
+			t.Errorf("%d bytes in use at step 1, less than the %d reserved", used, journalReserve(p))
+		}
+	}
+	res, err := Apply(p, treeTarget(t, root, &restarts), ApplyOptions{JournalDir: dir, AfterStep: held})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +183,8 @@ func TestApplyReservationGivenBack(t *testing.T) {
 }
 
 // TestRevertFullDisk: a revert on a full disk restores every value though
-// it cannot journal it, says so, and leaves whole lines; once there is
+// it cannot journal them, says so (though its closing record fits), and
+// leaves whole lines; once there is
 // room, reverting again finds every value restored and says so in the
 // journal.
 func TestRevertFullDisk(t *testing.T) {
@@ -191,11 +200,12 @@ func TestRevertFullDisk(t *testing.T) {
 	}
 	full := fill(t, state, 0)
 	// The journal's last page has room left, which a full disk does not
-	// take: use all but 40 bytes of it with a record that changes nothing
-	// (step 1 read back again), so that the revert's first record fails.
+	// take: use all but 30 bytes of it with a record that changes nothing
+	// (step 1 read back again), so that no step's record fits (39 bytes
+	// at least) but the closing event (21) does.
 	path := filepath.Join(dir, res.Journal+journalExt)
 	slack := 4096 - fileSize(t, path)%4096
-	rec := `{"step":1,"phase":"applied","now":"` + strings.Repeat("x", int(slack)-40-len(`{"step":1,"phase":"applied","now":""}`+"\n")) + `"}` + "\n"
+	rec := `{"step":1,"phase":"applied","now":"` + strings.Repeat("x", int(slack)-30-len(`{"step":1,"phase":"applied","now":""}`+"\n")) + `"}` + "\n"
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -217,6 +227,9 @@ func TestRevertFullDisk(t *testing.T) {
 	}
 	sameTree(t, a.orig, treeState(t, a.root))
 	wholeLines(t, j.Path)
+	if lines := journalLines(t, j.Path); lines[len(lines)-1] != `{"event":"reverted"}` {
+		t.Errorf("the journal ends %q, want the closing event", lines[len(lines)-1])
+	}
 	os.Remove(full)
 	if j, err = Load(dir, res.Journal); err != nil {
 		t.Fatal(err)
