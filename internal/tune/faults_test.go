@@ -372,3 +372,39 @@ func TestApplyJournalFails(t *testing.T) {
 	}
 	sameTree(t, a.orig, treeState(t, a.root))
 }
+
+// TestRevertWhileApplying: a journal an apply is still writing is locked:
+// a revert of it meanwhile is refused with a line saying so, and changes
+// nothing; once the apply ends, it reverts.
+func TestRevertWhileApplying(t *testing.T) {
+	a := &appliedTree{dir: journalDir(t)}
+	a.root, a.orig, a.p = seed000Tree(t)
+	var restarts []string
+	a.tg = treeTarget(t, a.root, &restarts)
+	tried := false
+	during := func(step int, ph Phase) {
+		if step != 2 || ph != PhaseApplied {
+			return
+		}
+		tried = true
+		j, err := Last(a.dir, a.p.NetNS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := treeState(t, a.root)
+		_, err = Revert(j, a.tg, RevertOptions{NetNS: a.p.NetNS})
+		if want := "journal " + j.ID + " is in use by a running linerate tune (apply or revert): wait for it to end, then run this again"; err == nil || err.Error() != want {
+			t.Errorf("revert during the apply: %v\nwant %s", err, want)
+		}
+		sameTree(t, before, treeState(t, a.root))
+	}
+	res, err := Apply(a.p, a.tg, ApplyOptions{JournalDir: a.dir, AfterStep: during})
+	if err != nil || !tried {
+		t.Fatalf("apply: %v (hook reached: %v)", err, tried)
+	}
+	j, _ := Load(a.dir, res.Journal)
+	if _, err := Revert(j, a.tg, RevertOptions{NetNS: a.p.NetNS}); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, a.orig, treeState(t, a.root))
+}
