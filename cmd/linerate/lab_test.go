@@ -89,12 +89,15 @@ func runAsNobody(t *testing.T, args []string) (int, string) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, append([]string{"-test.run=^$", "--"}, args...)...)
+	cover, collect := nobodyCoverDir(t, dir)
 	cmd.Env = append(os.Environ(), "LINERATE_LAB_CLI_HELPER=1", "LINERATE_STATE_DIR="+dir, "HOME="+dir)
+	cmd.Env = append(cmd.Env, cover...)
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err = cmd.Run()
+	collect()
 	code, ok := lab.ExitCode(err)
 	if !ok {
 		t.Fatal(err)

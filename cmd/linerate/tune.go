@@ -255,6 +255,13 @@ someone else changed since is left alone and reported, unless --force. It
 works on what a killed or failed apply left too. --last picks the newest
 journal made in this network namespace that still has changes to revert.
 
+A damaged journal (cut short by a crash, or with lines that are not
+records) is reverted as far as its records prove: a step whose prior value
+was recorded is restored where the value now is the one tune wrote. An
+empty or headerless journal holds nothing (no change is made before the
+header) and --last passes over it. A journal that anyone but root (or you)
+could have written, or that names a path tune never writes, is refused.
+
 Exit status: 0 all restored, 1 some values were left alone, 2 error.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -347,7 +354,7 @@ func newTuneListCmd(env *cliEnv) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list [--json]",
-		Short: "Show tune journals: ID, time, changes, state",
+		Short: "Show tune journals: ID, time, changes, state (damaged and refused ones too, with why)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			js, err := tune.List(tuneJournalDir())

@@ -33,10 +33,13 @@ func (fs *FS) openFlags(rel string, flags int) (*os.File, error) {
 		return openFile("/"+rel, "/"+rel, flags)
 	}
 	if fs.rec == nil && fs.useOpenat2() {
-		fd, err := unix.Openat2(fs.rootFD, rel, &unix.OpenHow{
-			Flags:   uint64(flags),
-			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
-		})
+		how := &unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
+		fd, err := unix.Openat2(fs.rootFD, rel, how)
+		// EAGAIN: a rename anywhere on the system while a ".." (sysfs
+		// links are full of them) was resolved; openat2(2) says retry.
+		for try := 0; err == unix.EAGAIN && try < 100; try++ {
+			fd, err = unix.Openat2(fs.rootFD, rel, how)
+		}
 		if err != nil {
 			return nil, &os.PathError{Op: "open", Path: fs.Display(rel), Err: err}
 		}

@@ -286,8 +286,12 @@ func (d *demo) revertTune(ctx context.Context, dir string) *StepResult {
 		return nil
 	}
 	j, err := tune.Last(filepath.Join(d.state, "tune"), ino)
-	if err != nil || j == nil {
+	if errors.Is(err, tune.ErrNoJournal) {
 		return nil // no journal with changes: tune did not run, or changed nothing
+	}
+	if err != nil {
+		// The journals cannot be trusted or read: say so, never pass over it.
+		return &StepResult{Name: "tune revert", Status: StepFailed, Detail: err.Error()}
 	}
 	sr := runStep(ctx, d, dir, step{"tune revert", "tune-revert.txt", linerateIn(B, "tune", "revert", j.ID)})
 	return &sr

@@ -571,6 +571,10 @@ func loadTunes(dir string, runs []*storedRun) []TuneJournal {
 		j := known[id]
 		var why string
 		switch {
+		case j != nil && (j.Refused != "" || j.State() == tune.StateDamaged):
+			// Not trusted, or holding nothing: what it claims is not shown.
+			why = j.State() + ": " + cmp.Or(j.Refused, j.Damage)
+			j = nil
 		case j != nil:
 		case dir == "":
 			why = "no tune journal directory was given"

@@ -186,10 +186,10 @@ func writeJournal(tb testing.TB, dir string, j TuneJournal) {
 		}
 		buf.Write(append(b, '\n'))
 	}
-	line(map[string]any{"schema": tune.JournalSchema, "id": id, "time": j.Applied, "host": j.Host, "profile": j.Profile, "planned": len(j.Changes)})
+	line(map[string]any{"schema": tune.JournalSchema, "id": id, "time": j.Applied, "host": j.Host, "root": "/", "profile": j.Profile, "planned": len(j.Changes)})
 	for i, c := range j.Changes {
 		ch := tune.Change{Step: i + 1, Kind: tune.Kind(c.Kind), Target: c.Target, Before: c.Before, After: c.After,
-			Finding: c.Finding, Source: "finding " + c.Finding, Command: c.Command}
+			Finding: c.Finding, Source: "finding " + c.Finding, Command: c.Command, Path: journalPath(c)}
 		prior := strings.ReplaceAll(c.Before, " ", "\t") + "\n" // as /proc/sys holds tcp_rmem
 		line(map[string]any{"step": i + 1, "phase": tune.PhaseJournaled, "change": ch, "prior": prior, "want": c.After + "\n"})
 		line(map[string]any{"step": i + 1, "phase": tune.PhaseApplied, "now": c.After + "\n"})
@@ -198,6 +198,22 @@ func writeJournal(tb testing.TB, dir string, j TuneJournal) {
 	if err := os.WriteFile(filepath.Join(dir, id+".jsonl"), buf.Bytes(), 0o600); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// journalPath is the file a change writes, as tune journals it (a journal
+// naming none is refused).
+func journalPath(c TuneChange) string {
+	switch c.Kind {
+	case "sysctl":
+		return "/proc/sys/" + strings.ReplaceAll(c.Target, ".", "/")
+	case "governor":
+		return "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"
+	case "irq":
+		return "/proc/irq/" + strings.TrimPrefix(c.Target, "irq ") + "/smp_affinity_list"
+	case "irqbalance":
+		return c.Target
+	}
+	return ""
 }
 
 // rawDoc decodes a stored JSON document untyped: the numbers the report

@@ -86,7 +86,7 @@ type applier struct {
 // its new affinity is reported (PhaseRefused), not a failure; so is a
 // change needing the live NIC below a captured tree (PhaseSkipped).
 func Apply(p *Plan, t *Target, opts ApplyOptions) (*Result, error) {
-	w, id, err := createJournal(opts.JournalDir, p, time.Now())
+	w, id, err := createJournal(opts.JournalDir, p, time.Now(), journalReserve(p))
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +181,7 @@ func (a *applier) fail(r StepResult, c Change, prior *string, err error) (StepRe
 // (forced: tune just wrote it), and returns the StepError.
 func (a *applier) rollback(p *Plan, failed Change, cause error) error {
 	se := &StepError{Step: failed.Step, Of: len(p.Changes), Change: failed, Err: cause, Journal: a.res.Journal}
-	j, err := loadFile(a.w.f.Name())
+	j, err := loadFile(a.w.name)
 	if err != nil {
 		return errors.Join(se, err)
 	}

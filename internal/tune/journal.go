@@ -1,28 +1,50 @@
 package tune
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/linerate/linerate/internal/cpulist"
+	"github.com/linerate/linerate/internal/statedir"
 )
 
 // JournalSchema names the first record of every journal file.
 const JournalSchema = "linerate.tune-journal/v1"
 
-// A journal is a file of JSON lines, appended and synced one record at a
-// time, so that a process killed at any instant leaves every record
-// before the kill intact and at most a torn last line (which Load skips).
-// The first line is the header; then step records (a step's "journaled"
-// record holds the change, its prior value and the value to write, and
-// is on disk before the change is made); then events.
+// A journal is a file of JSON lines, appended one record at a time; the
+// header and every record that carries a prior value are synced to disk
+// before Apply goes on. The first line is the header; then step records
+// (a step's "journaled" record holds the change, its prior value and the
+// value to write, and is on disk before the change is made); then events.
+//
+// Recovery rules (docs/architecture.md, "tune's journal"):
+//   - A journal is born whole: its header is written and synced in an
+//     unnamed file (O_TMPFILE; a hidden temporary file where the
+//     filesystem has none) that is then linked under its name, and the
+//     directory synced. An empty or headerless journal cannot appear; the
+//     link fails rather than replace a journal of the same microsecond.
+//   - Apply reserves the journal's space before the header (fallocate),
+//     so a full disk refuses the apply before any change.
+//   - Only whole lines count: a last line cut mid-way (a write cut short)
+//     is ignored, and cut off before revert appends. A line that is not a
+//     record, or records of a step whose journaled record is lost, make
+//     the journal damaged, not unreadable: it is listed as damaged with
+//     what it holds and reverted as far as its records prove (revert.go).
+//   - A journal revert would act on is trusted only if its directory and
+//     file can only have been written by root (or the user) and every
+//     step names a path its kind writes (checkChange); otherwise it is
+//     refused: listed as such, never reverted, never blocking the others.
 
 // Phase is where a step stands.
 type Phase string
@@ -106,6 +128,22 @@ type Journal struct {
 	Events []string       `json:"events"`
 	// Path is the journal file.
 	Path string `json:"path"`
+	// Damage says what of the file could not be read ("" when it is
+	// whole); the records that could are in the fields above.
+	Damage string `json:"damage,omitempty"`
+	// Refused says why the journal is not trusted: a file or directory
+	// others could write, or a step naming a path its kind never writes.
+	// A refused journal holds no steps and is never reverted.
+	Refused string `json:"refused,omitempty"`
+
+	// headerless: the file has no header (so no root and no network
+	// namespace to revert in).
+	headerless bool
+	// size is the file's size when read; whole is where its last whole
+	// line ends, short of a cut-off tail (Revert cuts it off before
+	// appending); needNL says the last record lacks its newline.
+	size, whole int64
+	needNL      bool
 }
 
 // JournalStep is one journaled change and where it stands.
@@ -133,10 +171,21 @@ const (
 	StatePartlyReverted  = "partly reverted" // some values were changed by others and left
 	StateReverted        = "reverted"
 	statePartlyRolledBak = "partly rolled back"
+	// StateDamaged: no header, so nothing says where its changes were
+	// made; a journal with a header and damage elsewhere keeps its state.
+	StateDamaged = "damaged"
+	// StateRefused: not trusted (Journal.Refused).
+	StateRefused = "refused"
 )
 
 // State summarises the journal.
 func (j *Journal) State() string {
+	switch {
+	case j.Refused != "":
+		return StateRefused
+	case j.headerless:
+		return StateDamaged
+	}
 	last := ""
 	if len(j.Events) > 0 {
 		last = j.Events[len(j.Events)-1]
@@ -188,91 +237,6 @@ const journalExt = ".jsonl"
 // maxJournal bounds a journal file read: thousands of steps fit.
 const maxJournal = 16 << 20
 
-// journalWriter appends records to one journal file, syncing each.
-type journalWriter struct {
-	f *os.File
-}
-
-// createJournal creates a new journal in dir for plan p and writes its
-// header. The file and the directory entry are synced before it returns,
-// so the journal exists on disk before the first change.
-func createJournal(dir string, p *Plan, now time.Time) (*journalWriter, string, error) {
-	base := now.UTC().Format("20060102T150405.000000Z")
-	for n := 1; ; n++ {
-		id := base
-		if n > 1 {
-			id = fmt.Sprintf("%s-%d", base, n)
-		}
-		path := filepath.Join(dir, id+journalExt)
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
-		if errors.Is(err, fs.ErrExist) && n < 100 {
-			continue
-		}
-		if err != nil {
-			return nil, "", fmt.Errorf("creating the tune journal: %w (set LINERATE_STATE_DIR to a writable directory)", err)
-		}
-		w := &journalWriter{f: f}
-		hdr := record{Schema: JournalSchema, ID: id, Time: now.UTC().Format(time.RFC3339Nano), Host: p.Host, Root: p.Root,
-			NetNS: p.NetNS, Profile: p.Profile, Planned: len(p.Changes), Interfaces: p.Interfaces}
-		if err := w.append(hdr); err != nil {
-			f.Close()
-			return nil, "", err
-		}
-		if err := syncDir(dir); err != nil {
-			f.Close()
-			return nil, "", err
-		}
-		return w, id, nil
-	}
-}
-
-// openJournal opens an existing journal to append to it.
-func openJournal(path string) (*journalWriter, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		return nil, fmt.Errorf("opening the tune journal: %w", err)
-	}
-	return &journalWriter{f: f}, nil
-}
-
-// append writes one record. The header and each step's journaled record
-// (its prior value) are synced to disk before append returns: they must
-// survive a crash that happens after the change. Later records are not:
-// a step whose "applied" or "reverted" record is lost still reads as
-// journaled, and revert then compares the live value with both the prior
-// and tune's value, which gives the same answer.
-func (w *journalWriter) append(r record) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("encoding a journal record: %w", err)
-	}
-	if _, err := w.f.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("writing the tune journal %s: %w", w.f.Name(), err)
-	}
-	if r.Schema == "" && r.Phase != PhaseJournaled {
-		return nil
-	}
-	if err := w.f.Sync(); err != nil {
-		return fmt.Errorf("syncing the tune journal %s: %w", w.f.Name(), err)
-	}
-	return nil
-}
-
-func (w *journalWriter) close() error { return w.f.Close() }
-
-// syncDir makes a new directory entry durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("syncing %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", dir, err)
-	}
-	return nil
-}
-
 // ErrNoJournal reports that the journal asked for (an ID, or the last one
 // with changes) is not in the directory: errors.Is(err, ErrNoJournal).
 var ErrNoJournal = errors.New("no such tune journal")
@@ -283,55 +247,144 @@ type noJournal string
 func (e noJournal) Error() string      { return string(e) }
 func (noJournal) Is(target error) bool { return target == ErrNoJournal }
 
-// Load reads journal id from dir.
+// Load reads journal id from dir, for revert: a journal that is refused
+// or has no header is an error that says why and what to do.
 func Load(dir, id string) (*Journal, error) {
 	if !idRE.MatchString(id) {
 		return nil, fmt.Errorf("%q is not a journal ID (IDs look like 20250120T153012.123456Z; linerate tune list shows them)", id)
 	}
-	return loadFile(filepath.Join(dir, id+journalExt))
+	if err := statedir.PrivateDir(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, noJournal(fmt.Sprintf("no journal %s (linerate tune list shows them)", id))
+	} else if err != nil {
+		return nil, fmt.Errorf("tune journals: %w", err)
+	}
+	j, err := loadFile(filepath.Join(dir, id+journalExt))
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case j.Refused != "":
+		return nil, fmt.Errorf("journal %s refused: %s", j.Path, j.Refused)
+	case j.headerless:
+		return nil, fmt.Errorf("journal %s is damaged (%s): it has no header, which a journal gets before any change, so nothing was changed under it; remove it (rm %s)", j.Path, j.Damage, j.Path)
+	}
+	return j, nil
 }
 
+// loadFile reads one journal file. Only a file that cannot be opened is
+// an error; damage and distrust are in the Journal (Damage, Refused).
 func loadFile(path string) (*Journal, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, noJournal(fmt.Sprintf("no journal %s (linerate tune list shows them)", strings.TrimSuffix(filepath.Base(path), journalExt)))
-	}
-	if err != nil {
+	id := strings.TrimSuffix(filepath.Base(path), journalExt)
+	j := &Journal{ID: id, Path: path, Events: []string{}, Steps: []*JournalStep{}}
+	// O_NOFOLLOW: a link planted in place of a journal is not followed.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, noJournal(fmt.Sprintf("no journal %s (linerate tune list shows them)", id))
+	case errors.Is(err, syscall.ELOOP):
+		j.Refused = "it is a symbolic link, not a journal tune wrote; remove it (rm " + path + ")"
+		return j, nil
+	case err != nil:
 		return nil, fmt.Errorf("reading the tune journal: %w", err)
 	}
 	defer f.Close()
-	var recs []record
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), maxJournal)
-	var bad error
-	for sc.Scan() {
-		if bad != nil {
-			return nil, bad // only the last line may be torn
-		}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("reading the tune journal: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		j.Refused = "it is not a regular file; remove it"
+		return j, nil
+	}
+	if err := statedir.Private(path, fi); err != nil {
+		j.Refused = err.Error()
+		return j, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxJournal+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading the tune journal %s: %w", path, err)
+	}
+	if len(b) > maxJournal {
+		j.Refused = fmt.Sprintf("it is larger than %d MiB, which no tune writes; remove it", maxJournal>>20)
+		return j, nil
+	}
+	j.size = int64(len(b))
+	recs, damage := parseRecords(j, b)
+	build(j, recs, damage)
+	return j, nil
+}
+
+// parseRecords reads the whole lines of b as records. A last line without
+// its newline is a write cut short: used if it is a whole record, else
+// ignored (j.whole marks where the whole lines end).
+func parseRecords(j *Journal, b []byte) (recs []record, damage []string) {
+	var bad []int
+	n := 0
+	for len(b) > 0 {
+		n++
+		line, rest, whole := bytes.Cut(b, []byte{'\n'})
 		var r record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			bad = fmt.Errorf("journal %s is damaged: %w", path, err)
+		err := json.Unmarshal(line, &r)
+		switch {
+		case !whole && err != nil:
+			damage = append(damage, fmt.Sprintf("its last line is cut off (%d bytes; a write was cut short), so it was read up to line %d", len(line), n-1))
+			j.whole = j.size - int64(len(line))
+			return recs, append(badLines(bad), damage...)
+		case !whole:
+			j.needNL = true
+		case err != nil:
+			bad = append(bad, n)
+			b = rest
 			continue
 		}
 		recs = append(recs, r)
+		b = rest
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading the tune journal %s: %w", path, err)
-	}
-	return build(path, recs)
+	j.whole = j.size
+	return recs, badLines(bad)
 }
 
-// build folds the records into a Journal.
-func build(path string, recs []record) (*Journal, error) {
+func badLines(bad []int) []string {
+	switch len(bad) {
+	case 0:
+		return nil
+	case 1:
+		return []string{fmt.Sprintf("line %d is not a record", bad[0])}
+	}
+	return []string{fmt.Sprintf("%d lines are not records (lines %s)", len(bad), cpulist.Format(bad))}
+}
+
+// build folds the records into j. A journal without a header is damaged
+// and holds nothing; one with a step naming a path its kind never writes
+// is refused and holds nothing.
+func build(j *Journal, recs []record, damage []string) {
+	defer func() { j.Damage = strings.Join(damage, "; ") }()
 	if len(recs) == 0 || recs[0].Schema != JournalSchema {
-		return nil, fmt.Errorf("%s is not a tune journal (no %s header)", path, JournalSchema)
+		j.headerless = true
+		what := "an empty file"
+		if j.size > 0 {
+			what = "no " + JournalSchema + " header"
+		}
+		damage = append([]string{what}, damage...)
+		return
 	}
 	h := recs[0]
-	j := &Journal{ID: h.ID, Host: h.Host, Root: h.Root, NetNS: h.NetNS, Profile: h.Profile, Planned: h.Planned,
-		Interfaces: h.Interfaces, Path: path, Events: []string{}, Steps: []*JournalStep{}}
+	if err := checkRoot(h.Root); err != nil {
+		j.Refused = err.Error()
+		return
+	}
+	if h.ID != j.ID {
+		damage = append(damage, fmt.Sprintf("its header names journal %q (a copy, or a renamed file)", h.ID))
+	}
+	j.Host, j.Root, j.NetNS, j.Profile, j.Planned, j.Interfaces = h.Host, h.Root, h.NetNS, h.Profile, h.Planned, h.Interfaces
 	j.Time, _ = time.Parse(time.RFC3339Nano, h.Time)
 	byStep := map[int]*JournalStep{}
+	var orphans []int
 	for _, r := range recs[1:] {
+		if r.Schema != "" {
+			damage = append(damage, "a second header")
+			continue
+		}
 		if r.Event != "" {
 			j.Events = append(j.Events, r.Event)
 			continue
@@ -339,7 +392,17 @@ func build(path string, recs []record) (*Journal, error) {
 		s := byStep[r.Step]
 		if s == nil {
 			if r.Change == nil {
-				return nil, fmt.Errorf("journal %s is damaged: step %d has no change record", path, r.Step)
+				// Its journaled record is lost (a damaged line): what was
+				// written before it is unknown, so it cannot be reverted.
+				if !slices.Contains(orphans, r.Step) {
+					orphans = append(orphans, r.Step)
+				}
+				continue
+			}
+			if err := checkChange(r.Change); err != nil {
+				j.Refused = fmt.Sprintf("step %d: %v; a journal tune wrote never does that: check who wrote it, then remove it", r.Step, err)
+				j.Steps, j.Events = []*JournalStep{}, []string{}
+				return
 			}
 			s = &JournalStep{Change: *r.Change}
 			byStep[r.Step] = s
@@ -353,17 +416,37 @@ func build(path string, recs []record) (*Journal, error) {
 		}
 		s.Phase, s.Reason = r.Phase, r.Reason
 	}
+	if len(orphans) > 0 {
+		damage = append(damage, fmt.Sprintf("step(s) %s: records without the change they are about (not reverted)", cpulist.Format(orphans)))
+	}
 	slices.SortFunc(j.Steps, func(a, b *JournalStep) int { return a.Change.Step - b.Change.Step })
-	return j, nil
 }
 
-// List reads every journal in dir, newest first. A directory that does not
-// exist holds no journals.
-func List(dir string) ([]*Journal, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+// Holds says what a journal holds, for a damaged one's listing:
+// "5 steps (3 applied, 1 journaled only), 2 events".
+func (j *Journal) Holds() string {
+	if j.headerless || j.Refused != "" {
+		return "nothing usable"
 	}
+	only := 0
+	for _, s := range j.Steps {
+		if s.Phase == PhaseJournaled {
+			only++
+		}
+	}
+	return fmt.Sprintf("%d step(s) (%d applied, %d journaled without a read-back), %d event(s)", len(j.Steps), j.Applied(), only, len(j.Events))
+}
+
+// List reads every journal in dir, newest first, damaged and refused ones
+// included (Journal.State says which). A directory that does not exist
+// holds no journals; one that others could write is an error.
+func List(dir string) ([]*Journal, error) {
+	if err := statedir.PrivateDir(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("tune journals: %w", err)
+	}
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("listing tune journals: %w", err)
 	}
@@ -374,8 +457,11 @@ func List(dir string) ([]*Journal, error) {
 			continue
 		}
 		j, err := loadFile(filepath.Join(dir, e.Name()))
+		if errors.Is(err, ErrNoJournal) {
+			continue // removed since ReadDir
+		}
 		if err != nil {
-			return nil, err
+			j = &Journal{ID: id, Path: filepath.Join(dir, e.Name()), Events: []string{}, Steps: []*JournalStep{}, Refused: err.Error()}
 		}
 		out = append(out, j)
 	}
@@ -384,7 +470,8 @@ func List(dir string) ([]*Journal, error) {
 }
 
 // Last returns the newest journal made in network namespace netns that
-// still has changes to revert.
+// still has changes to revert. Damaged journals count for what they
+// prove; refused and headerless ones hold nothing to revert.
 func Last(dir string, netns uint64) (*Journal, error) {
 	all, err := List(dir)
 	if err != nil {

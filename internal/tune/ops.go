@@ -32,6 +32,11 @@ var errNeedsLive = errors.New("needs the live NIC (not file-backed): skipped bel
 
 // opFor returns the op that applies c on t.
 func (t *Target) opFor(c Change) (op, error) {
+	// Load refuses such a journal already; this keeps any other way to a
+	// write (a Journal made by hand) from reaching outside the kind's paths.
+	if err := checkChange(&c); err != nil {
+		return nil, err
+	}
 	if c.LiveOnly && t.Devices == nil {
 		return nil, errNeedsLive
 	}

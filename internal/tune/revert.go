@@ -47,7 +47,7 @@ func Revert(j *Journal, t *Target, opts RevertOptions) (*RevertResult, error) {
 		return nil, fmt.Errorf("journal %s was made in network namespace %d, this is %d: its sysctls and interfaces are not the ones here; revert it from there (for a lab host: linerate lab exec NAME HOST -- linerate tune revert %s)",
 			j.ID, j.NetNS, opts.NetNS, j.ID)
 	}
-	w, err := openJournal(j.Path)
+	w, err := openJournal(j)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +91,25 @@ func (rv *reverter) revertAll(j *Journal, force func(*JournalStep) bool) []StepR
 	return out
 }
 
-// revert restores one step's prior value, if the value now is tune's.
+// revert restores one step's prior value when the journal proves that
+// the value now is tune's.
+//
+// What the records prove: a step's journaled record (its prior value and
+// the value to write) is synced before the change, so a step without one
+// was never changed, and such steps are not pending at all. A step with
+// one may or may not have been changed: its "applied" record (after the
+// read-back) is not synced, and a kill between the change and that
+// record leaves the step journaled only. So whatever the phase, the value
+// now decides:
+//   - equal to the prior, byte for byte: nothing to do (the change never
+//     happened, or was undone);
+//   - the value tune wrote: tune's change is there (or someone set the
+//     same value since, which the prior undoes just as well): restore;
+//   - the prior written another way (tabs for spaces): restore its bytes;
+//   - empty, in a step journaled but never read back: a killed write
+//     that truncated a captured tree's file and wrote nothing: restore;
+//   - anything else: someone else changed it since: left alone and
+//     reported, unless forced.
 func (rv *reverter) revert(s *JournalStep, force bool) StepResult {
 	c := s.Change
 	r := StepResult{Step: c.Step, Kind: c.Kind, Target: c.Target}

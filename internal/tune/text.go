@@ -212,12 +212,28 @@ func WriteList(out io.Writer, js []*Journal, st termui.Style) error {
 	}
 	fmt.Fprintf(w, "%-27s %-20s %-8s %-15s %-10s %-18s %s\n", "ID", "TIME", "CHANGES", "STATE", "PROFILE", "NETNS", "HOST / ROOT")
 	for _, j := range js {
-		where := j.Host
-		if j.Root != "/" {
+		where := orDash(j.Host)
+		if j.Root != "/" && j.Root != "" {
 			where += " " + j.Root
 		}
-		fmt.Fprintf(w, "%-27s %-20s %-8d %-15s %-10s %-18d %s\n", j.ID, j.Time.Local().Format("2006-01-02 15:04:05"),
-			j.Planned, j.State(), j.Profile, j.NetNS, where)
+		when := "-"
+		if !j.Time.IsZero() {
+			when = j.Time.Local().Format("2006-01-02 15:04:05")
+		}
+		state := fmt.Sprintf("%-15s", j.State()) // padded before colouring
+		switch j.State() {
+		case StateDamaged, StateRefused:
+			state = st.Red(state)
+		}
+		fmt.Fprintf(w, "%-27s %-20s %-8d %s %-10s %-18d %s\n", j.ID, when, j.Planned, state, orDash(string(j.Profile)), j.NetNS, where)
+		switch {
+		case j.Refused != "":
+			fmt.Fprintf(w, "  %s %s\n", st.Red("refused:"), j.Refused)
+		case j.State() == StateDamaged:
+			fmt.Fprintf(w, "  %s %s: nothing was changed under it (a journal gets its header before any change); remove it: rm %s\n", st.Red("damaged:"), j.Damage, j.Path)
+		case j.Damage != "":
+			fmt.Fprintf(w, "  %s %s; it holds %s: revert restores what those prove\n", st.Yellow("damaged:"), j.Damage, j.Holds())
+		}
 	}
 	return w.Flush()
 }
