@@ -82,6 +82,14 @@ func TestLiveVeth(t *testing.T) {
 		if f.LinkState == nil || f.LinkState.Link == nil || *f.LinkState.Link {
 			t.Errorf("veth link state (down: the pair is not up) %+v", f.LinkState)
 		}
+		// What a snapshot of it would hold follows docs/schema/.
+		files, err := f.Files()
+		if err != nil {
+			t.Error(err)
+		}
+		for _, err := range validateFiles("live veth", files, schemas(t)) {
+			t.Error(err)
+		}
 
 		// Set, read back, restore.
 		if err := c.SetChannels("lr-optics0", ChannelCounts{RX: ptr[uint32](2), TX: ptr[uint32](3)}); err != nil {

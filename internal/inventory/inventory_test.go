@@ -305,3 +305,36 @@ func TestConfigSpaceNeedsRoot(t *testing.T) {
 		t.Errorf("note for 0000:01:00.0 = %q, want it to say MPS/MRRS need root and MPS 256 is assumed (notes: %q)", note, inv.Notes)
 	}
 }
+
+// TestEthtoolFromTree: live ethtool facts captured in a tree fill link,
+// FEC, transceiver and counters; a tree without them says so.
+func TestEthtoolFromTree(t *testing.T) {
+	inv := collect(t, tree("t6-cwdm4-healthy"))
+	n := nic(t, inv, "ens5f4")
+	if n.Link == nil || *n.Link.SpeedMbps != 100000 || *n.Link.SupportedMaxMbps != 100000 || n.Link.Advertised[0] != "100000baseCR4/Full" {
+		t.Errorf("link %+v", n.Link)
+	}
+	if n.FEC == nil || *n.FEC.Active != "RS" || n.FEC.UncorrectableBlocks != nil {
+		t.Errorf("fec %+v (cxgb4 keeps no FEC counters)", n.FEC)
+	}
+	tr := n.Transceiver
+	if tr == nil || !tr.Readable || tr.Spec != "SFF-8636" || tr.VendorPN != "FTLC1157RGPL6FB1" || len(tr.Lanes) != 4 || tr.Thresholds == nil {
+		t.Fatalf("transceiver %+v", tr)
+	}
+	if n.Counters == nil || n.Counters.Driver != "cxgb4" {
+		t.Errorf("counters %+v", n.Counters)
+	}
+	if d1 := nic(t, inv, "ens5f4d1"); d1.Transceiver != nil {
+		t.Errorf("an empty cage (EOPNOTSUPP) has a transceiver: %+v", d1.Transceiver)
+	}
+	dead := nic(t, collect(t, tree("t6-cwdm4-unreadable")), "ens5f4")
+	if dead.Transceiver == nil || dead.Transceiver.Readable || *dead.Transceiver.Error != "EIO" {
+		t.Errorf("dead module %+v", dead.Transceiver)
+	}
+	old := collect(t, tree("ryzen-9900x-cx5-x4"))
+	if !slices.ContainsFunc(old.Notes, func(s string) bool {
+		return strings.Contains(s, "enp1s0f0np0, enp1s0f1np1 were not captured")
+	}) || nic(t, old, "enp1s0f0np0").Link != nil {
+		t.Errorf("a tree without ethtool facts: notes %q", old.Notes)
+	}
+}

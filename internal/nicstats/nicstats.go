@@ -281,8 +281,9 @@ func (c Counters) Get(cause Cause) (uint64, bool) {
 	return n.Value, ok
 }
 
-// Describe says which counters made a cause's value, largest first:
-// "rx_out_of_buffer 1234" or "rx_bg0_frames_dropped 10, rx_bg1_frames_dropped 2".
+// Describe says which counters made a cause's value, largest first, and
+// leaves out those at zero: "rx_out_of_buffer 1234" or
+// "rx_bg0_frames_dropped 10, rx_bg1_frames_dropped 2".
 func (c Counters) Describe(cause Cause) string {
 	n, ok := c.ByCause[cause]
 	if !ok {
@@ -294,7 +295,9 @@ func (c Counters) Describe(cause Cause) string {
 	}
 	var s []kv
 	for k, v := range n.Sources {
-		s = append(s, kv{k, v})
+		if v > 0 || n.Value == 0 {
+			s = append(s, kv{k, v})
+		}
 	}
 	slices.SortFunc(s, func(a, b kv) int {
 		if a.v != b.v {
