@@ -234,12 +234,16 @@ func writeQueues(w io.Writer, n NICReport) {
 	var parts []string
 	if r := n.Rings; r != nil {
 		if r.RX != nil {
-			parts = append(parts, "rx ring "+ofMax(*r.RX, r.RXMax))
+			parts = append(parts, "rx "+ofMax(*r.RX, r.RXMax))
 		}
 		if r.TX != nil {
-			parts = append(parts, "tx ring "+ofMax(*r.TX, r.TXMax))
+			parts = append(parts, "tx "+ofMax(*r.TX, r.TXMax))
 		}
 	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "  %-10s %s descriptors\n", "rings", strings.Join(parts, ", "))
+	}
+	parts = nil
 	if c := n.Channels; c != nil {
 		for _, k := range []struct {
 			name string
@@ -247,12 +251,12 @@ func writeQueues(w io.Writer, n NICReport) {
 			lim  *uint32
 		}{{"combined", c.Combined, c.CombinedMax}, {"rx", c.RX, c.RXMax}, {"tx", c.TX, c.TXMax}} {
 			if k.v != nil {
-				parts = append(parts, k.name+" channels "+ofMax(*k.v, k.lim))
+				parts = append(parts, k.name+" "+ofMax(*k.v, k.lim))
 			}
 		}
 	}
 	if len(parts) > 0 {
-		fmt.Fprintf(w, "  %-10s %s\n", "rings", strings.Join(parts, ", "))
+		fmt.Fprintf(w, "  %-10s %s\n", "channels", strings.Join(parts, ", "))
 	}
 }
 
