@@ -91,6 +91,11 @@ func (c *collector) applyEthtool(n *NIC, f *ethtool.Facts) {
 	n.Link = link(f)
 	n.FEC = fec(f)
 	n.Transceiver = transceiver(f)
+	if t := n.Transceiver; t != nil && t.Module != nil {
+		for _, note := range t.Notes {
+			c.note("%s: module: %s", n.Interface, note)
+		}
+	}
 	n.Channels, n.Rings = f.Channels, f.Rings
 	if f.Stats != nil || f.FEC != nil || f.LinkState != nil {
 		cnt := nicstats.FromFacts(n.Driver, f)

@@ -9,7 +9,10 @@ import (
 	"testing"
 
 	"github.com/linerate/linerate/internal/cpulist"
+	"github.com/linerate/linerate/internal/ethtool"
 	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/hosttree"
+	"github.com/linerate/linerate/internal/sff"
 )
 
 func tree(name string) string { return filepath.Join("..", "..", "testdata", "hosts", name) }
@@ -336,5 +339,22 @@ func TestEthtoolFromTree(t *testing.T) {
 		return strings.Contains(s, "enp1s0f0np0, enp1s0f1np1 were not captured")
 	}) || nic(t, old, "enp1s0f0np0").Link != nil {
 		t.Errorf("a tree without ethtool facts: notes %q", old.Notes)
+	}
+}
+
+// TestModuleNotes: what the decoder could not read is in the notes.
+func TestModuleNotes(t *testing.T) {
+	o := hosttree.Optic{Vendor: "V", PN: "P", SN: "S", Compliance: 0x06, TempC: 30, VccV: 3.3,
+		Lanes: make([]hosttree.OpticLane, 4), Thresholds: hosttree.LRThresholds()}
+	pages := o.QSFP28()
+	delete(pages, sff.Upper(3, 0))
+	c := &collector{fs: hostfs.Live()}
+	n := &NIC{Interface: "eth7", Kind: "pci"}
+	c.applyEthtool(n, &ethtool.Facts{Module: pages})
+	if n.Transceiver == nil || !n.Transceiver.Readable || n.Transceiver.Thresholds != nil {
+		t.Fatalf("transceiver %+v", n.Transceiver)
+	}
+	if len(c.notes) != 1 || !strings.HasPrefix(c.notes[0], "eth7: module: page 03h was not read") {
+		t.Errorf("notes %q", c.notes)
 	}
 }
