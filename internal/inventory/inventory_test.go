@@ -358,3 +358,33 @@ func TestModuleNotes(t *testing.T) {
 		t.Errorf("notes %q", c.notes)
 	}
 }
+
+// TestBadEthtoolFacts: a garbled facts file in a tree is a note naming
+// the file, never a failed doctor.
+func TestBadEthtoolFacts(t *testing.T) {
+	root := t.TempDir()
+	for p, v := range map[string]string{
+		"sys/class/net/veth9/mtu":                 "1500\n",
+		"sys/class/net/veth9/operstate":           "up\n",
+		"linerate/ethtool/veth9/fec.json":         "{not json",
+		"linerate/ethtool/veth9/linkmodes.json":   `{"speed_mbps": 10000, "duplex": "full", "autoneg": false, "supported": [], "advertised": [], "partner_advertised": [], "source": "netlink"}`,
+		"linerate/ethtool/veth9/module-eeprom/zz": "x",
+	} {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inv := collect(t, root)
+	if len(inv.Virtual) != 1 || inv.Virtual[0].Link != nil {
+		t.Errorf("virtual %+v", inv.Virtual)
+	}
+	if !slices.ContainsFunc(inv.Notes, func(s string) bool {
+		return strings.Contains(s, "veth9: live ethtool facts unreadable") && strings.Contains(s, "/linerate/ethtool/veth9/fec.json")
+	}) {
+		t.Errorf("notes %q", inv.Notes)
+	}
+}
