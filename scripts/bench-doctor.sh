@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Times a full `linerate doctor` over a generated large host (512 CPUs,
-# 8 NICs, 4,096 NIC IRQs) and prints wall time and peak RSS per run.
-# Targets (issue 2): under 300 ms and 64 MB. Usage: scripts/bench-doctor.sh [RUNS]
+# 8 NICs, 4,096 NIC IRQs, live ethtool facts and a CMIS module on every
+# port) and prints wall time and peak RSS per run.
+# Targets (issues 2 and 11): under 300 ms and 64 MB. Usage: scripts/bench-doctor.sh [RUNS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/go-env.sh

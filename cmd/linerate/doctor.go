@@ -13,6 +13,7 @@ import (
 
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/doctor"
+	"github.com/linerate/linerate/internal/ethtool"
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/inventory"
 	"github.com/linerate/linerate/internal/netdev"
@@ -80,11 +81,17 @@ func runDoctor(ctx context.Context, env *cliEnv, f doctorFlags) error {
 		return err
 	}
 	defer closeRoot()
-	var live *netdev.Facts
+	iopts := inventory.Options{}
 	if fs.IsLive() {
-		live = liveFacts(env)
+		iopts.Live = liveFacts(env)
+		if c := ethtoolClient(env); c != nil {
+			defer c.Close()
+			iopts.Ethtool = func(iface string) *ethtool.Facts { return ethtool.Collect(c, iface) }
+			// Virtual interfaces are read only when named: a host may have hundreds of veths.
+			iopts.EthtoolVirtual = func(iface string) bool { return slices.Contains(f.ifaces, iface) }
+		}
 	}
-	inv, err := inventory.Collect(fs, inventory.Options{Live: live})
+	inv, err := inventory.Collect(fs, iopts)
 	if err != nil {
 		return err
 	}
@@ -137,6 +144,17 @@ func openRoot(root string) (*hostfs.FS, func() error, error) {
 		return nil, nil, fmt.Errorf("--root: %w", err)
 	}
 	return fs, fs.Close, nil
+}
+
+// ethtoolClient opens the ethtool netlink client; without it doctor still
+// runs, it just cannot see link modes, FEC, optics or NIC counters.
+func ethtoolClient(env *cliEnv) *ethtool.Client {
+	c, err := ethtool.Open()
+	if err != nil {
+		fmt.Fprintf(env.stderr, "linerate: warning: %v (link modes, FEC, optics and NIC counters not read)\n", err)
+		return nil
+	}
+	return c
 }
 
 // liveFacts asks rtnetlink for link kinds and qdiscs; without them doctor

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/linerate/linerate/internal/doctor"
+	"github.com/linerate/linerate/internal/ethtool"
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/inventory"
 	"github.com/linerate/linerate/internal/netdev"
@@ -21,7 +22,9 @@ func newSnapshotCmd(env *cliEnv) *cobra.Command {
 		Use:   "snapshot",
 		Short: "Capture exactly what doctor reads, to diagnose this host elsewhere",
 		Long: `snapshot records every file doctor reads from /sys and /proc, plus the live
-rtnetlink facts (link kinds, qdisc rates), into a .tar.gz. 'linerate doctor
+rtnetlink facts (link kinds, qdisc rates) and the live ethtool facts of every
+interface but lo (link modes, FEC, module EEPROM pages, NIC counters, rings,
+channels) under linerate/ethtool/<iface>/, into a .tar.gz. 'linerate doctor
 --root FILE.tar.gz' then gives the same answer on any machine. Process names
 other than irqbalance are not captured.`,
 		Example: "  linerate snapshot -o crow.tar.gz\n  linerate doctor --root crow.tar.gz",
@@ -56,7 +59,25 @@ func runSnapshot(env *cliEnv, out string, argv []string) error {
 		}
 		rec.Add(netdev.Path, b)
 	}
-	inv, err := inventory.Collect(fs, inventory.Options{Live: facts})
+	iopts := inventory.Options{Live: facts}
+	if c := ethtoolClient(env); c != nil {
+		defer c.Close()
+		iopts.Ethtool = func(iface string) *ethtool.Facts {
+			f := ethtool.Collect(c, iface)
+			files, err := f.Files()
+			if err != nil {
+				fmt.Fprintf(env.stderr, "linerate: warning: %s: %v (its ethtool facts are not in the snapshot)\n", iface, err)
+				return f
+			}
+			for p, b := range files {
+				rec.Add(ethtool.Dir(iface)+"/"+p, b)
+			}
+			return f
+		}
+		// Every interface but loopback: a replay may be asked about any.
+		iopts.EthtoolVirtual = func(iface string) bool { return iface != "lo" }
+	}
+	inv, err := inventory.Collect(fs, iopts)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,8 @@ import (
 )
 
 // BenchmarkDoctorLargeHost runs a full doctor (inventory + rules) over a
-// generated host with 512 CPUs, 8 NICs and 4,096 NIC IRQs. Target: under
+// generated host with 512 CPUs, 8 NICs and 4,096 NIC IRQs, every port with
+// live ethtool facts and a CMIS module to decode. Target: under
 // 300 ms and 64 MB (docs/benchmarks.md). peak-heap-MB is the largest live
 // heap seen after a run, sampled with runtime.ReadMemStats.
 func BenchmarkDoctorLargeHost(b *testing.B) {
@@ -35,6 +36,11 @@ func BenchmarkDoctorLargeHost(b *testing.B) {
 		}
 		if len(rep.NICs) != 8 {
 			b.Fatalf("%d NICs, want 8", len(rep.NICs))
+		}
+		for _, n := range rep.NICs {
+			if n.Transceiver == nil || !n.Transceiver.Readable || n.Counters == nil {
+				b.Fatalf("%s: no module or counters decoded", n.Interface)
+			}
 		}
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)

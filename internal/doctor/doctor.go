@@ -14,6 +14,7 @@ import (
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/inventory"
 	"github.com/linerate/linerate/internal/limits"
+	"github.com/linerate/linerate/internal/nicstats"
 )
 
 // Schema names the JSON document Diagnose produces.
@@ -85,6 +86,10 @@ type Options struct {
 	RTT time.Duration
 	// PathMTU is the --peer probe's result, nil when not run.
 	PathMTU *PathMTU
+	// CounterDeltas are the NIC counters' growth during a bench, by
+	// interface (nicstats.Delta of snapshots before and after). Without
+	// them the counter rules judge totals since the driver loaded.
+	CounterDeltas map[string]nicstats.Counters
 }
 
 // DefaultRTT is the RTT assumed without --rtt: a data-centre path.
@@ -144,6 +149,9 @@ func rules() []rule {
 		socketBuffersSmall, queuesTooFew, governorNotPerformance,
 		irqSpansL3, irqRemoteNUMA, irqOnAppCPU, temperatureHigh,
 		rdmaPortNotActive, irqbalanceRunning,
+		transceiverUnreadable, transceiverLaneDark, transceiverRXPowerLow, transceiverTXFault, transceiverTemperatureHigh,
+		fecOff, fecMismatch, fecUncorrectable, linkSpeedBelowMax,
+		nicRXNoBuffer, nicPHYErrors, nicPauseFrames, ringSmall,
 	}
 }
 

@@ -194,6 +194,7 @@ func writeNIC(w io.Writer, n NICReport, st termui.Style) {
 		}
 		fmt.Fprintf(w, "  %-10s %s/%d %s %s Gb/s %s  fw %s\n", "rdma", p.Device, p.Port, s, trimFloat(p.RateGbps), p.LinkLayer, p.Firmware)
 	}
+	writeEthtool(w, n, st)
 	writeCeiling(w, n.Limits, n.Kind == "pci", st)
 }
 

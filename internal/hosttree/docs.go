@@ -57,3 +57,119 @@ A correct doctor must raise only:
 
 It must not raise anything for ens5f4 (no pcie.*, mtu.*, sysctl.*, queues.*, cpu.*, irq.*, nic.*, rdma.*, irqbalance.*), nor link.down for docker0 (a virtual bridge without ports).
 `
+
+// opticsProvenance says, for every tree with live ethtool facts, where
+// those facts come from.
+const opticsProvenance = `
+Live ethtool facts sit in linerate/ethtool/<iface>/ as ` + "`linerate snapshot`" + ` records them
+(docs/schema/ethtool-*.schema.json). Module pages (module-eeprom/*.bin) are encoded byte
+by byte from SFF-8636 / SFF-8472 / CMIS 5.x by hosttree.Optic, the inverse of package sff;
+link modes, FEC and counters follow what each driver reports over the ethtool netlink
+family (cxgb4: no standard counter groups, no FEC counters, EOPNOTSUPP for an empty cage;
+mlx5: every standard group, FEC counters per lane, extended link state).
+`
+
+const docT6Healthy = `# t6-cwdm4-healthy
+
+Seed 001's baltazar (see xeon-6530-t6-healthy) with its optics: ens5f4 holds a working
+Finisar FTLC1157RGPL6FB1 100G CWDM4 Lite QSFP28 (SN X7TA03K): 41.3 °C, 3.283 V, RX −1.90,
+−1.52, −1.73, −1.20 dBm on lanes 1-4 against its −10.5 dBm low warning, TX about 0 dBm,
+bias 37.5-39.3 mA; linked at 100 Gb/s with RS-FEC, as the seed's ` + "`ethtool ens5f4`" + ` shows
+(supported modes 1000baseT … 100000baseCR4, advertised 100000baseCR4, autoneg off, partner
+not reported). ens5f4d1's cage is empty: cxgb4 answers EOPNOTSUPP (no module data).
+` + opticsProvenance + `
+A correct doctor must raise only:
+- link.down (warning) on ens5f4d1
+
+It must not raise any transceiver.*, fec.*, nic.*, ring.small or link.speed_below_max, and
+must list "ens5f4d1: no module data" under "not read".
+`
+
+const docT6Unreadable = `# t6-cwdm4-unreadable
+
+Seed 001's dead module: two of the author's ten used CWDM4 modules never linked and
+` + "`ethtool -m`" + ` could not read them. ens5f4 holds such a module: MODULE_EEPROM_GET fails
+with EIO (module-eeprom/error), and the port has no link. ens5f4d1's cage is empty.
+` + opticsProvenance + `
+A correct doctor must raise:
+- transceiver.unreadable (critical) on ens5f4, with the kernel's error as evidence and the
+  fix: reseat, then try the module elsewhere, then replace
+- link.down (warning) on ens5f4 and on ens5f4d1
+
+It must not raise transceiver.lane_dark or any other transceiver.* (nothing was read).
+`
+
+const docT6DarkLane = `# t6-cwdm4-dark-lane
+
+Seed 001's host with a CWDM4 (Finisar FTLC1157RGPL6FB1, SN X7TA09Q) whose lane 3 receives
+no light: RX power 0 and its RX LOS flag set, while lanes 1, 2 and 4 read −1.90, −1.52 and
+−1.20 dBm. A 100G link needs all four lanes, so ens5f4 is down. On a CWDM4 the four lanes
+share one fibre pair on four wavelengths: the fix is the peer's lane-3 laser or this
+module's receiver, not the fibre.
+` + opticsProvenance + `
+A correct doctor must raise:
+- transceiver.lane_dark (critical) on ens5f4: lane 3, with every lane's RX power as evidence
+- link.down (warning) on ens5f4 and ens5f4d1
+
+It must not raise transceiver.rx_power_low for lane 3 (a dark lane is lane_dark, not low),
+nor transceiver.tx_fault.
+`
+
+const docCX6DxLowRX = `# cx6dx-cwdm4-low-rx
+
+A tuned dual-socket Xeon Gold 6530 (as xeon-6530-t6-healthy) with a dual-port ConnectX-6 Dx
+(15b3:101d, mlx5_core, 16 GT/s x16) on node 0, 16 queues a port, both ports with a Mellanox
+MMA1L30-CM 100G CWDM4 QSFP28.
+ens5f0np0 links at 100 Gb/s with RS-FEC, but its module's lane 2 receives −11.60 dBm
+(0.0692 mW): under the module's own −10.5 dBm low warning (page 03h), above its −13.5 dBm
+alarm. The FEC pays for it: 2,104,911 corrected blocks on FEC lane 2 and 17 uncorrectable,
+and the MAC counted 17 FCS errors.
+ens5f1np1 has no link: its FEC was set to off while the switch port runs RS; mlx5 reports the
+extended state "Logical mismatch: RS FEC is not locked".
+` + opticsProvenance + `
+A correct doctor must raise:
+- transceiver.rx_power_low (warning) on ens5f0np0: lane 2 at −11.60 dBm against −10.50
+- fec.uncorrectable (warning: totals, no bench) and nic.phy_errors (warning) on ens5f0np0
+- fec.mismatch (critical) and link.down (warning) on ens5f1np1
+
+It must not raise transceiver.lane_dark, fec.off (no FEC is active on a port without link),
+link.speed_below_max or ring.small.
+`
+
+const docCX4LxSFP28 = `# cx4lx-sfp28-a2h
+
+The same tuned Xeon with a dual-port ConnectX-4 Lx (15b3:1015, mlx5_core, 8 GT/s x8) and two
+FS SFP28-25GSR-85 25GBASE-SR modules (SFF-8472, diagnostics at A2h).
+ens5f0np0's module is internally calibrated (A0h byte 92 = 0x68): 36.5 °C, RX −2.60 dBm; the
+port runs 25 Gb/s with RS-FEC and is clean.
+ens5f1np1's module is an older, externally calibrated one (byte 92 = 0x58): its A2h values are
+raw A/D counts with slope/offset constants at A2h 76-91 and a first-order RX power polynomial
+at 56-75, which the decoder must apply to the values and the thresholds. That port runs with
+FEC off (25GBASE-SR needs RS-FEC), a 512-descriptor RX ring of a possible 8192, and mlx5
+counted 184,211 rx_out_of_buffer drops.
+` + opticsProvenance + `
+A correct doctor must raise, all on ens5f1np1:
+- fec.off (warning), nic.rx_no_buffer (warning: rx_out_of_buffer 184211), ring.small (warning)
+
+It must not raise anything on ens5f0np0, nor any transceiver.* (both modules are healthy once
+calibrated).
+`
+
+const docCX7QSFPDD = `# cx7-qsfpdd-cmis
+
+The same tuned Xeon with a dual-port ConnectX-7 (15b3:1021, mlx5_core, 32 GT/s x16) and two
+ACME QDD-400G-DR4 QSFP-DD modules (CMIS 5.0, MPO, TX bias reported ×2 per page 01h byte 160):
+lane monitors and flags on page 11h bank 0, thresholds on page 02h.
+ens5f0np0 runs at only 200 Gb/s (200000baseDR2, 2 lanes) though the NIC and the 400GBASE-DR4
+module support 400 Gb/s, and the partner advertises no more than 200000baseDR2; its module is
+at 72.2 °C, over its 70 °C warning (alarm 75 °C); the switch sent 52,311 pause frames.
+ens5f1np1 has no link: its module reports a TX fault on lane 2 (TX power 0, bias 0).
+` + opticsProvenance + `
+A correct doctor must raise:
+- link.speed_below_max (warning), transceiver.temperature_high (warning) and
+  nic.pause_frames (info: received, totals) on ens5f0np0
+- transceiver.tx_fault (critical) and link.down (warning) on ens5f1np1
+
+It must not raise transceiver.lane_dark or transceiver.rx_power_low (every lane is lit), nor
+pcie.bandwidth_below_line_rate (only one port has link).
+`

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/linerate/linerate/internal/ethtool"
 )
 
 // Tree is a host committed under testdata/hosts/<Name>, with the HOST.md
@@ -25,6 +27,12 @@ func Trees() []Tree {
 		{Name: "ryzen-7950x-cx5-x8-roce", Host: Ryzen7950XCX5x8RoCE(), Doc: docRyzen7950X},
 		{Name: "xeon-xl710-gen2-x4", Host: XeonXL710Gen2x4(), Doc: docXL710},
 		{Name: "xeon-6530-t6-healthy", Host: Xeon6530T6Healthy(), Doc: docT6},
+		{Name: "t6-cwdm4-healthy", Host: T6CWDM4Healthy(), Doc: docT6Healthy},
+		{Name: "t6-cwdm4-unreadable", Host: T6CWDM4Unreadable(), Doc: docT6Unreadable},
+		{Name: "t6-cwdm4-dark-lane", Host: T6CWDM4DarkLane(), Doc: docT6DarkLane},
+		{Name: "cx6dx-cwdm4-low-rx", Host: CX6DxLowRX(), Doc: docCX6DxLowRX},
+		{Name: "cx4lx-sfp28-a2h", Host: CX4LxSFP28(), Doc: docCX4LxSFP28},
+		{Name: "cx7-qsfpdd-cmis", Host: CX7QSFPDD(), Doc: docCX7QSFPDD},
 	}
 }
 
@@ -83,6 +91,12 @@ func counts(vals ...uint64) map[int]uint64 {
 		}
 	}
 	return m
+}
+
+// withEthtool gives an interface live ethtool facts.
+func withEthtool(n NetIface, f *ethtool.Facts) NetIface {
+	n.Ethtool = f
+	return n
 }
 
 // one returns a single-CPU list.
@@ -493,7 +507,7 @@ func Large() *Host {
 			Bridge: PCIDevice{BDF: fmt.Sprintf("0000:%02x:01.1", bus-1), Vendor: 0x1022, Device: 0x14a5, Class: 0x060400,
 				NUMANode: node, LegacyIRQ: 40 + k, MaxSpeed: 32, MaxWidth: 16, CurSpeed: 32, CurWidth: 16,
 				MPSSupported: 512, MPS: 512, MRRS: 512, Port: 1, Config: true},
-			Interfaces: []NetIface{upIface(name, fmt.Sprintf("a0:88:c2:1f:%02x:00", bus), 2+k, 9000, 400000, 64, "p0")},
+			Interfaces: []NetIface{withEthtool(upIface(name, fmt.Sprintf("a0:88:c2:1f:%02x:00", bus), 2+k, 9000, 400000, 64, "p0"), largeFacts(k))},
 			IRQs:       irqs,
 			Hwmon:      &Hwmon{Index: 2 + k, Name: "mlx5", Label: "sensor0", Input: 55000 + 500*k, Crit: 105000, Highest: 61000},
 			RDMA: []RDMADevice{{Name: fmt.Sprintf("rocep%ds0", bus), FWVer: "28.39.1002", BoardID: "MT_0000000838", HCAType: "MT4129",

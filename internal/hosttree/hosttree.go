@@ -14,6 +14,8 @@
 // topology files) follow Host.Kernel.
 package hosttree
 
+import "github.com/linerate/linerate/internal/ethtool"
+
 // Host describes one machine as /sys and /proc show it.
 type Host struct {
 	// Hostname is proc/sys/kernel/hostname.
@@ -220,6 +222,10 @@ type NetIface struct {
 	Ports []string
 	// Master is the bridge this interface is a port of.
 	Master string
+	// Ethtool are the live ethtool facts (link modes, FEC, module pages,
+	// counters) written under linerate/ethtool/<Name>/ as `linerate
+	// snapshot` records them; nil writes none.
+	Ethtool *ethtool.Facts
 }
 
 // IRQ is one interrupt line of /proc/interrupts and its /proc/irq/N directory.

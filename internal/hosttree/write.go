@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/linerate/linerate/internal/ethtool"
 )
 
 // Write lays the host out below root as sys/… and proc/…, in the kernel's
@@ -400,6 +402,7 @@ func (h *Host) addIface(t *tree, dir string, nif *NetIface) {
 	a("tx_queue_len", strconv.Itoa(nif.TxQueueLen))
 	a("type", strconv.Itoa(typ))
 	t.file(dir+"/uevent", []byte(fmt.Sprintf("INTERFACE=%s\nIFINDEX=%d\n", nif.Name, nif.Ifindex)))
+	h.addEthtool(t, nif)
 	for _, s := range []string{"rx_bytes", "rx_packets", "rx_errors", "rx_dropped", "rx_missed_errors",
 		"tx_bytes", "tx_packets", "tx_errors", "tx_dropped", "collisions", "multicast"} {
 		a("statistics/"+s, "0")
@@ -501,4 +504,20 @@ func linkLocalGID(mac string) (string, bool) {
 		return "", false
 	}
 	return fmt.Sprintf("fe80:0000:0000:0000:%02x%02x:%02xff:fe%02x:%02x%02x", b[0]^2, b[1], b[2], b[3], b[4], b[5]), true
+}
+
+// addEthtool writes an interface's live ethtool facts where a snapshot
+// keeps them.
+func (h *Host) addEthtool(t *tree, nif *NetIface) {
+	if nif.Ethtool == nil {
+		return
+	}
+	files, err := nif.Ethtool.Files()
+	if err != nil {
+		t.errs = append(t.errs, fmt.Errorf("ethtool facts of %s: %w", nif.Name, err))
+		return
+	}
+	for p, b := range files {
+		t.file(ethtool.Dir(nif.Name)+"/"+p, b)
+	}
 }

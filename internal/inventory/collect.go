@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/procfs/sysfs"
 
+	"github.com/linerate/linerate/internal/ethtool"
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/netdev"
 )
@@ -20,6 +21,13 @@ type Options struct {
 	// caller with netdev.Query. When nil, Collect reads them from a
 	// captured tree's netdev.Path, if it has one.
 	Live *netdev.Facts
+	// Ethtool, when set, reads an interface's live ethtool facts (link
+	// modes, FEC, module memory, counters); Collect calls it for every
+	// PCI NIC and for the virtual interfaces EthtoolVirtual accepts. When
+	// nil, Collect reads the facts a captured tree holds, if any.
+	Ethtool func(iface string) *ethtool.Facts
+	// EthtoolVirtual says which virtual interfaces Ethtool is called for.
+	EthtoolVirtual func(iface string) bool
 }
 
 // collector carries one Collect run's state.
@@ -27,7 +35,10 @@ type collector struct {
 	fs    *hostfs.FS
 	sys   sysfs.FS // prometheus/procfs over the same root, for class/net and infiniband
 	live  *netdev.Facts
+	opts  Options
 	notes []string
+	// uncaptured are PCI NICs of a captured tree without ethtool facts.
+	uncaptured []string
 }
 
 // Collect reads the host below fs. It fails only when the root holds no
@@ -41,7 +52,7 @@ func Collect(fs *hostfs.FS, opts Options) (*Inventory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", fs.Display("sys"), err)
 	}
-	c := &collector{fs: fs, sys: sfs, live: opts.Live}
+	c := &collector{fs: fs, sys: sfs, live: opts.Live, opts: opts}
 	if c.live == nil && !fs.IsLive() {
 		c.live = c.readLiveFacts()
 	}
@@ -52,6 +63,10 @@ func Collect(fs *hostfs.FS, opts Options) (*Inventory, error) {
 		return nil, err
 	}
 	inv.Sysctl = c.sysctls()
+	if len(c.uncaptured) > 0 {
+		c.note("live ethtool facts (link modes, FEC, module EEPROM, NIC counters) of %s were not captured: the tree holds no linerate/ethtool/<iface>/ (it predates them, or was not made by linerate snapshot)",
+			strings.Join(c.uncaptured, ", "))
+	}
 	inv.Notes = c.notes
 	if inv.Notes == nil {
 		inv.Notes = []string{}

@@ -9,7 +9,10 @@ import (
 	"testing"
 
 	"github.com/linerate/linerate/internal/cpulist"
+	"github.com/linerate/linerate/internal/ethtool"
 	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/hosttree"
+	"github.com/linerate/linerate/internal/sff"
 )
 
 func tree(name string) string { return filepath.Join("..", "..", "testdata", "hosts", name) }
@@ -303,5 +306,85 @@ func TestConfigSpaceNeedsRoot(t *testing.T) {
 	}
 	if !strings.Contains(note, "need root") || !strings.Contains(note, "MRRS") || !strings.Contains(note, "assuming MPS 256") {
 		t.Errorf("note for 0000:01:00.0 = %q, want it to say MPS/MRRS need root and MPS 256 is assumed (notes: %q)", note, inv.Notes)
+	}
+}
+
+// TestEthtoolFromTree: live ethtool facts captured in a tree fill link,
+// FEC, transceiver and counters; a tree without them says so.
+func TestEthtoolFromTree(t *testing.T) {
+	inv := collect(t, tree("t6-cwdm4-healthy"))
+	n := nic(t, inv, "ens5f4")
+	if n.Link == nil || *n.Link.SpeedMbps != 100000 || *n.Link.SupportedMaxMbps != 100000 || n.Link.Advertised[0] != "100000baseCR4/Full" {
+		t.Errorf("link %+v", n.Link)
+	}
+	if n.FEC == nil || *n.FEC.Active != "RS" || n.FEC.UncorrectableBlocks != nil {
+		t.Errorf("fec %+v (cxgb4 keeps no FEC counters)", n.FEC)
+	}
+	tr := n.Transceiver
+	if tr == nil || !tr.Readable || tr.Spec != "SFF-8636" || tr.VendorPN != "FTLC1157RGPL6FB1" || len(tr.Lanes) != 4 || tr.Thresholds == nil {
+		t.Fatalf("transceiver %+v", tr)
+	}
+	if n.Counters == nil || n.Counters.Driver != "cxgb4" {
+		t.Errorf("counters %+v", n.Counters)
+	}
+	if d1 := nic(t, inv, "ens5f4d1"); d1.Transceiver != nil {
+		t.Errorf("an empty cage (EOPNOTSUPP) has a transceiver: %+v", d1.Transceiver)
+	}
+	dead := nic(t, collect(t, tree("t6-cwdm4-unreadable")), "ens5f4")
+	if dead.Transceiver == nil || dead.Transceiver.Readable || *dead.Transceiver.Error != "EIO" {
+		t.Errorf("dead module %+v", dead.Transceiver)
+	}
+	old := collect(t, tree("ryzen-9900x-cx5-x4"))
+	if !slices.ContainsFunc(old.Notes, func(s string) bool {
+		return strings.Contains(s, "enp1s0f0np0, enp1s0f1np1 were not captured")
+	}) || nic(t, old, "enp1s0f0np0").Link != nil {
+		t.Errorf("a tree without ethtool facts: notes %q", old.Notes)
+	}
+}
+
+// TestModuleNotes: what the decoder could not read is in the notes.
+func TestModuleNotes(t *testing.T) {
+	o := hosttree.Optic{Vendor: "V", PN: "P", SN: "S", Compliance: 0x06, TempC: 30, VccV: 3.3,
+		Lanes: make([]hosttree.OpticLane, 4), Thresholds: hosttree.LRThresholds()}
+	pages := o.QSFP28()
+	delete(pages, sff.Upper(3, 0))
+	c := &collector{fs: hostfs.Live()}
+	n := &NIC{Interface: "eth7", Kind: "pci"}
+	c.applyEthtool(n, &ethtool.Facts{Module: pages})
+	if n.Transceiver == nil || !n.Transceiver.Readable || n.Transceiver.Thresholds != nil {
+		t.Fatalf("transceiver %+v", n.Transceiver)
+	}
+	if len(c.notes) != 1 || !strings.HasPrefix(c.notes[0], "eth7: module: page 03h was not read") {
+		t.Errorf("notes %q", c.notes)
+	}
+}
+
+// TestBadEthtoolFacts: a garbled facts file in a tree is a note naming
+// the file, never a failed doctor.
+func TestBadEthtoolFacts(t *testing.T) {
+	root := t.TempDir()
+	for p, v := range map[string]string{
+		"sys/class/net/veth9/mtu":                 "1500\n",
+		"sys/class/net/veth9/operstate":           "up\n",
+		"linerate/ethtool/veth9/fec.json":         "{not json",
+		"linerate/ethtool/veth9/linkmodes.json":   `{"speed_mbps": 10000, "duplex": "full", "autoneg": false, "supported": [], "advertised": [], "partner_advertised": [], "source": "netlink"}`,
+		"linerate/ethtool/veth9/module-eeprom/zz": "x",
+	} {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inv := collect(t, root)
+	if len(inv.Virtual) != 1 || inv.Virtual[0].Link != nil {
+		t.Errorf("virtual %+v", inv.Virtual)
+	}
+	if !slices.ContainsFunc(inv.Notes, func(s string) bool {
+		return strings.Contains(s, "veth9: live ethtool facts unreadable") && strings.Contains(s, "/linerate/ethtool/veth9/fec.json")
+	}) {
+		t.Errorf("notes %q", inv.Notes)
 	}
 }

@@ -57,6 +57,11 @@ func (c *collector) nic(name string) *nicState {
 	dev, err := c.fs.Resolve(base + "/device")
 	if err != nil {
 		n.Kind = c.virtualKind(name, base)
+		if c.opts.Ethtool == nil || (c.opts.EthtoolVirtual != nil && c.opts.EthtoolVirtual(name)) {
+			if f := c.ethtoolFacts(name); f != nil {
+				c.applyEthtool(n, f)
+			}
+		}
 		return st
 	}
 	pciDir, err := pciFunctionOf(dev)
@@ -73,6 +78,7 @@ func (c *collector) nic(name string) *nicState {
 	st.irqs = c.msiIRQs(pciDir)
 	n.TempC, n.TempCritC = c.temperature(pciDir)
 	n.RDMA = c.rdma(pciDir)
+	c.applyEthtool(n, c.ethtoolFacts(name))
 	return st
 }
 

@@ -9,6 +9,11 @@
 // linerate.doctor/v1 contract in DESIGN.md.
 package inventory
 
+import (
+	"github.com/linerate/linerate/internal/ethtool"
+	"github.com/linerate/linerate/internal/nicstats"
+)
+
 // Inventory is everything known about one host.
 type Inventory struct {
 	Host    Host           `json:"host"`
@@ -82,6 +87,15 @@ type NIC struct {
 	// Ports lists the interfaces sharing this NIC's card (same PCI bus
 	// and device, any function), itself included.
 	CardPorts []string `json:"card_ports,omitempty"`
+	// Link, FEC, Transceiver, Counters, Channels and Rings are live
+	// ethtool facts (package ethtool), nil where not read: a captured tree
+	// holds them under linerate/ethtool/<iface>/.
+	Link        *Link              `json:"link"`
+	FEC         *FEC               `json:"fec"`
+	Transceiver *Transceiver       `json:"transceiver"`
+	Counters    *nicstats.Counters `json:"counters"`
+	Channels    *ethtool.Channels  `json:"channels"`
+	Rings       *ethtool.Rings     `json:"rings"`
 }
 
 // Queues counts the kernel's receive and transmit queues

@@ -1,0 +1,350 @@
+package doctor
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/linerate/linerate/internal/inventory"
+	"github.com/linerate/linerate/internal/sff"
+)
+
+// Optics rules: the plugged module's own diagnostics, judged against its
+// own thresholds (SFF-8472 A2h, SFF-8636 page 03h, CMIS page 02h).
+
+// darkMW is the RX power at or below which a lane counts as dark: 1 µW
+// (−30 dBm), far below any receiver's sensitivity.
+const darkMW = 0.001
+
+// defaultLowDBm is the RX power below which a lane is weak when the
+// module gives no threshold: −10 dBm, under the sensitivity of most
+// 25G-per-lane short- and long-reach receivers plus margin.
+const defaultLowDBm = -10.0
+
+// laneState is what the optics rules and the optics table say of a lane.
+type laneState struct {
+	dark, low, lowAlarm, txFault bool
+}
+
+// judgeLane looks at one lane against the module's thresholds.
+func judgeLane(t *inventory.Transceiver, l sff.Lane) laneState {
+	var s laneState
+	los := l.RXLOS != nil && *l.RXLOS
+	if los || (l.RXPowerMW != nil && *l.RXPowerMW <= darkMW) {
+		s.dark = true
+	}
+	if !s.dark && l.RXPowerMW != nil {
+		warn, alarm := rxLowThresholds(t)
+		s.low = *l.RXPowerMW < warn
+		s.lowAlarm = alarm > 0 && *l.RXPowerMW < alarm
+	}
+	s.txFault = (l.TXFault != nil && *l.TXFault) || (l.TXLOS != nil && *l.TXLOS)
+	return s
+}
+
+// rxLowThresholds returns the module's RX power low warning and alarm in
+// mW, or −10 dBm and no alarm when it gives none.
+func rxLowThresholds(t *inventory.Transceiver) (warn, alarm float64) {
+	if th := t.Thresholds; th != nil && th.RXPowerLowWarnMW != nil && *th.RXPowerLowWarnMW > 0 {
+		warn = *th.RXPowerLowWarnMW
+		if th.RXPowerLowAlarmMW != nil {
+			alarm = *th.RXPowerLowAlarmMW
+		}
+		return warn, alarm
+	}
+	return mwOf(defaultLowDBm), 0
+}
+
+func mwOf(dbm float64) float64 { return math.Pow(10, dbm/10) }
+
+// fmtDBm writes a power as a person reads it: "−2.01 dBm", "no light".
+func fmtDBm(mw *float64) string {
+	if mw == nil {
+		return "?"
+	}
+	d, ok := sff.DBm(*mw)
+	if !ok {
+		return "no light"
+	}
+	return fmt.Sprintf("%.2f dBm", d)
+}
+
+// moduleName names a module by what identifies it when ordering or
+// returning one: vendor, part number, serial number.
+func moduleName(t *inventory.Transceiver) string {
+	parts := []string{}
+	for _, s := range []string{t.VendorName, t.VendorPN} {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	if t.VendorSN != "" {
+		parts = append(parts, "SN "+t.VendorSN)
+	}
+	if len(parts) == 0 {
+		return "the module"
+	}
+	return strings.Join(parts, " ")
+}
+
+func moduleKind(t *inventory.Transceiver) string {
+	if t.Media != "" {
+		return t.Identifier + " " + t.Media
+	}
+	return t.Identifier
+}
+
+// transceiverUnreadable: the module's memory cannot be read (or does not
+// decode). Seed 001: two of ten used CWDM4 modules never linked, and
+// `ethtool -m` could not read them.
+func transceiverUnreadable(d *diag) []Finding {
+	var out []Finding
+	for _, v := range d.nics {
+		t := v.Transceiver
+		if t == nil || t.Readable {
+			continue
+		}
+		msg := ""
+		if t.Error != nil {
+			msg = *t.Error
+		}
+		ev := map[string]any{"error": msg, "driver": v.Driver, "operstate": v.Operstate}
+		if v.PCI != "" {
+			ev["pci"] = v.PCI
+		}
+		summary := fmt.Sprintf("the module in %s does not answer: reading its EEPROM failed (%s). A module whose memory cannot be read almost never links", v.Interface, msg)
+		if strings.HasPrefix(msg, "ENODEV") {
+			summary = fmt.Sprintf("no module answers in %s's cage (%s): the cage is empty, or the module in it is dead", v.Interface, msg)
+		} else if strings.HasPrefix(msg, "the module answered") {
+			summary = fmt.Sprintf("the module in %s answered, but its memory is garbled: %s", v.Interface, strings.TrimPrefix(msg, "the module answered but its memory does not decode: "))
+		}
+		out = append(out, Finding{
+			ID: "transceiver.unreadable", Severity: Critical, Subject: v.Interface,
+			Summary:  summary,
+			Evidence: ev,
+			Fix: []string{
+				fmt.Sprintf("reseat the module in %s: pull it out, wait 10 s, push it in until it latches; then read it: ethtool -m %s", v.Interface, v.Interface),
+				"if it still cannot be read, try it in another port or host: if it fails there too the module is dead (replace it), if it reads there the cage or the NIC is at fault",
+				fmt.Sprintf("look for the driver's module errors: dmesg | grep -i -e %s -e sfp -e qsfp -e module", v.Interface),
+			},
+		})
+	}
+	return out
+}
+
+// isParallel says whether each lane has its own fibre (an MPO module):
+// then one dark lane can be one broken fibre. Otherwise (CWDM4, LR4, FR4
+// …) all lanes share a fibre pair on separate wavelengths.
+func isParallel(t *inventory.Transceiver) bool {
+	if strings.HasPrefix(t.Connector, "MPO") || strings.Contains(t.Connector, "MXC") {
+		return true
+	}
+	for _, k := range []string{"SR4", "SR8", "SR10", "PSM4", "DR4", "SR2"} {
+		if strings.Contains(t.Media, k) {
+			return true
+		}
+	}
+	return false
+}
+
+func laneList(lanes []int) string {
+	s := make([]string, len(lanes))
+	for i, l := range lanes {
+		s[i] = strconv.Itoa(l)
+	}
+	if len(s) == 1 {
+		return "lane " + s[0]
+	}
+	return "lanes " + strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+}
+
+// lanePowers maps lane numbers to RX power as text, for evidence.
+func lanePowers(t *inventory.Transceiver) map[string]string {
+	m := map[string]string{}
+	for _, l := range t.Lanes {
+		m[strconv.Itoa(l.Lane)] = fmtDBm(l.RXPowerMW)
+	}
+	return m
+}
+
+// transceiverLaneDark: a lane receives no light while another does, or
+// every lane is dark on a port that should have link.
+func transceiverLaneDark(d *diag) []Finding {
+	var out []Finding
+	for _, v := range d.nics {
+		t := v.Transceiver
+		if t == nil || !t.Readable || !t.Monitors {
+			continue
+		}
+		var dark, lit []int
+		for _, l := range t.Lanes {
+			if l.RXPowerMW == nil && l.RXLOS == nil {
+				continue
+			}
+			if judgeLane(t, l).dark {
+				dark = append(dark, l.Lane)
+			} else if l.RXPowerMW != nil {
+				lit = append(lit, l.Lane)
+			}
+		}
+		if len(dark) == 0 || (len(lit) == 0 && v.Operstate != "up" && !v.named) {
+			continue
+		}
+		name := moduleName(t)
+		ev := map[string]any{"dark_lanes": dark, "rx_power": lanePowers(t), "module": name, "media": t.Media}
+		var summary string
+		if len(lit) > 0 {
+			summary = fmt.Sprintf("%s of the %s module in %s receives no light while %s do: the link cannot run on the lanes left",
+				laneList(dark), moduleKind(t), v.Interface, strings.TrimPrefix(strings.TrimPrefix(laneList(lit), "lanes "), "lane "))
+		} else {
+			summary = fmt.Sprintf("every lane of the %s module in %s is dark (no light received): nothing reaches it from the peer", moduleKind(t), v.Interface)
+		}
+		fix := []string{}
+		first := strconv.Itoa(dark[0])
+		switch {
+		case len(lit) == 0:
+			fix = append(fix,
+				"check that the fibre is plugged at both ends and that TX and RX are not swapped (a duplex patch cord crossed twice, or an MPO trunk of the wrong polarity)",
+				fmt.Sprintf("read the peer's module: its TX power and TX fault flags (ethtool -m PEER_IF); if the peer transmits, clean both connectors and test the fibre, then replace %s", name))
+		case isParallel(t):
+			fix = append(fix,
+				fmt.Sprintf("each lane of a %s module has its own fibre: clean and inspect the MPO connectors at both ends and check fibre %s of the trunk", t.Media, first),
+				fmt.Sprintf("read the peer's TX power on lane %s (ethtool -m PEER_IF): if it transmits, replace %s", first, name))
+		default:
+			fix = append(fix,
+				fmt.Sprintf("all lanes of a %s module share one fibre on separate wavelengths, so the fibre is not the cause: lane %s's wavelength dies at the peer's laser or at this module's receiver", t.Media, first),
+				fmt.Sprintf("read the peer's TX power on lane %s: ethtool -m PEER_IF (Transmit avg optical power, channel %s)", first, first),
+				fmt.Sprintf("if the peer's lane %s transmits, replace this module: %s; if it does not, replace the peer's", first, name))
+		}
+		out = append(out, Finding{ID: "transceiver.lane_dark", Severity: Critical, Subject: v.Interface, Summary: summary, Evidence: ev, Fix: fix})
+	}
+	return out
+}
+
+// transceiverRXPowerLow: a lit lane below the module's own low warning
+// (critical below its low alarm), or below −10 dBm without thresholds.
+func transceiverRXPowerLow(d *diag) []Finding {
+	var out []Finding
+	for _, v := range d.nics {
+		t := v.Transceiver
+		if t == nil || !t.Readable || !t.Monitors {
+			continue
+		}
+		warn, alarm := rxLowThresholds(t)
+		var low []int
+		sev := Warning
+		powers := map[string]string{}
+		for _, l := range t.Lanes {
+			s := judgeLane(t, l)
+			if s.dark || !s.low {
+				continue
+			}
+			low = append(low, l.Lane)
+			powers[strconv.Itoa(l.Lane)] = fmtDBm(l.RXPowerMW)
+			if s.lowAlarm {
+				sev = Critical
+			}
+		}
+		if len(low) == 0 {
+			continue
+		}
+		basis := fmt.Sprintf("the module's own low-warning threshold of %s", fmtDBm(&warn))
+		ev := map[string]any{"lanes": low, "rx_power": powers, "low_warn": fmtDBm(&warn), "module": moduleName(t)}
+		if alarm > 0 {
+			basis += fmt.Sprintf(" (alarm at %s)", fmtDBm(&alarm))
+			ev["low_alarm"] = fmtDBm(&alarm)
+		} else if t.Thresholds == nil || t.Thresholds.RXPowerLowWarnMW == nil {
+			basis = fmt.Sprintf("%.0f dBm (the module gives no thresholds)", defaultLowDBm)
+		}
+		var ps []string
+		for _, l := range low {
+			ps = append(ps, powers[strconv.Itoa(l)])
+		}
+		out = append(out, Finding{
+			ID: "transceiver.rx_power_low", Severity: sev, Subject: v.Interface,
+			Summary: fmt.Sprintf("%s of the %s module in %s receive%s %s, below %s: bit errors and FEC corrections rise as the power falls",
+				laneList(low), moduleKind(t), v.Interface, map[bool]string{true: "s", false: ""}[len(low) == 1], strings.Join(ps, ", "), basis),
+			Evidence: ev,
+			Fix: []string{
+				fmt.Sprintf("clean the connectors of %s's module and of the peer's (inspect with a fibre scope, one click-clean per end), then read again: ethtool -m %s", v.Interface, v.Interface),
+				"check the path against the module's power budget: fibre length, patch panels and their connectors, tight bends",
+				fmt.Sprintf("read the peer's TX power on the same lane (ethtool -m PEER_IF); if it transmits normally, replace %s", moduleName(t)),
+			},
+		})
+	}
+	return out
+}
+
+// transceiverTXFault: a lane's transmitter reports a fault or loss of its
+// input signal.
+func transceiverTXFault(d *diag) []Finding {
+	var out []Finding
+	for _, v := range d.nics {
+		t := v.Transceiver
+		if t == nil || !t.Readable {
+			continue
+		}
+		var lanes []int
+		for _, l := range t.Lanes {
+			if judgeLane(t, l).txFault {
+				lanes = append(lanes, l.Lane)
+			}
+		}
+		if len(lanes) == 0 {
+			continue
+		}
+		out = append(out, Finding{
+			ID: "transceiver.tx_fault", Severity: Critical, Subject: v.Interface,
+			Summary: fmt.Sprintf("%s of the %s module in %s report%s a transmitter fault (TX fault or TX LOS flag): the laser or its driver has failed, or the NIC sends it no signal",
+				laneList(lanes), moduleKind(t), v.Interface, map[bool]string{true: "s", false: ""}[len(lanes) == 1]),
+			Evidence: map[string]any{"lanes": lanes, "module": moduleName(t)},
+			Fix: []string{
+				fmt.Sprintf("replace the module: %s (reseating rarely clears a TX fault)", moduleName(t)),
+				fmt.Sprintf("if a new module faults too, the NIC's SerDes is suspect: check ethtool %s and dmesg", v.Interface),
+			},
+		})
+	}
+	return out
+}
+
+// transceiverTemperatureHigh: the module at or above its own high
+// warning (critical at its alarm), or raising the flag itself.
+func transceiverTemperatureHigh(d *diag) []Finding {
+	var out []Finding
+	for _, v := range d.nics {
+		t := v.Transceiver
+		if t == nil || !t.Readable || t.TemperatureC == nil {
+			continue
+		}
+		temp := *t.TemperatureC
+		sev := Severity("")
+		basis := ""
+		th := t.Thresholds
+		switch {
+		case th != nil && th.TemperatureHighAlarmC != nil && temp >= *th.TemperatureHighAlarmC:
+			sev, basis = Critical, fmt.Sprintf("at or above its own alarm threshold of %.1f °C", *th.TemperatureHighAlarmC)
+		case slices.Contains(t.Alarms, "temperature_high_alarm"):
+			sev, basis = Critical, "its high-temperature alarm flag is set"
+		case th != nil && th.TemperatureHighWarnC != nil && temp >= *th.TemperatureHighWarnC:
+			sev, basis = Warning, fmt.Sprintf("at or above its own warning threshold of %.1f °C", *th.TemperatureHighWarnC)
+		case slices.Contains(t.Alarms, "temperature_high_warn"):
+			sev, basis = Warning, "its high-temperature warning flag is set"
+		default:
+			continue
+		}
+		out = append(out, Finding{
+			ID: "transceiver.temperature_high", Severity: sev, Subject: v.Interface,
+			Summary: fmt.Sprintf("the %s module in %s is at %.1f °C, %s: hot lasers lose power and age fast, and modules shut down at their limit",
+				moduleKind(t), v.Interface, temp, basis),
+			Evidence: map[string]any{"temperature_c": temp, "module": moduleName(t)},
+			Fix: []string{
+				"improve airflow over the NIC's cages (fan speed, blanking panels, no cables blocking the vents)",
+				"check the module's rated case temperature (commercial modules: 0-70 °C) against the chassis; use an extended-temperature module where it runs hot",
+				fmt.Sprintf("if it stays hot with good airflow, replace %s", moduleName(t)),
+			},
+		})
+	}
+	return out
+}
