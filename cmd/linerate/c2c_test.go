@@ -152,3 +152,58 @@ func TestC2CTerminal(t *testing.T) {
 		t.Fatalf("stdout: %q", out.String())
 	}
 }
+
+// TestReportC2C: report includes the stored matrix of a host it reports
+// on, and --c2c adds one from a file (here measured live, on this
+// machine); a file that is not a matrix is a one-line error.
+func TestReportC2C(t *testing.T) {
+	needTwoCPUs(t)
+	dir := reportDB(t)
+	db := filepath.Join(dir, store.FileName)
+	t.Setenv("LINERATE_STATE_DIR", t.TempDir())
+	// A matrix of the reported host (the test tree's "crow"), stored as
+	// `linerate c2c` stores one.
+	stored := c2c.Result{Schema: c2c.Schema, Host: "crow", Mode: c2c.ModeCPUs, CPUs: []int{0, 6}, Pairs: 1, RoundTrips: 1000, Samples: 300,
+		MatrixNs: [][]*float64{{nil, ptrTo(214.0)}, {ptrTo(214.0), nil}}}
+	stored.Judge([][]int{{0, 1, 2, 3, 4, 5}, {6, 7, 8, 9, 10, 11}})
+	doc, _ := json.Marshal(stored)
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AddC2C(context.Background(), &store.C2C{Host: "crow", Result: doc}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	live, errOut, code := runCLI(t, append([]string{"c2c", "--json", "--no-store"}, c2cArgs...)...)
+	if code != 0 {
+		t.Fatalf("c2c: %s", errOut)
+	}
+	file := filepath.Join(t.TempDir(), "c2c.json")
+	if err := os.WriteFile(file, []byte(live), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "r.md")
+	stdout, stderr, code := runCLI(t, "report", "--db", db, "--c2c", file, "-o", out)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "2 core-to-core matrices") {
+		t.Errorf("stdout %q", stdout)
+	}
+	md, _ := os.ReadFile(out)
+	var r c2c.Result
+	json.Unmarshal([]byte(live), &r)
+	for _, want := range []string{"## Core-to-core latency", "### crow", "Sysfs says 2 L3 domains; no pair measured lies inside one, so the matrix cannot check them: 214 ns across.",
+		"### " + r.Host, "r-c2c-1.svg", "r-c2c-2.svg"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	_, stderr, code = runCLI(t, "report", "--db", db, "--c2c", db, "-o", out)
+	if code != exitError || !strings.HasPrefix(stderr, "linerate: --c2c reading") && !strings.Contains(stderr, "not a linerate.c2c/v1 document") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("bad --c2c file: exit %d, %q", code, stderr)
+	}
+}
+
+func ptrTo(v float64) *float64 { return &v }

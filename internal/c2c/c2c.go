@@ -186,6 +186,12 @@ func (r *Result) Judge(l3 [][]int) {
 	}
 	r.Agrees = len(r.SysfsL3Domains) > 0 && sameGroups(r.Clusters, r.SysfsL3Domains)
 	r.Verdict = verdict(r, len(l3))
+	if len(r.SysfsL3Domains) > 1 && !r.pairInside(r.SysfsL3Domains) {
+		// --cpus 0,6 across two domains: one step cannot show itself.
+		r.Agrees = false
+		r.Verdict = sysfsText(r, len(l3)) + "; no pair measured lies inside one, so the matrix cannot check them: " +
+			ns(r.medianAll()) + " across"
+	}
 	if r.Notes == nil {
 		r.Notes = []string{}
 	}
@@ -213,6 +219,35 @@ func sameGroups(a, b [][]int) bool {
 	return slices.Equal(norm(a), norm(b))
 }
 
+// medianAll is the median one-way time of every measured pair.
+func (r *Result) medianAll() float64 {
+	var xs []float64
+	for i := range r.CPUs {
+		for j := i + 1; j < len(r.CPUs); j++ {
+			if v := r.MatrixNs[i][j]; v != nil {
+				xs = append(xs, *v)
+			}
+		}
+	}
+	return medianOf(xs)
+}
+
+// pairInside reports whether some measured pair lies inside one of the
+// groups.
+func (r *Result) pairInside(groups [][]int) bool {
+	for _, g := range groups {
+		for i, a := range g {
+			for _, b := range g[i+1:] {
+				ia, ib := slices.Index(r.CPUs, a), slices.Index(r.CPUs, b)
+				if ia >= 0 && ib >= 0 && r.MatrixNs[ia][ib] != nil {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // verdict is the sentence: what sysfs says, whether the matrix agrees,
 // and the two figures.
 func verdict(r *Result, domains int) string {
@@ -227,6 +262,19 @@ func verdict(r *Result, domains int) string {
 	case r.AcrossNs != nil:
 		figures = ns(*r.AcrossNs) + " across"
 	}
+	sysfs := sysfsText(r, domains)
+	switch {
+	case r.Agrees:
+		return sysfs + "; the matrix agrees: " + figures
+	case domains == 0:
+		return sysfs + "; the matrix finds " + groupsText(r.Clusters) + ": " + figures
+	}
+	return sysfs + ", but the matrix finds " + groupsText(r.Clusters) + ": " + figures +
+		" (a firmware option, a VM's vCPUs placed across host caches, or a noisy run: measure again before acting on it)"
+}
+
+// sysfsText says what sysfs declares: "sysfs says 2 L3 domains".
+func sysfsText(r *Result, domains int) string {
 	var sysfs string
 	switch domains {
 	case 0:
@@ -236,19 +284,10 @@ func verdict(r *Result, domains int) string {
 	default:
 		sysfs = fmt.Sprintf("sysfs says %d L3 domains", domains)
 	}
-	if r.Mode == ModePerL3 || r.Mode == ModeCPUs {
-		if len(r.SysfsL3Domains) != domains && domains > 0 {
-			sysfs += fmt.Sprintf(" (%d among the CPUs measured)", len(r.SysfsL3Domains))
-		}
+	if len(r.SysfsL3Domains) != domains && domains > 0 {
+		sysfs += fmt.Sprintf(" (%d among the CPUs measured)", len(r.SysfsL3Domains))
 	}
-	switch {
-	case r.Agrees:
-		return sysfs + "; the matrix agrees: " + figures
-	case domains == 0:
-		return sysfs + "; the matrix finds " + groupsText(r.Clusters) + ": " + figures
-	}
-	return sysfs + ", but the matrix finds " + groupsText(r.Clusters) + ": " + figures +
-		" (a firmware option, a VM's vCPUs placed across host caches, or a noisy run: measure again before acting on it)"
+	return sysfs
 }
 
 // groupsText is "2 groups (0-5 | 6-11)" or "1 group (0-11)".

@@ -238,12 +238,14 @@ func TestVerdicts(t *testing.T) {
 			"sysfs names no L3 domain; the matrix finds 1 group (0-1): 61 ns between the two CPUs"},
 		{"sysfs lies", Result{CPUs: cpus, MatrixNs: split, Mode: ModeAll}, [][]int{cpus},
 			"sysfs says 1 L3 domain, but the matrix finds 2 groups (0-5 | 6-11): "},
+		{"one pair across", Result{CPUs: []int{0, 1}, MatrixNs: two(214), Mode: ModeCPUs}, [][]int{{0, 2}, {1, 3}},
+			"sysfs says 2 L3 domains; no pair measured lies inside one, so the matrix cannot check them: 214 ns across"},
 		{"subset", Result{CPUs: []int{0, 1}, MatrixNs: two(20), Mode: ModeCPUs}, [][]int{{0, 1, 2}, {3, 4}},
 			"sysfs says 2 L3 domains (1 among the CPUs measured); the matrix agrees: 20 ns between the two CPUs"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.r.Judge(c.l3)
-			if !strings.HasPrefix(c.r.Verdict, c.want) {
+			if !strings.HasPrefix(c.r.Verdict, c.want) || c.r.Agrees != strings.Contains(c.want, "agrees") {
 				t.Fatalf("verdict %q\nwant    %q", c.r.Verdict, c.want)
 			}
 		})

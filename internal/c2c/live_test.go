@@ -100,7 +100,9 @@ func TestPingPongAllocations(t *testing.T) {
 	}
 	allocs(2) // the first call may start the runtime's template thread
 	small, large := allocs(2), allocs(5000)
-	if large > small+2 { // +2: the runtime's own odd allocation (a new M) between the reads
+	// The fixed part varies by some tens (the runtime makes a new thread,
+	// or reuses an idle one); an allocation per sample would add 5000.
+	if large > small+500 {
 		t.Fatalf("%d allocations for 2 samples, %d for 5000: the loop allocates", small, large)
 	}
 	t.Logf("%d allocations per pair (2 samples), %d (5000 samples)", small, large)
