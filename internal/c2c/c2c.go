@@ -69,6 +69,21 @@ type Result struct {
 	Notes      []string `json:"notes"`
 }
 
+// stallFactor is how much longer than its samples' medians a measurement
+// may take before the result says the threads were held up.
+const stallFactor = 3
+
+// stallNote says when a measurement took much longer than its pairs at
+// their median speed (ideal, in ns) would: the threads were held up.
+func stallNote(took time.Duration, ideal float64) string {
+	if took <= time.Second || float64(took) <= stallFactor*ideal {
+		return ""
+	}
+	return fmt.Sprintf("the measurement took %.1f s where the pairs at their median speed take %.2f s: "+
+		"the threads were often descheduled (a busy host, or a VM whose vCPUs wait for the hypervisor); "+
+		"medians resist that, but measure again on a quiet host before acting on the figures", took.Seconds(), ideal/1e9)
+}
+
 // Options say how much to measure.
 type Options struct {
 	// RoundTrips per sample and Samples per pair; 0 takes the defaults.
@@ -127,6 +142,7 @@ func Measure(ctx context.Context, topo Topology, p Plan, opts Options) (*Result,
 	n := len(p.CPUs)
 	med, mins := emptyMatrix(n), emptyMatrix(n)
 	buf := make([]time.Duration, opts.Samples)
+	var ideal float64 // ns the pairs would take at their median speed
 	start := time.Now()
 	restore := quiet()
 	for k, pr := range p.Pairs {
@@ -139,6 +155,7 @@ func Measure(ctx context.Context, topo Topology, p Plan, opts Options) (*Result,
 			restore()
 			return nil, err
 		}
+		ideal += float64((opts.Samples+1)*opts.RoundTrips*2) * st.median
 		i, j := idx[pr[0]], idx[pr[1]]
 		med[i][j], med[j][i] = round1(st.median), round1(st.median)
 		mins[i][j], mins[j][i] = round1(st.min), round1(st.min)
@@ -150,6 +167,9 @@ func Measure(ctx context.Context, topo Topology, p Plan, opts Options) (*Result,
 	r := &Result{Schema: Schema, Host: topo.Hostname, CPUModel: topo.Model, MeasuredAt: start.UTC().Truncate(time.Second),
 		Mode: p.Mode, CPUs: p.CPUs, MatrixNs: med, MinNs: mins, Pairs: len(p.Pairs),
 		RoundTrips: opts.RoundTrips, Samples: opts.Samples, DurationS: math.Round(time.Since(start).Seconds()*100) / 100}
+	if n := stallNote(time.Since(start), ideal); n != "" {
+		r.Notes = append(r.Notes, n)
+	}
 	r.Judge(topo.L3Domains)
 	return r, nil
 }

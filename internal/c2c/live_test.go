@@ -135,3 +135,17 @@ func TestOptions(t *testing.T) {
 		t.Fatalf("defaults: %+v %v", o, err)
 	}
 }
+
+func TestStallNote(t *testing.T) {
+	// 301 samples × 1000 round trips × 2 hand-offs × 118 ns = 71 ms.
+	ideal := 301 * 1000 * 2 * 118.0
+	if n := stallNote(38900*time.Millisecond, ideal); !strings.Contains(n, "took 38.9 s where the pairs at their median speed take 0.07 s") {
+		t.Errorf("note %q", n)
+	}
+	if n := stallNote(150*time.Millisecond, ideal); n != "" {
+		t.Errorf("a quick run got a note: %q", n)
+	}
+	if n := stallNote(2*time.Second, 1e9); n != "" {
+		t.Errorf("a run within 3× of its ideal got a note: %q", n)
+	}
+}
