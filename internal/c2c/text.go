@@ -32,9 +32,9 @@ func WriteText(w io.Writer, r *Result) error {
 	}
 	switch lo, hi, ok := extremes(r); {
 	case ok && r.Pairs > 1:
-		fmt.Fprintf(&b, "fastest pair %s, slowest %s; %d pairs in %.1f s\n", lo, hi, r.Pairs, r.DurationS)
+		fmt.Fprintf(&b, "fastest pair %s, slowest %s; %d pairs in %s\n", lo, hi, r.Pairs, seconds(r.DurationS))
 	case ok:
-		fmt.Fprintf(&b, "1 pair (%s; fastest sample %s) in %.1f s\n", lo, ns(*r.MinNs[1][0]), r.DurationS)
+		fmt.Fprintf(&b, "1 pair (%s; fastest sample %s) in %s\n", lo, ns(*r.MinNs[1][0]), seconds(r.DurationS))
 	}
 	groups := make([]string, len(r.Clusters))
 	for i, g := range r.Clusters {
@@ -101,4 +101,12 @@ func extremes(r *Result) (lo, hi string, ok bool) {
 		}
 	}
 	return lo, hi, !math.IsInf(best, 1)
+}
+
+// seconds shows a duration with two decimals under a second.
+func seconds(s float64) string {
+	if s < 1 {
+		return fmt.Sprintf("%.2f s", s)
+	}
+	return fmt.Sprintf("%.1f s", s)
 }
