@@ -7,10 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/linerate/linerate/internal/c2c"
 	"github.com/linerate/linerate/internal/report"
 	"github.com/linerate/linerate/internal/statedir"
 	"github.com/linerate/linerate/internal/store"
@@ -25,6 +27,7 @@ type reportFlags struct {
 	out      string
 	title    string
 	json     bool
+	c2c      []string
 }
 
 func newReportCmd(env *cliEnv) *cobra.Command {
@@ -37,7 +40,9 @@ func newReportCmd(env *cliEnv) *cobra.Command {
 topology, the ceiling waterfall, doctor's findings with their fixes, every
 campaign and run (and perftest's bandwidth and latency), run-to-run variance
 with the per-CPU picture, the tuning in effect with the bench before and after,
-the environment, and the commands that reproduce every run.
+the environment, and the commands that reproduce every run. A host's newest
+core-to-core matrix ('linerate c2c') is included when the database has one;
+--c2c FILE adds one measured elsewhere.
 
 The runs are the union of --run, --last and --label; with none of them, the
 runs of the newest campaign, or the newest run when no run belongs to one.
@@ -65,6 +70,7 @@ the journal's ID only.`,
 	fl.StringVar(&f.stateDir, "state-dir", "", "linerate's state directory: tune journals in DIR/tune, the database DIR/results.db (default "+statedir.Dir()+")")
 	fl.StringVarP(&f.out, "output", "o", "", "the report file: FILE.html, FILE.htm or FILE.md (required)")
 	fl.StringVar(&f.title, "title", "", "the report's title (default: made from the hosts)")
+	fl.StringArrayVar(&f.c2c, "c2c", nil, "a core-to-core matrix from 'linerate c2c --json' to include (a host's stored one is included anyway); repeatable")
 	fl.BoolVar(&f.json, "json", false, "say what was written as a "+reportSchema+" JSON document (the verdict, the runs, hosts and journals in the report)")
 	return cmd
 }
@@ -114,6 +120,9 @@ func runReport(cmd *cobra.Command, env *cliEnv, f reportFlags) error {
 		Linerate:  version,
 	})
 	if err != nil {
+		return err
+	}
+	if err := addC2CFiles(ds, f.c2c); err != nil {
 		return err
 	}
 	m, err := report.Build(*ds)
@@ -183,6 +192,9 @@ func reportContents(ds *report.Dataset) string {
 	if len(ds.Tunes) > 0 {
 		parts = append(parts, count(len(ds.Tunes), "tune journal", "tune journals"))
 	}
+	if len(ds.C2C) > 0 {
+		parts = append(parts, count(len(ds.C2C), "core-to-core matrix", "core-to-core matrices"))
+	}
 	return strings.Join(parts, ", ")
 }
 
@@ -231,4 +243,22 @@ func openResults(ctx context.Context, path string) (*store.Store, error) {
 		return nil, fmt.Errorf("results database %s: %w", path, err)
 	}
 	return store.Open(ctx, path)
+}
+
+// addC2CFiles adds the matrices of --c2c to the dataset; a file's matrix
+// replaces a stored one of the same host.
+func addC2CFiles(ds *report.Dataset, paths []string) error {
+	for _, p := range paths {
+		r, err := report.ReadC2C(p)
+		if err != nil {
+			return fmt.Errorf("--c2c %w", err)
+		}
+		i := slices.IndexFunc(ds.C2C, func(c c2c.Result) bool { return c.Host == r.Host })
+		if i >= 0 {
+			ds.C2C[i] = *r
+		} else {
+			ds.C2C = append(ds.C2C, *r)
+		}
+	}
+	return nil
 }

@@ -103,6 +103,7 @@ arithmetic and the exact fix, and runs a virtual two-host lab to try it all.`,
 // commands lists the subcommand constructors; each lives in its own file.
 var commands = []func(*cliEnv) *cobra.Command{
 	newBenchCmd,
+	newC2CCmd,
 	newCompareCmd,
 	newDoctorCmd,
 	newHistoryCmd,

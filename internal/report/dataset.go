@@ -1,6 +1,7 @@
 package report
 
 import (
+	"github.com/linerate/linerate/internal/c2c"
 	"github.com/linerate/linerate/internal/doctor"
 	"github.com/linerate/linerate/internal/engine"
 )
@@ -27,6 +28,8 @@ type Dataset struct {
 	Perftest []PerftestResult `json:"perftest"`
 	// Tunes are the journals of `linerate tune --apply`.
 	Tunes []TuneJournal `json:"tunes"`
+	// C2C are core-to-core matrices (linerate.c2c/v1) of the hosts.
+	C2C []c2c.Result `json:"c2c,omitempty"`
 	// Tools are the external tools and versions used (iperf3, perftest).
 	Tools []Tool `json:"tools"`
 	// Linerate is the version of linerate that recorded the data.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/internal/c2c"
 	"github.com/linerate/linerate/internal/doctor"
 	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/hostfs"
@@ -387,11 +388,13 @@ func seed000(t testing.TB) Dataset {
 	return Dataset{
 		Title: "100 GbE lab: crow → vulture, ConnectX-5 at x16",
 		Synthetic: "Hosts are test trees modelled on seed 000 (crow after its card was reseated at x16; vulture a copy of it). " +
-			"The runs are synthetic: their per-second rates and retransmits are the iperf3 output published in seed 000, the per-CPU samples are invented to match what its author saw in htop and /proc/interrupts.",
+			"The runs are synthetic: their per-second rates and retransmits are the iperf3 output published in seed 000, the per-CPU samples are invented to match what its author saw in htop and /proc/interrupts. " +
+			"The core-to-core matrix is the one seed 000's author measured on vulture with core-to-core-latency (means, not medians).",
 		Hosts:     []doctor.Report{crow, vulture},
 		Runs:      runs,
 		Campaigns: []Campaign{baseline, pinnedC, sweep},
 		Tunes:     []TuneJournal{vultureTune()},
+		C2C:       []c2c.Result{seed000C2C(vulture.CPU.L3Domains)},
 		Tools:     []Tool{{"iperf3", "3.16 (cJSON 1.7.15)"}},
 		Linerate:  "dev",
 	}

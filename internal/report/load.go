@@ -85,6 +85,9 @@ func Load(ctx context.Context, st *store.Store, opts LoadOptions) (*Dataset, err
 	if err := l.campaigns(ctx, st); err != nil {
 		return nil, err
 	}
+	if ds.C2C, err = loadC2C(ctx, st, ds.Hosts); err != nil {
+		return nil, err
+	}
 	ds.Tunes = loadTunes(opts.TuneDir, l.order)
 	ds.Tools = l.tools()
 	return ds, nil

@@ -57,6 +57,14 @@ var migrations = []string{
 	CREATE INDEX runs_by_campaign ON runs(campaign_id, seq);
 	CREATE INDEX runs_by_start    ON runs(started_at);
 	CREATE INDEX runs_by_point    ON runs(engine, peer, streams, placement);`,
+	// 2: core-to-core matrices (linerate.c2c/v1), by host.
+	`CREATE TABLE c2c_results (
+		id          INTEGER PRIMARY KEY,
+		measured_at TEXT NOT NULL,
+		host        TEXT NOT NULL,
+		result      TEXT NOT NULL CHECK (json_valid(result))
+	);
+	CREATE INDEX c2c_by_host ON c2c_results(host, measured_at);`,
 }
 
 // SchemaVersion is the schema version this build writes.
