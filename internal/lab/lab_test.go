@@ -224,11 +224,12 @@ func echo(t *testing.T, name string) {
 	}
 }
 
-// TestCapped10GIperf3 measures the 10 Gbit/s cap with iperf3 inside the lab.
-// Every run must stay under 10.1 Gbit/s (the cap holds); the best of three
-// must reach 9.0 (the cap, not the machine, is the limit). Up to five
-// tries, sender and receiver pinned apart (-A 0,1), because on a 2-core
-// machine another process can steal a core for a run.
+// TestCapped10GIperf3 runs iperf3 through the capped-10g lab and checks
+// that the cap holds: no run carries more than 10.1 Gbit/s, whatever the
+// machine does meanwhile. How close a run comes to 10 Gbit/s depends on how
+// busy the machine is, so that figure is measured by scripts/bench-engine.sh
+// (docs/benchmarks.md, "capped-10g"), never asserted here. The tbf itself is
+// checked by TestScenarios.
 func TestCapped10GIperf3(t *testing.T) {
 	const name = "t-iperf"
 	newLab(t, name)
@@ -236,21 +237,12 @@ func TestCapped10GIperf3(t *testing.T) {
 		t.Fatal("iperf3 is not installed: apt-get install -y iperf3")
 	}
 	up(t, Config{Name: name, Scenario: Capped10G})
-	best := 0.0
-	for try := 1; try <= 5 && best < 9.0; try++ {
-		gbps := iperf3(t, name, 5)
+	for try := 1; try <= 2; try++ {
+		gbps := iperf3(t, name, 3)
 		t.Logf("try %d: %.2f Gbit/s", try, gbps)
 		if gbps > 10.1 {
-			t.Fatalf("capped-10g carried %.2f Gbit/s, more than 10.1", gbps)
+			t.Fatalf("capped-10g carried %.2f Gbit/s, more than 10.1: the cap does not hold", gbps)
 		}
-		best = max(best, gbps)
-	}
-	if best < 9.0 {
-		// Say whether the cap or the machine was the limit: unshaped, a
-		// veth on an idle 2-core VM carries 13-15 Gbit/s.
-		up(t, Config{Name: name, Scenario: Healthy})
-		t.Errorf("capped-10g carried at best %.2f Gbit/s, want 9.0 to 10.1 (unshaped the lab now carries %.2f Gbit/s: below about 10.5 the machine is too busy to show the cap)",
-			best, iperf3(t, name, 5))
 	}
 }
 
