@@ -71,14 +71,7 @@ func Handler(g prometheus.Gatherer, log *slog.Logger) http.Handler {
 // Serve serves h on ln until ctx is done, then shuts down, giving
 // scrapes in progress a few seconds. It closes ln.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: readHeaderTimout,
-		ReadTimeout:       readHeaderTimout,
-		WriteTimeout:      scrapeTimeout + 5*time.Second,
-		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-	}
+	srv := newHTTPServer(h)
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -93,6 +86,20 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 		return nil
 	}
 	return err
+}
+
+// newHTTPServer bounds how long a client may take to send its request
+// (a slow or silent client cannot hold a connection), how long a scrape
+// may take to be written, and how long an idle connection stays open.
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimout,
+		ReadTimeout:       readHeaderTimout,
+		WriteTimeout:      scrapeTimeout + 5*time.Second,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+	}
 }
 
 // promLogger hands promhttp's error lines to slog.

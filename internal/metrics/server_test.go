@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -160,4 +161,105 @@ func TestListen(t *testing.T) {
 	if got := ln.Addr().String(); got != addr {
 		t.Errorf("bound to %s, want exactly %s", got, addr)
 	}
+}
+
+// TestScrapesBounded: with maxScrapes scrapes in progress (their
+// collection stalled), one more is answered 503 at once, and the stalled
+// ones complete when the collection does.
+func TestScrapesBounded(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, maxScrapes+1)
+	src := func() *Snapshot {
+		entered <- struct{}{}
+		<-release
+		return NewSnapshot(time.Now())
+	}
+	srv := httptest.NewServer(Handler(NewRegistry(NewCollector(src, "test")), nil))
+	defer srv.Close()
+	codes := make(chan int, maxScrapes)
+	for range maxScrapes {
+		go func() {
+			resp, err := http.Get(srv.URL + "/metrics")
+			if err != nil {
+				codes <- 0
+				return
+			}
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	for range maxScrapes {
+		<-entered
+	}
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("scrape %d while %d are in progress: status %d, want 503", maxScrapes+1, maxScrapes, resp.StatusCode)
+	}
+	close(release)
+	for range maxScrapes {
+		if c := <-codes; c != http.StatusOK {
+			t.Errorf("a stalled scrape ended with %d, want 200", c)
+		}
+	}
+}
+
+// TestServerTimeouts: the listener's server bounds every phase of a
+// request: a silent client is dropped after readHeaderTimout, a scrape
+// is written within the promhttp timeout and a margin.
+func TestServerTimeouts(t *testing.T) {
+	s := newHTTPServer(http.NotFoundHandler())
+	if s.ReadHeaderTimeout <= 0 || s.ReadHeaderTimeout > 10*time.Second || s.ReadTimeout <= 0 ||
+		s.WriteTimeout <= scrapeTimeout || s.IdleTimeout <= 0 || s.MaxHeaderBytes <= 0 || s.MaxHeaderBytes > 64<<10 {
+		t.Errorf("unbounded server: header %v, read %v, write %v, idle %v, header bytes %d",
+			s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout, s.MaxHeaderBytes)
+	}
+}
+
+// TestServeStops: Serve returns nil once its context is done, and the
+// address is free again.
+func TestServeStops(t *testing.T) {
+	ln, err := Listen("127.0.0.1:" + freePort(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, ln, http.NotFoundHandler()) }()
+	resp, err := http.Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return after its context ended")
+	}
+	again, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Errorf("%s still in use after Serve returned: %v", addr, err)
+	} else {
+		again.Close()
+	}
+}
+
+// freePort returns a TCP port of 127.0.0.1 that was free a moment ago.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	return port
 }
