@@ -196,3 +196,29 @@ func TestDoctorPromLiveBench(t *testing.T) {
 		t.Errorf("store errors %v (found %v), want 0", v, ok)
 	}
 }
+
+// TestDoctorPromUnreadableModule: a module that does not answer (EIO in
+// the tree) is readable 0 and one module_eeprom scrape error, and the
+// textfile still holds the rest of the host.
+func TestDoctorPromUnreadableModule(t *testing.T) {
+	tree := filepath.Join("..", "..", "testdata", "hosts", "t6-cwdm4-unreadable")
+	code, out, stderr := runLab(t, "doctor", "--root", tree, "--prom", "-")
+	if code != exitFindings {
+		t.Fatalf("exit %d, want 1 (transceiver.unreadable is critical)\n%s%s", code, out, stderr)
+	}
+	mfs := promFamilies(t, []byte(out))
+	for _, c := range []struct {
+		name string
+		lbl  map[string]string
+		want float64
+	}{
+		{"linerate_transceiver_readable", map[string]string{"interface": "ens5f4"}, 0},
+		{"linerate_scrape_errors_total", map[string]string{"source": "module_eeprom"}, 1},
+		{"linerate_finding", map[string]string{"id": "transceiver.unreadable", "subject": "ens5f4"}, 1},
+		{"linerate_pcie_link_width_lanes", map[string]string{"interface": "ens5f4"}, 16},
+	} {
+		if v, ok := promValue(mfs, c.name, c.lbl); !ok || v != c.want {
+			t.Errorf("%s%v = %v (found %v), want %v", c.name, c.lbl, v, ok, c.want)
+		}
+	}
+}
