@@ -20,9 +20,9 @@ import (
 // Defaults of Live's bounds.
 const (
 	// DefaultTTL: a scrape within this long of the last collection is
-	// served the same facts. A full doctor over a 512-CPU host costs tens
-	// of milliseconds (docs/benchmarks.md); several Prometheus servers
-	// scraping every second must not multiply that.
+	// served the same facts. A full collection over a 512-CPU, 8-NIC
+	// host costs about 200 ms (docs/benchmarks.md); several Prometheus
+	// servers scraping every second must not multiply that.
 	DefaultTTL = 5 * time.Second
 	// DefaultModuleInterval: module memory is read at most this often per
 	// interface. A module answers over a 100-400 kHz I2C bus, some take
@@ -222,6 +222,9 @@ func (l *Live) ethtoolFacts(iface string, s *Snapshot, fresh map[string]bool) *e
 		fresh[iface] = true
 	}
 	f.Module, f.ModuleError = m.facts.Module, m.facts.ModuleError
+	if f.NotRead == nil {
+		f.NotRead = map[string]string{}
+	}
 	for k, v := range m.facts.NotRead {
 		f.NotRead[k] = v
 	}
