@@ -16,6 +16,7 @@ import (
 	"github.com/linerate/linerate/internal/ethtool"
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/inventory"
+	"github.com/linerate/linerate/internal/metrics"
 	"github.com/linerate/linerate/internal/netdev"
 	"github.com/linerate/linerate/internal/snapshot"
 	"github.com/linerate/linerate/internal/termui"
@@ -29,6 +30,7 @@ type doctorFlags struct {
 	peer    string
 	json    bool
 	failOn  string
+	prom    string
 }
 
 func newDoctorCmd(env *cliEnv) *cobra.Command {
@@ -40,11 +42,17 @@ func newDoctorCmd(env *cliEnv) *cobra.Command {
 reports each PCI NIC's link, PCIe lanes, queues, IRQ placement, temperature and
 RDMA ports, the ceiling they add up to, and findings with their exact fixes.
 
+--prom FILE also writes the same facts, the findings and (on a live host) the
+last bench results as Prometheus metrics for node_exporter's textfile
+collector: atomically (a temporary file in FILE's directory, flushed, then
+renamed), without timestamps; "-" writes them to stdout instead of the report.
+
 Exit status: 0 no finding at or above --fail-on, 1 some, 2 error.`,
 		Example: `  linerate doctor
   linerate doctor --iface enp1s0f0np0 --app-cpus 6
   linerate doctor --iface ens2f0np0 --peer 192.168.15.102
-  linerate doctor --root snapshot.tar.gz --json`,
+  linerate doctor --root snapshot.tar.gz --json
+  linerate doctor --prom /var/lib/node_exporter/textfile/linerate.prom`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDoctor(cmd.Context(), env, f) },
 	}
@@ -56,6 +64,7 @@ Exit status: 0 no finding at or above --fail-on, 1 some, 2 error.`,
 	fl.StringVar(&f.peer, "peer", "", "probe the path MTU to this address (don't-fragment ICMP; needs root)")
 	fl.BoolVar(&f.json, "json", false, "print the linerate.doctor/v1 JSON document")
 	fl.StringVar(&f.failOn, "fail-on", "critical", "exit 1 when a finding is at least this severe: critical, warning or info")
+	fl.StringVar(&f.prom, "prom", "", "also write Prometheus metrics to this file (node_exporter textfile, e.g. DIR/linerate.prom); - for stdout")
 	return cmd
 }
 
@@ -76,6 +85,11 @@ func runDoctor(ctx context.Context, env *cliEnv, f doctorFlags) error {
 	if f.peer != "" && f.root != "" {
 		return errors.New("--peer probes the live network and cannot be combined with --root")
 	}
+	if f.prom == "-" && f.json {
+		return errors.New("--prom - and --json both write to stdout: write the metrics to a file, or leave one out")
+	}
+	started := time.Now()
+	srcErrors := map[string]int{}
 	fs, closeRoot, err := openRoot(f.root)
 	if err != nil {
 		return err
@@ -83,8 +97,14 @@ func runDoctor(ctx context.Context, env *cliEnv, f doctorFlags) error {
 	defer closeRoot()
 	iopts := inventory.Options{}
 	if fs.IsLive() {
-		iopts.Live = liveFacts(env)
-		if c := ethtoolClient(env); c != nil {
+		if iopts.Live = liveFacts(env); iopts.Live == nil {
+			srcErrors[metrics.SourceNetlink]++
+		}
+		c := ethtoolClient(env)
+		if c == nil {
+			srcErrors[metrics.SourceEthtool]++
+		}
+		if c != nil {
 			defer c.Close()
 			iopts.Ethtool = func(iface string) *ethtool.Facts { return ethtool.Collect(c, iface) }
 			// Virtual interfaces are read only when named: a host may have hundreds of veths.
@@ -108,7 +128,15 @@ func runDoctor(ctx context.Context, env *cliEnv, f doctorFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.json {
+	if f.prom != "" {
+		src := promSources{errors: srcErrors, started: started, took: time.Since(started)}
+		if err := writeProm(ctx, env, f.prom, rep, fs.IsLive(), src); err != nil {
+			return err
+		}
+	}
+	if f.prom == "-" {
+		// the metrics were the output
+	} else if f.json {
 		if err := writeJSON(env.stdout, rep); err != nil {
 			return err
 		}

@@ -21,6 +21,7 @@ type serveFlags struct {
 	tokenFile   string
 	once        bool
 	maxDuration time.Duration
+	metrics     metricsFlags
 }
 
 func newServeCmd(env *cliEnv) *cobra.Command {
@@ -64,6 +65,7 @@ be readable by its owner only (chmod 600).`,
 	fl.StringVar(&f.tokenFile, "token-file", "", "read the shared token from this file (mode 600); default: make one and print it")
 	fl.BoolVar(&f.once, "once", false, "exit after one test")
 	fl.DurationVar(&f.maxDuration, "max-duration", engine.DefaultMaxDuration, "refuse tests longer than this")
+	addMetricsFlags(fl, &f.metrics)
 	return cmd
 }
 
@@ -86,6 +88,9 @@ func runServe(cmd *cobra.Command, env *cliEnv, f serveFlags) error {
 	fmt.Fprintf(env.stdout, "%s%s (one test at a time; Ctrl-C stops)\n", engine.ListeningPrefix, ln.Addr())
 	ctx, stop := interruptible(cmd)
 	defer stop()
+	if err := startMetrics(ctx, env, f.metrics); err != nil {
+		return err
+	}
 	srv := &engine.Server{Token: token, MaxDuration: f.maxDuration, Once: f.once,
 		Logger: slog.New(slog.NewTextHandler(env.stderr, nil)),
 		Tools:  bench.AgentTools{}, Doctor: bench.LiveDoctor, Annotate: annotateTune}

@@ -62,6 +62,15 @@ const (
 // Collect reads every fact of iface through c. It never fails as a whole:
 // what cannot be read is noted in NotRead with its reason.
 func Collect(c *Client, iface string) *Facts {
+	f := CollectExceptModule(c, iface)
+	f.ReadModule(c, iface)
+	return f
+}
+
+// CollectExceptModule reads every fact of iface but the module's memory,
+// which is slow on some modules: a caller that reads often (a metrics
+// scrape) reads the module less often, with ReadModule.
+func CollectExceptModule(c *Client, iface string) *Facts {
 	f := &Facts{NotRead: map[string]string{}}
 	note := func(key string, err error) {
 		if err != nil {
@@ -102,14 +111,16 @@ func Collect(c *Client, iface string) *Facts {
 	if st.Driver != nil || st.EthMAC != nil || st.EthPHY != nil || st.EthCtrl != nil || st.RMON != nil || st.Pause != nil {
 		f.Stats = st
 	}
-	f.readModule(c, iface)
 	return f
 }
 
-// readModule reads module pages in ethtool's order. A failure of the
-// lower page is the module's error; a failure of a later page is noted
-// and the decoder says what it lacks.
-func (f *Facts) readModule(c *Client, iface string) {
+// ReadModule reads module pages in ethtool's order into f.Module. A
+// failure of the lower page is the module's error (f.ModuleError); a
+// failure of a later page is noted and the decoder says what it lacks.
+func (f *Facts) ReadModule(c *Client, iface string) {
+	if f.NotRead == nil {
+		f.NotRead = map[string]string{}
+	}
 	pages := sff.Pages{}
 	tried := map[sff.Page]bool{}
 	for {

@@ -27,6 +27,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
@@ -88,6 +89,46 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("results database %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// readBusyTimeout is how long a read-only reader waits for another
+// process's lock: short, because its readers (a metrics scrape) would
+// rather report the database busy than stall.
+const readBusyTimeout = time.Second
+
+// OpenReadOnly opens the existing database at path (empty: DefaultPath)
+// for reading only: it creates nothing, migrates nothing, and refuses a
+// database written by a newer linerate. A missing file gives an error
+// that errors.Is(err, fs.ErrNotExist) recognises.
+func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		path = DefaultPath()
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("results database %s: %w", path, err)
+	}
+	q := url.Values{}
+	q.Add("mode", "ro")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", readBusyTimeout.Milliseconds()))
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("opening results database %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	var have int
+	if err := db.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&have); err != nil {
+		db.Close()
+		hint := "is this a linerate results database?"
+		if strings.Contains(err.Error(), "SQLITE_BUSY") {
+			hint = "another process holds it locked: try again"
+		}
+		return nil, fmt.Errorf("results database %s: reading schema_version: %w (%s)", path, err, hint)
+	}
+	if have < 1 || have > len(migrations) {
+		db.Close()
+		return nil, fmt.Errorf("results database %s: schema version %d is not one this linerate reads (1 to %d): upgrade linerate", path, have, len(migrations))
+	}
+	return &Store{db: db, path: path}, nil
 }
 
 // dsn sets the pragmas on every connection the driver opens: WAL (readers
