@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/store"
 )
@@ -254,7 +254,7 @@ func TestBenchFlagParsers(t *testing.T) {
 		"h": "h:5301", "h:1": "h:1", "10.0.0.1": "10.0.0.1:5301", "fe80::1": "[fe80::1]:5301",
 		"[fe80::1]": "[fe80::1]:5301", "[fe80::1]:7": "[fe80::1]:7",
 	} {
-		if got := engine.WithPort(in, 5301); got != want {
+		if got := agent.WithPort(in, 5301); got != want {
 			t.Errorf("WithPort(%q) = %q, want %q", in, got, want)
 		}
 	}

@@ -10,8 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/bench"
-	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/tune"
 )
 
@@ -60,10 +61,10 @@ be readable by its owner only (chmod 600).`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.bind, "bind", "", "listen on this address only (default: every address)")
-	fl.IntVarP(&f.port, "port", "p", engine.DefaultPort, "TCP port for control and data")
+	fl.IntVarP(&f.port, "port", "p", agent.DefaultPort, "TCP port for control and data")
 	fl.StringVar(&f.tokenFile, "token-file", "", "read the shared token from this file (mode 600); default: make one and print it")
 	fl.BoolVar(&f.once, "once", false, "exit after one test")
-	fl.DurationVar(&f.maxDuration, "max-duration", engine.DefaultMaxDuration, "refuse tests longer than this")
+	fl.DurationVar(&f.maxDuration, "max-duration", agent.DefaultMaxDuration, "refuse tests longer than this")
 	return cmd
 }
 
@@ -83,10 +84,10 @@ func runServe(cmd *cobra.Command, env *cliEnv, f serveFlags) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w (is another agent running? pick another --port)", addr, err)
 	}
-	fmt.Fprintf(env.stdout, "%s%s (one test at a time; Ctrl-C stops)\n", engine.ListeningPrefix, ln.Addr())
+	fmt.Fprintf(env.stdout, "%s%s (one test at a time; Ctrl-C stops)\n", agent.ListeningPrefix, ln.Addr())
 	ctx, stop := interruptible(cmd)
 	defer stop()
-	srv := &engine.Server{Token: token, MaxDuration: f.maxDuration, Once: f.once,
+	srv := &agent.Server{Token: token, MaxDuration: f.maxDuration, Once: f.once,
 		Logger: slog.New(slog.NewTextHandler(env.stderr, nil)),
 		Tools:  bench.AgentTools{}, Doctor: bench.LiveDoctor, Annotate: annotateTune}
 	return srv.Serve(ctx, ln)
@@ -94,7 +95,7 @@ func runServe(cmd *cobra.Command, env *cliEnv, f serveFlags) error {
 
 // annotateTune names the tune journal in effect in this process's network
 // namespace, so that runs record which tuning they ran under.
-func annotateTune(h *engine.HostInfo) {
+func annotateTune(h *result.HostInfo) {
 	if ns, err := tune.CurrentNetNS(); err == nil {
 		h.TuneJournal = bench.ActiveTune(ns)
 	}
@@ -103,9 +104,9 @@ func annotateTune(h *engine.HostInfo) {
 // serveToken reads the token file, or makes a token and shows it once.
 func serveToken(env *cliEnv, file string) ([]byte, error) {
 	if file != "" {
-		return engine.ReadTokenFile(file)
+		return agent.ReadTokenFile(file)
 	}
-	tok, err := engine.GenerateToken()
+	tok, err := agent.GenerateToken()
 	if err != nil {
 		return nil, err
 	}
@@ -115,6 +116,6 @@ func serveToken(env *cliEnv, file string) ([]byte, error) {
 
 Give it to the client, e.g. '%s=%s linerate bench HOST', or put it in
 a file only you can read (chmod 600) and use --token-file on both ends.
-`, tok, engine.TokenEnv, tok)
+`, tok, agent.TokenEnv, tok)
 	return tok, nil
 }

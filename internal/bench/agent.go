@@ -10,8 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
 )
 
@@ -25,7 +27,7 @@ type AgentTools struct{}
 const minToolPort = 1024
 
 // StartTool decodes spec as a ToolServer and starts it listening on bind.
-func (AgentTools) StartTool(spec json.RawMessage, bind netip.Addr) (engine.ToolProc, []string, error) {
+func (AgentTools) StartTool(spec json.RawMessage, bind netip.Addr) (agent.ToolProc, []string, error) {
 	var t ToolServer
 	if err := json.Unmarshal(spec, &t); err != nil {
 		return nil, nil, fmt.Errorf("tool server description: %w", err)
@@ -66,9 +68,9 @@ type AgentHosts struct {
 	FS *hostfs.FS
 
 	once  sync.Once
-	me    engine.HostInfo
+	me    result.HostInfo
 	mu    sync.Mutex
-	agent engine.HostInfo
+	agent result.HostInfo
 }
 
 // Addr is the peer's address, as the tool's client dials it.
@@ -79,7 +81,7 @@ func (a *AgentHosts) Addr() string {
 	return a.Peer
 }
 
-func (a *AgentHosts) local() engine.HostInfo {
+func (a *AgentHosts) local() result.HostInfo {
 	a.once.Do(func() { a.me, _ = engine.LocalFacts(fsOr(a.FS), a.Addr()) })
 	return a.me
 }
@@ -94,7 +96,7 @@ func (a *AgentHosts) Iface() string { return a.local().Iface }
 func (a *AgentHosts) NICIRQs() []int { return a.local().NICIRQs }
 
 // Facts describes both ends: this host, and the agent's as it told.
-func (a *AgentHosts) Facts() (engine.HostInfo, engine.HostInfo) {
+func (a *AgentHosts) Facts() (result.HostInfo, result.HostInfo) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.local(), a.agent
@@ -107,7 +109,7 @@ func (a *AgentHosts) StartServer(ctx context.Context, t ToolServer, length time.
 	if err != nil {
 		return nil, nil, err
 	}
-	ts, err := engine.StartTool(ctx, engine.ToolConfig{Peer: a.Peer, Token: a.Token, Server: spec, Duration: length, Interval: a.Interval})
+	ts, err := agent.StartTool(ctx, agent.ToolConfig{Peer: a.Peer, Token: a.Token, Server: spec, Duration: length, Interval: a.Interval})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -119,7 +121,7 @@ func (a *AgentHosts) StartServer(ctx context.Context, t ToolServer, length time.
 
 // agentServer is a tool server the agent runs; it carries the agent's
 // samples of its host.
-type agentServer struct{ ts *engine.ToolSession }
+type agentServer struct{ ts *agent.ToolSession }
 
 func (s agentServer) Stop() (float64, string, error) { return s.ts.Stop() }
 

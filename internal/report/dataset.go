@@ -2,7 +2,7 @@ package report
 
 import (
 	"github.com/linerate/linerate/internal/doctor"
-	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/result"
 )
 
 // Dataset is everything a report is built from, in the shapes of the JSON
@@ -35,7 +35,7 @@ type Dataset struct {
 
 // Run is one bench run and its context.
 type Run struct {
-	Result engine.Result `json:"result"`
+	Result result.Result `json:"result"`
 	// Label is the --label it was run with.
 	Label string `json:"label,omitempty"`
 	// TuneID is the tune journal in effect during the run; "" for none.

@@ -1,39 +1,39 @@
-package engine
+package agent
 
 import (
 	"fmt"
 	"net"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/result"
 )
 
 // startResult fills what is known once the data connections are open.
-func (c *client) startResult(acc acceptMsg, streams []*stream, source string, notes []string) *Result {
+func (c *client) startResult(acc acceptMsg, streams []*engine.Stream, source string, notes []string) *result.Result {
 	now := time.Now()
-	res := &Result{Schema: Schema, RunID: now.UnixMilli(), Engine: "native", Intervals: []Interval{}}
+	res := &result.Result{Schema: result.Schema, RunID: now.UnixMilli(), Engine: "native", Intervals: []result.Interval{}}
 	st := &res.Start
 	st.Peer, st.Port, st.Timestamp = c.cfg.Peer, acc.Port, now.UTC().Round(time.Millisecond)
 	if h, _, err := net.SplitHostPort(c.cfg.Peer); err == nil {
 		st.Peer = h
 	}
 	st.Streams, st.Direction = c.p.Streams, c.p.Direction
-	st.DurationS, st.OmitS, st.IntervalS = c.p.duration().Seconds(), c.p.omit().Seconds(), c.p.interval().Seconds()
+	st.DurationS, st.OmitS, st.IntervalS = c.p.Duration.Seconds(), c.p.Omit.Seconds(), c.p.Interval.Seconds()
 	st.Congestion, st.FQRate, st.ZeroCopy = c.p.Congestion, c.p.FQRate, c.p.ZeroCopy
 	st.Client, st.Server = c.me, c.peer
 	st.Notes = notes
 	mine := make([]int, len(streams))
 	for i, s := range streams {
-		mine[i] = s.cpu
+		mine[i] = s.CPU
 		srv := -1
 		if i < len(acc.Placement) {
 			srv = acc.Placement[i]
 		}
-		st.Connections = append(st.Connections, Connection{ID: s.id, Sender: senderName(s.send), ClientCPU: s.cpu, ServerCPU: srv})
+		st.Connections = append(st.Connections, result.Connection{ID: s.ID, Sender: senderName(s.Send), ClientCPU: s.CPU, ServerCPU: srv})
 	}
-	st.Placement = Placement{Client: used(mine), Server: used(acc.Placement), Source: source}
+	st.Placement = result.Placement{Client: engine.Used(mine), Server: engine.Used(acc.Placement), Source: source}
 	return res
 }
 
@@ -46,23 +46,23 @@ func senderName(clientSends bool) string {
 
 // finishStart adds the socket buffers both ends got, and says when a
 // kernel capped them.
-func (c *client) finishStart(streams []*stream, server SockBufs) {
+func (c *client) finishStart(streams []*engine.Stream, server result.SockBufs) {
 	st := &c.res.Start
 	st.Window.Requested = c.p.Window
-	st.Window.Client = sockBufs(c.fs, streams[0].fd, c.p.Window)
+	st.Window.Client = engine.Buffers(c.fs, streams[0].FD, c.p.Window)
 	st.Window.Server = server
 	w := &st.Window
 	switch c.p.Direction {
-	case Send:
+	case result.Send:
 		w.Granted = min(w.Client.Sndbuf, w.Server.Rcvbuf)
-	case Receive:
+	case result.Receive:
 		w.Granted = min(w.Server.Sndbuf, w.Client.Rcvbuf)
 	default:
 		w.Granted = min(w.Client.Sndbuf, w.Server.Rcvbuf, w.Server.Sndbuf, w.Client.Rcvbuf)
 	}
 	for _, end := range []struct {
 		name string
-		b    SockBufs
+		b    result.SockBufs
 	}{{"client", w.Client}, {"server", w.Server}} {
 		for _, cap := range end.b.CappedBy {
 			st.Notes = append(st.Notes, fmt.Sprintf("window: asked for %d bytes, the %s's kernel capped it at %s: raise it there (sysctl -w %s=%d)",
@@ -73,28 +73,28 @@ func (c *client) finishStart(streams []*stream, server SockBufs) {
 
 // merge joins this end's and the agent's sample of one interval. Bytes
 // are the client's; the TCP fields come from whichever end sends.
-func (c *client) merge(mine sideSample, theirs *sideSample) Interval {
-	iv := Interval{Start: mine.Start, End: mine.End, Omitted: mine.Omitted,
-		Streams: make([]StreamInterval, len(mine.Streams))}
+func (c *client) merge(mine engine.Sample, theirs *engine.Sample) result.Interval {
+	iv := result.Interval{Start: mine.Start, End: mine.End, Omitted: mine.Omitted,
+		Streams: make([]result.StreamInterval, len(mine.Streams))}
 	secs := mine.End - mine.Start
 	iv.CPU.Client = mine.CPU
 	iv.CPUTotal.Client = mine.Total
-	iv.CPU.Server = map[string]CPUSample{}
+	iv.CPU.Server = map[string]result.CPUSample{}
 	if theirs != nil {
 		iv.CPU.Server = theirs.CPU
 		total := theirs.Total
 		iv.CPUTotal.Server = &total
 	}
 	for i, ms := range mine.Streams {
-		send := c.p.clientSends(i)
+		send := c.p.ClientSends(i)
 		tcp := ms
 		if !send {
-			tcp = streamSample{}
+			tcp = engine.StreamSample{}
 			if theirs != nil && i < len(theirs.Streams) {
 				tcp = theirs.Streams[i]
 			}
 		}
-		si := StreamInterval{ID: ms.ID, Sender: senderName(send), Bytes: ms.Bytes,
+		si := result.StreamInterval{ID: ms.ID, Sender: senderName(send), Bytes: ms.Bytes,
 			BitsPerSecond: bps(ms.Bytes, secs), RTTus: tcp.RTT, RTTVarUs: tcp.RTTVar, CwndBytes: tcp.Cwnd,
 			Retransmits: uint64(tcp.Retransmits), DeliveryRateBps: float64(tcp.DeliveryRate) * 8}
 		iv.Streams[i] = si
@@ -108,19 +108,19 @@ func (c *client) merge(mine sideSample, theirs *sideSample) Interval {
 // totals computes the measured bytes of each stream. A receiver's count is
 // what arrived beyond the bytes its sender wrote during the warm-up: the
 // two ends' clocks differ, byte offsets in one TCP stream do not.
-func (c *client) totals(em *endMsg) End {
-	mine := c.side.totals()
-	e := End{Seconds: round3(c.side.prevAt.Sub(c.side.omitAt).Seconds())}
+func (c *client) totals(em *endMsg) result.End {
+	mine := c.side.Totals()
+	e := result.End{Seconds: c.side.MeasuredSeconds()}
 	for i, m := range mine {
-		var theirs streamTotal
+		var theirs engine.StreamTotal
 		if i < len(em.Streams) {
 			theirs = em.Streams[i]
 		}
 		snd, rcv := m, theirs
-		if !c.p.clientSends(i) {
+		if !c.p.ClientSends(i) {
 			snd, rcv = theirs, m
 		}
-		se := StreamEnd{ID: m.ID, Sender: senderName(c.p.clientSends(i)),
+		se := result.StreamEnd{ID: m.ID, Sender: senderName(c.p.ClientSends(i)),
 			SentBytes: snd.Sent - min(snd.SentOmit, snd.Sent), ReceivedBytes: rcv.Received - min(snd.SentOmit, rcv.Received),
 			Retransmits: uint64(snd.Retrans)}
 		e.Streams = append(e.Streams, se)
@@ -130,11 +130,11 @@ func (c *client) totals(em *endMsg) End {
 	}
 	e.SumSent.BitsPerSecond = bps(e.SumSent.Bytes, e.Seconds)
 	e.SumReceived.BitsPerSecond = bps(e.SumReceived.Bytes, e.Seconds)
-	e.CPU = EndCPU{ClientSeconds: c.side.measuredCPU(), ServerSeconds: em.CPUSeconds}
-	e.Errors = append(c.side.errors(), em.Errors...)
-	if c.p.ZeroCopy != NoZeroCopy {
-		e.ZeroCopy = &ZCReport{Method: c.p.ZeroCopy}
-		e.ZeroCopy.Sends, e.ZeroCopy.Completions, e.ZeroCopy.Copied = c.side.zeroCopy()
+	e.CPU = result.EndCPU{ClientSeconds: c.side.MeasuredCPU(), ServerSeconds: em.CPUSeconds}
+	e.Errors = append(c.side.Errors(), em.Errors...)
+	if c.p.ZeroCopy != result.NoZeroCopy {
+		e.ZeroCopy = &result.ZCReport{Method: c.p.ZeroCopy}
+		e.ZeroCopy.Sends, e.ZeroCopy.Completions, e.ZeroCopy.Copied = c.side.ZeroCopy()
 		e.ZeroCopy.Sends += em.ZCSends
 		e.ZeroCopy.Completions += em.ZCCompletions
 		e.ZeroCopy.Copied += em.ZCCopied
@@ -149,33 +149,7 @@ func bps(bytes uint64, secs float64) float64 {
 	return float64(int64(float64(bytes) * 8 / secs))
 }
 
-// sockBufs reads the buffers a data socket got and, when a window was
-// asked for, which sysctl capped it: Linux grants min(asked, *mem_max)
-// and reports twice that.
-func sockBufs(fs *hostfs.FS, fd int, window int) SockBufs {
-	snd, rcv, err := bufSizes(fd)
-	if err != nil {
-		return SockBufs{}
-	}
-	b := SockBufs{Sndbuf: snd, Rcvbuf: rcv}
-	if window > 0 && snd < 2*window {
-		b.CappedBy = append(b.CappedBy, sysctlValue(fs, "net.core.wmem_max"))
-	}
-	if window > 0 && rcv < 2*window {
-		b.CappedBy = append(b.CappedBy, sysctlValue(fs, "net.core.rmem_max"))
-	}
-	return b
-}
-
-// sysctlValue returns "key=value", or the key alone if unreadable.
-func sysctlValue(fs *hostfs.FS, key string) string {
-	v, err := fs.ReadInt("proc/sys/" + strings.ReplaceAll(key, ".", "/"))
-	if err != nil {
-		return key
-	}
-	return key + "=" + strconv.FormatInt(v, 10)
-}
-
+// sysctlKey is the key of a "key=value" the engine reported.
 func sysctlKey(kv string) string {
 	k, _, _ := strings.Cut(kv, "=")
 	return k

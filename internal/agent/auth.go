@@ -1,4 +1,4 @@
-package engine
+package agent
 
 import (
 	"crypto/hmac"
@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/linerate/linerate/internal/result"
 )
 
 // nonceSize is the size of both handshake nonces and of the data cookie.
@@ -52,7 +54,7 @@ func newNonce() ([]byte, error) {
 
 // clientHandshake authenticates to the agent and checks that the agent
 // holds the token too. It returns what the agent said about its host.
-func clientHandshake(c *conn, token []byte) (*HostInfo, error) {
+func clientHandshake(c *conn, token []byte) (*result.HostInfo, error) {
 	if err := c.send(helloMsg{Type: msgHello, Version: protoVersion}, handshakeTimeout); err != nil {
 		return nil, fmt.Errorf("sending hello: %w", err)
 	}
@@ -92,7 +94,7 @@ func clientHandshake(c *conn, token []byte) (*HostInfo, error) {
 // nonces of successful handshakes go into seen, so that a recorded
 // handshake replayed later is named as such in the log. host is called
 // only for an authenticated client: what it reads is for token holders.
-func serverHandshake(c *conn, token []byte, seen *nonceLog, host func() HostInfo) error {
+func serverHandshake(c *conn, token []byte, seen *nonceLog, host func() result.HostInfo) error {
 	var h helloMsg
 	if err := c.expect(msgHello, &h, handshakeTimeout); err != nil {
 		return fmt.Errorf("reading hello: %w", err)

@@ -1,4 +1,4 @@
-package engine
+package agent
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/linerate/linerate/internal/result"
 )
 
 // An agent tells an authenticated client its doctor report, so that a
@@ -25,7 +27,7 @@ const (
 type doctorReportMsg struct {
 	Type   string          `json:"type"`
 	Report json.RawMessage `json:"report"`
-	Host   HostInfo        `json:"host"`
+	Host   result.HostInfo `json:"host"`
 }
 
 // DoctorFunc diagnoses the agent's host for iface (the interface holding the
@@ -95,7 +97,7 @@ func (s *Server) doctorBudget() time.Duration {
 
 // FetchDoctor asks the agent at peer for its doctor report, and returns it
 // with what the agent said about its host.
-func FetchDoctor(ctx context.Context, peer string, token []byte) (json.RawMessage, *HostInfo, error) {
+func FetchDoctor(ctx context.Context, peer string, token []byte) (json.RawMessage, *result.HostInfo, error) {
 	if len(token) == 0 {
 		return nil, nil, errors.New("no token: give the agent's token (--token-file or " + TokenEnv + ")")
 	}
@@ -115,7 +117,7 @@ func FetchDoctor(ctx context.Context, peer string, token []byte) (json.RawMessag
 	return rep, host, err
 }
 
-func fetchDoctor(c *conn, token []byte) (json.RawMessage, *HostInfo, error) {
+func fetchDoctor(c *conn, token []byte) (json.RawMessage, *result.HostInfo, error) {
 	if _, err := clientHandshake(c, token); err != nil {
 		return nil, nil, err
 	}

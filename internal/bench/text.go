@@ -1,4 +1,4 @@
-package engine
+package bench
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/linerate/linerate/internal/cpulist"
+	"github.com/linerate/linerate/internal/result"
 )
 
 // TextProgress returns a Progress function that writes a run as iperf3
@@ -16,14 +17,14 @@ import (
 // 9.93 Gbits/sec 0 retr", with the busiest CPU of each end), a line per
 // stream too when verbose, and the totals. Units are iperf3's: bytes in
 // powers of 1024, bits per second in powers of 1000.
-func TextProgress(w io.Writer, verbose bool) func(Event) {
-	return func(e Event) {
+func TextProgress(w io.Writer, verbose bool) func(result.Event) {
+	return func(e result.Event) {
 		switch d := e.Data.(type) {
-		case *Start:
+		case *result.Start:
 			writeStart(w, d)
-		case *Interval:
+		case *result.Interval:
 			writeInterval(w, d, verbose)
-		case *End:
+		case *result.End:
 			writeEnd(w, d)
 		}
 	}
@@ -31,12 +32,12 @@ func TextProgress(w io.Writer, verbose bool) func(Event) {
 
 // JSONStreamProgress returns a Progress function that writes each event
 // as one JSON object per line, as iperf3 --json-stream does.
-func JSONStreamProgress(w io.Writer) func(Event) {
+func JSONStreamProgress(w io.Writer) func(result.Event) {
 	enc := json.NewEncoder(w)
-	return func(e Event) { _ = enc.Encode(e) } // a closed stdout ends the run anyway
+	return func(e result.Event) { _ = enc.Encode(e) } // a closed stdout ends the run anyway
 }
 
-func writeStart(w io.Writer, s *Start) {
+func writeStart(w io.Writer, s *result.Start) {
 	warm := ""
 	if s.OmitS > 0 {
 		warm = fmt.Sprintf(" after a %g s warm-up", s.OmitS)
@@ -48,7 +49,7 @@ func writeStart(w io.Writer, s *Start) {
 		win = fmt.Sprintf("asked %s", strings.TrimSpace(bytesText(uint64(s.Window.Requested))))
 	}
 	fmt.Fprintf(w, "Window: %s, granted %s", win, strings.TrimSpace(bytesText(uint64(s.Window.Granted))))
-	if s.ZeroCopy != NoZeroCopy {
+	if s.ZeroCopy != result.NoZeroCopy {
 		fmt.Fprintf(w, "; zero copy: %s", s.ZeroCopy)
 	}
 	fmt.Fprintln(w)
@@ -58,7 +59,7 @@ func writeStart(w io.Writer, s *Start) {
 	fmt.Fprintln(w, "[ ID] Interval           Transfer     Bitrate         Retr")
 }
 
-func writeInterval(w io.Writer, iv *Interval, verbose bool) {
+func writeInterval(w io.Writer, iv *result.Interval, verbose bool) {
 	tail := ""
 	if iv.Omitted {
 		tail = "  (omitted)"
@@ -70,7 +71,7 @@ func writeInterval(w io.Writer, iv *Interval, verbose bool) {
 		}
 	}
 	fmt.Fprintf(w, "[SUM] %s  %s  %4d retr%s%s\n", span(iv.Start, iv.End), rate(iv.Sum.Bytes, iv.Sum.BitsPerSecond),
-		iv.Sum.Retransmits, busiest(" client", iv.CPU.Client), busiest(" server", iv.CPU.Server)+tail)
+		iv.Sum.Retransmits, busiestCPU(" client", iv.CPU.Client), busiestCPU(" server", iv.CPU.Server)+tail)
 	if verbose {
 		writeCPUs(w, "client", iv.CPU.Client)
 		writeCPUs(w, "server", iv.CPU.Server)
@@ -79,7 +80,7 @@ func writeInterval(w io.Writer, iv *Interval, verbose bool) {
 
 // writeCPUs writes one line per CPU of one end: where the load, the
 // network softirqs and the NIC's interrupts were.
-func writeCPUs(w io.Writer, end string, cpus map[string]CPUSample) {
+func writeCPUs(w io.Writer, end string, cpus map[string]result.CPUSample) {
 	keys := make([]int, 0, len(cpus))
 	for k := range cpus {
 		if n, err := strconv.Atoi(k); err == nil {
@@ -94,7 +95,7 @@ func writeCPUs(w io.Writer, end string, cpus map[string]CPUSample) {
 	}
 }
 
-func writeEnd(w io.Writer, e *End) {
+func writeEnd(w io.Writer, e *result.End) {
 	fmt.Fprintln(w, "- - - - - - - - - - - - - - - - - - - - - - - - -")
 	fmt.Fprintf(w, "[SUM] %s  %s  %4d retr  sender\n", span(0, e.Seconds), rate(e.SumSent.Bytes, e.SumSent.BitsPerSecond), e.SumSent.Retransmits)
 	fmt.Fprintf(w, "[SUM] %s  %s            receiver\n", span(0, e.Seconds), rate(e.SumReceived.Bytes, e.SumReceived.BitsPerSecond))
@@ -103,7 +104,7 @@ func writeEnd(w io.Writer, e *End) {
 		fmt.Fprintf(w, " (%.3f s per Gbit/s)", (e.CPU.ClientSeconds+e.CPU.ServerSeconds)/g)
 	}
 	fmt.Fprintln(w)
-	if z := e.ZeroCopy; z != nil && z.Method == MsgZeroCopy {
+	if z := e.ZeroCopy; z != nil && z.Method == result.MsgZeroCopy {
 		fmt.Fprintf(w, "Zero copy: %d sends, %d completed, %d copied by the kernel anyway", z.Sends, z.Completions, z.Copied)
 		if z.Copied > 0 {
 			fmt.Fprint(w, " (local delivery such as loopback or veth, or a device without scatter-gather)")
@@ -115,8 +116,8 @@ func writeEnd(w io.Writer, e *End) {
 	}
 }
 
-// busiest names the busiest CPU of one end: "client cpu0 99% si 31%".
-func busiest(label string, cpus map[string]CPUSample) string {
+// busiestCPU names the busiest CPU of one end: "client cpu0 99% si 31%".
+func busiestCPU(label string, cpus map[string]result.CPUSample) string {
 	best, key := -1.0, ""
 	keys := make([]string, 0, len(cpus))
 	for k := range cpus {
@@ -176,68 +177,9 @@ func threeDigits(v float64) string {
 	return fmt.Sprintf("%4.0f", v)
 }
 
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
-}
-
 func cpuList(cpus []int) string {
 	if len(cpus) == 0 {
 		return "any"
 	}
 	return cpulist.Format(sortedCopy(cpus))
 }
-
-func sortedCopy(a []int) []int {
-	b := slices.Clone(a)
-	slices.Sort(b)
-	return b
-}
-
-// ParseAffinity reads -A: "C,S" (iperf3's form: one CPU or range per
-// end, "0,1" or "0-3,4-7"), "C/S" (CPU lists with commas: "0,2/1,3"), or
-// "C" (the client's only). An empty side is nil: the engine chooses.
-func ParseAffinity(s string) (client, server []int, err error) {
-	var c, sv string
-	switch {
-	case strings.Contains(s, "/"):
-		c, sv, _ = strings.Cut(s, "/")
-	case strings.Count(s, ",") == 1:
-		c, sv, _ = strings.Cut(s, ",")
-	case strings.Count(s, ",") > 1:
-		return nil, nil, fmt.Errorf("-A %q: ambiguous: write CLIENT/SERVER when a side lists several CPUs, e.g. 0,2/1,3", s)
-	default:
-		c = s
-	}
-	if client, err = optionalList(c); err != nil {
-		return nil, nil, fmt.Errorf("-A client CPUs: %w", err)
-	}
-	if server, err = optionalList(sv); err != nil {
-		return nil, nil, fmt.Errorf("-A server CPUs: %w", err)
-	}
-	return client, server, nil
-}
-
-func optionalList(s string) ([]int, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	return cpulist.Parse(s)
-}
-
-// FormatAffinity writes CPU lists back in the "C/S" form ParseAffinity
-// reads.
-func FormatAffinity(client, server []int) string {
-	f := func(c []int) string {
-		if c == nil {
-			return ""
-		}
-		return cpulist.Format(sortedCopy(c))
-	}
-	return f(client) + "/" + f(server)
-}
-
-// bitsArg writes a rate in bits per second for a command line.
-func bitsArg(bps uint64) string { return strconv.FormatUint(bps, 10) }

@@ -1,9 +1,12 @@
-package engine
+package agent
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/result"
 )
 
 // protoVersion is the control protocol's version; both ends must agree.
@@ -58,21 +61,14 @@ type authMsg struct {
 }
 
 type welcomeMsg struct {
-	Type string   `json:"type"`
-	MAC  []byte   `json:"mac"`
-	Host HostInfo `json:"host"`
+	Type string          `json:"type"`
+	MAC  []byte          `json:"mac"`
+	Host result.HostInfo `json:"host"`
 }
 
 type errorMsg struct {
 	Type   string `json:"type"`
 	Reason string `json:"reason"`
-}
-
-// requestMsg is a test as the client asks for it; the agent checks every
-// field against its bounds (Request.validate).
-type requestMsg struct {
-	Type string `json:"type"`
-	params
 }
 
 type acceptMsg struct {
@@ -88,33 +84,24 @@ type bareMsg struct {
 }
 
 type readyMsg struct {
-	Type   string   `json:"type"`
-	Window SockBufs `json:"window"`
+	Type   string          `json:"type"`
+	Window result.SockBufs `json:"window"`
 }
 
 type intervalMsg struct {
 	Type string `json:"type"`
-	sideSample
+	engine.Sample
 }
 
 type endMsg struct {
-	Type       string        `json:"type"`
-	Streams    []streamTotal `json:"streams"`
-	CPUSeconds float64       `json:"cpu_seconds"`
-	Errors     []string      `json:"errors,omitempty"`
+	Type       string               `json:"type"`
+	Streams    []engine.StreamTotal `json:"streams"`
+	CPUSeconds float64              `json:"cpu_seconds"`
+	Errors     []string             `json:"errors,omitempty"`
 	// MSG_ZEROCOPY counters of the agent's senders.
 	ZCSends       uint64 `json:"zc_sends,omitempty"`
 	ZCCompletions uint64 `json:"zc_completions,omitempty"`
 	ZCCopied      uint64 `json:"zc_copied,omitempty"`
-}
-
-// streamTotal is one end's byte counts of one stream at the end of a test.
-type streamTotal struct {
-	ID       int    `json:"id"`
-	Sent     uint64 `json:"sent"`      // bytes written, if this end sends
-	SentOmit uint64 `json:"sent_omit"` // bytes written during the warm-up
-	Received uint64 `json:"received"`  // bytes read, if this end receives
-	Retrans  uint32 `json:"retrans"`   // retransmitted segments after the warm-up, if this end sends
 }
 
 // messageType returns the "type" of a frame body.

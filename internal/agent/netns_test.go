@@ -1,4 +1,4 @@
-package engine
+package agent
 
 import (
 	"bufio"
@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/linerate/linerate/internal/lab"
+	"github.com/linerate/linerate/internal/result"
 )
 
 // TestNamespaces runs the agent and the client as two processes in the two
@@ -31,7 +32,7 @@ func TestNamespaces(t *testing.T) {
 			t.Errorf("lab down: %v", err)
 		}
 	})
-	for _, dir := range []Direction{Send, Receive} {
+	for _, dir := range []result.Direction{result.Send, result.Receive} {
 		t.Run(string(dir), func(t *testing.T) {
 			res := labRun(t, name, dir)
 			checkEnd(t, res)
@@ -52,7 +53,7 @@ func TestNamespaces(t *testing.T) {
 }
 
 // labRun starts a one-test agent in host b and a client in host a.
-func labRun(t *testing.T, name string, dir Direction) *Result {
+func labRun(t *testing.T, name string, dir result.Direction) *result.Result {
 	t.Helper()
 	addr := lab.AddrB + ":5301"
 	env := append(os.Environ(), TokenEnv+"="+string(testToken), "DIRECTION="+string(dir))
@@ -87,7 +88,7 @@ func labRun(t *testing.T, name string, dir Direction) *Result {
 	}
 	r := bufio.NewReader(cout)
 	r.ReadString('\n') // "started"
-	var res Result
+	var res result.Result
 	if err := json.NewDecoder(r).Decode(&res); err != nil {
 		t.Errorf("client output: %v", err)
 	}

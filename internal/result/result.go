@@ -1,8 +1,13 @@
-package engine
+package result
 
-import "time"
+import (
+	"time"
 
-// Schema names the JSON document of one run (DESIGN.md, "Bench JSON").
+	"github.com/linerate/linerate/internal/telemetry"
+)
+
+// Schema names the JSON document of one run (docs/architecture.md, "JSON
+// documents").
 const Schema = "linerate.bench/v1"
 
 // Result is one run, in the shape iperf3 users know. Field names follow
@@ -158,6 +163,20 @@ type ZCReport struct {
 	Completions uint64   `json:"completions,omitempty"`
 	Copied      uint64   `json:"copied,omitempty"`
 }
+
+// SockBufs are the socket buffer sizes one end's data sockets got, as
+// getsockopt reports them (Linux doubles what was asked, for its own
+// bookkeeping), and the sysctls that capped them, if any.
+type SockBufs struct {
+	Sndbuf   int      `json:"sndbuf"`
+	Rcvbuf   int      `json:"rcvbuf"`
+	CappedBy []string `json:"capped_by,omitempty"` // "net.core.wmem_max=212992"
+}
+
+// CPUSample is the load of one CPU, or of a whole host, over an interval
+// (package telemetry samples it; the name is here because it is part of
+// the document).
+type CPUSample = telemetry.CPUSample
 
 // Event is one step of a run as it happens; it marshals to the
 // --json-stream line {"event": "start"|"interval"|"end"|"error", "data": …}.

@@ -1,4 +1,4 @@
-package engine
+package agent
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/linerate/linerate/internal/result"
 )
 
 // fakeTools records what the agent asked it to start; its process says
@@ -142,7 +144,7 @@ func TestFetchDoctor(t *testing.T) {
 	addr, _ := agent(t, &Server{Doctor: func(iface string) (json.RawMessage, error) {
 		asked = iface
 		return json.RawMessage(`{"schema":"linerate.doctor/v1"}`), nil
-	}, Annotate: func(h *HostInfo) { h.TuneJournal = "20261123T000000.000000Z" }})
+	}, Annotate: func(h *result.HostInfo) { h.TuneJournal = "20261123T000000.000000Z" }})
 	doc, host, err := FetchDoctor(context.Background(), addr, testToken)
 	if err != nil || string(doc) != `{"schema":"linerate.doctor/v1"}` || host.TuneJournal != "20261123T000000.000000Z" || asked != "lo" {
 		t.Errorf("FetchDoctor = %s, %+v, %v (asked for %q)", doc, host, err, asked)

@@ -1,4 +1,4 @@
-package engine
+package agent
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
 )
 
@@ -118,7 +120,7 @@ func (ss *session) runTool(ctx context.Context, body []byte) bool {
 		ss.refuse(errors.New("this agent does not start tool servers (it runs native tests only)"))
 		return false
 	}
-	bind := addrPort(ss.ctrl.c.LocalAddr()).Addr()
+	bind := engine.AddrPort(ss.ctrl.c.LocalAddr()).Addr()
 	proc, argv, err := ss.srv.Tools.StartTool(m.Server, bind)
 	if err != nil {
 		ss.refuse(err)
@@ -141,7 +143,7 @@ func (ss *session) runTool(ctx context.Context, body []byte) bool {
 	if len(out) > maxToolOutput {
 		out = out[len(out)-maxToolOutput:]
 	}
-	end := toolEndMsg{Type: msgToolEnd, CPUSeconds: round3(cpu), Output: out}
+	end := toolEndMsg{Type: msgToolEnd, CPUSeconds: result.Round3(cpu), Output: out}
 	if perr != nil {
 		end.Error = perr.Error()
 	}
@@ -197,7 +199,7 @@ type ToolSession struct {
 	ctrl    *conn
 	nc      net.Conn
 	unwatch func() bool // stops closing nc when ctx is done
-	host    HostInfo
+	host    result.HostInfo
 	argv    []string
 
 	mu      sync.Mutex
@@ -285,7 +287,7 @@ func (ts *ToolSession) finish(end *toolEndMsg, err error) {
 }
 
 // Host is what the agent said about its host.
-func (ts *ToolSession) Host() HostInfo { return ts.host }
+func (ts *ToolSession) Host() result.HostInfo { return ts.host }
 
 // Argv is the tool server's command line on the agent.
 func (ts *ToolSession) Argv() []string { return ts.argv }

@@ -1,4 +1,4 @@
-package engine
+package agent
 
 import (
 	"bufio"
@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/linerate/linerate/internal/result"
 )
 
 // TestAgentRefuses checks that the agent turns away each kind of bad
@@ -76,7 +78,7 @@ func TestAgentRefuses(t *testing.T) {
 		go func() {
 			var once bool
 			_, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Duration: time.Second, Interval: 100 * time.Millisecond,
-				Progress: func(e Event) {
+				Progress: func(e result.Event) {
 					if e.Event == "interval" && !once {
 						once = true
 						close(started)
@@ -104,7 +106,7 @@ func TestAgentRefuses(t *testing.T) {
 		waitLog(t, logs, "test aborted", "went away mid-test")
 	})
 	// After all that, the agent still serves.
-	for _, dir := range []Direction{Send, Receive} {
+	for _, dir := range []result.Direction{result.Send, result.Receive} {
 		res, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Duration: time.Second, Direction: dir})
 		if err != nil {
 			t.Fatalf("a good client after the refusals: %v", err)

@@ -1,8 +1,7 @@
-package engine
+package bench
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,37 +12,34 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
+	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/lab"
+	"github.com/linerate/linerate/internal/result"
 )
 
-// LabRun says how to run a test between the two hosts of a lab: the agent
+// LabEngine says how to run the native engine across a lab: the agent
 // (`linerate serve --once`) in host b, the client (`linerate bench`) in
 // host a, each a process of its own in its host's namespaces, as on two
-// machines.
-type LabRun struct {
+// machines. Name "" means not in a lab.
+type LabEngine struct {
 	Name string // the lab, as `linerate lab up --name` made it
 	// Self is the linerate binary to run in the hosts; "" means
 	// /proc/self/exe, this very binary.
 	Self string
-	// Port is the agent's port; 0 means DefaultPort.
+	// Port is the agent's port; 0 means agent.DefaultPort.
 	Port int
 	// Stderr receives both processes' diagnostics; nil keeps them only
 	// for error messages.
 	Stderr io.Writer
 }
 
-// ListeningPrefix starts the line `linerate serve` prints on stdout once
-// it accepts connections ("Listening on 198.18.0.2:5301").
-const ListeningPrefix = "Listening on "
-
 // RunInLab runs cfg between hosts a (client) and b (agent) of a lab, with
 // a fresh token, and returns the client's result. cfg.Peer and cfg.Token
 // are ignored; Progress sees the client's events as they happen.
-func RunInLab(ctx context.Context, lr LabRun, cfg Config) (*Result, error) {
+func RunInLab(ctx context.Context, lr LabEngine, cfg agent.Config) (*result.Result, error) {
 	if err := lab.ValidateName(lr.Name); err != nil {
 		return nil, err
 	}
@@ -51,7 +47,7 @@ func RunInLab(ctx context.Context, lr LabRun, cfg Config) (*Result, error) {
 		lr.Self = "/proc/self/exe"
 	}
 	if lr.Port == 0 {
-		lr.Port = DefaultPort
+		lr.Port = agent.DefaultPort
 	}
 	dir, err := os.MkdirTemp("", "linerate-lab-token-")
 	if err != nil {
@@ -59,22 +55,22 @@ func RunInLab(ctx context.Context, lr LabRun, cfg Config) (*Result, error) {
 	}
 	defer os.RemoveAll(dir)
 	tokenFile := filepath.Join(dir, "token")
-	tok, err := GenerateToken()
+	tok, err := agent.GenerateToken()
 	if err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(tokenFile, tok, 0o600); err != nil {
 		return nil, fmt.Errorf("writing the token: %w", err)
 	}
-	var agentErr syncBuffer
-	agent, err := startAgent(ctx, lr, cfg, tokenFile, &agentErr)
+	var agentErr lockedBuffer
+	ap, err := startLabAgent(ctx, lr, cfg, tokenFile, &agentErr)
 	if err != nil {
 		return nil, err
 	}
-	defer agent.stop()
+	defer ap.stop()
 	res, err := runLabClient(ctx, lr, cfg, tok)
 	if err != nil && agentErr.String() != "" {
-		err = fmt.Errorf("%w (agent in %s said: %s)", err, lab.Namespace(lr.Name, lab.B), lastLine(agentErr.String()))
+		err = fmt.Errorf("%w (agent in %s said: %s)", err, lab.Namespace(lr.Name, lab.B), finalLine(agentErr.String()))
 	}
 	return res, err
 }
@@ -85,10 +81,10 @@ type agentProc struct {
 	done chan error
 }
 
-// startAgent starts `linerate serve --once` in host b and waits until it
-// listens.
-func startAgent(ctx context.Context, lr LabRun, cfg Config, tokenFile string, errBuf *syncBuffer) (*agentProc, error) {
-	maxDur := max(DefaultMaxDuration, cfg.Duration+time.Second, cfg.Omit+time.Second)
+// startLabAgent starts `linerate serve --once` in host b and waits until
+// it listens.
+func startLabAgent(ctx context.Context, lr LabEngine, cfg agent.Config, tokenFile string, errBuf *lockedBuffer) (*agentProc, error) {
+	maxDur := max(agent.DefaultMaxDuration, cfg.Duration+time.Second, cfg.Omit+time.Second)
 	cmd := exec.CommandContext(ctx, lr.Self, "serve", "--once", "--bind", lab.AddrB, "--port", strconv.Itoa(lr.Port),
 		"--token-file", tokenFile, "--max-duration", maxDur.String())
 	cmd.Stderr = teeTo(errBuf, lr.Stderr)
@@ -107,7 +103,7 @@ func startAgent(ctx context.Context, lr LabRun, cfg Config, tokenFile string, er
 		sc := bufio.NewScanner(out)
 		ok := false
 		for sc.Scan() {
-			if !ok && strings.HasPrefix(sc.Text(), ListeningPrefix) {
+			if !ok && strings.HasPrefix(sc.Text(), agent.ListeningPrefix) {
 				ok = true
 				listening <- true
 			}
@@ -123,7 +119,7 @@ func startAgent(ctx context.Context, lr LabRun, cfg Config, tokenFile string, er
 			return a, nil
 		}
 		err := <-a.done
-		return nil, fmt.Errorf("the agent in %s did not start: %v: %s", lab.Namespace(lr.Name, lab.B), err, lastLine(errBuf.String()))
+		return nil, fmt.Errorf("the agent in %s did not start: %v: %s", lab.Namespace(lr.Name, lab.B), err, finalLine(errBuf.String()))
 	case <-time.After(10 * time.Second):
 		a.stop()
 		return nil, fmt.Errorf("the agent in %s did not listen within 10 s", lab.Namespace(lr.Name, lab.B))
@@ -144,13 +140,13 @@ func (a *agentProc) stop() {
 
 // runLabClient runs `linerate bench --json-stream` in host a and turns its
 // events back into a Result.
-func runLabClient(ctx context.Context, lr LabRun, cfg Config, tok []byte) (*Result, error) {
+func runLabClient(ctx context.Context, lr LabEngine, cfg agent.Config, tok []byte) (*result.Result, error) {
 	// The caller stores the result (or not): the client in host a keeps
 	// nothing and gathers no doctor reports of its own.
 	args := append([]string{"bench", lab.AddrB + ":" + strconv.Itoa(lr.Port), "--json-stream", "--no-store"}, benchArgs(cfg)...)
 	cmd := exec.CommandContext(ctx, lr.Self, args...)
-	cmd.Env = append(os.Environ(), TokenEnv+"="+string(tok))
-	var errBuf syncBuffer
+	cmd.Env = append(os.Environ(), agent.TokenEnv+"="+string(tok))
+	var errBuf lockedBuffer
 	cmd.Stderr = teeTo(&errBuf, lr.Stderr)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 5 * time.Second
@@ -168,15 +164,15 @@ func runLabClient(ctx context.Context, lr LabRun, cfg Config, tok []byte) (*Resu
 	case perr != nil:
 		return nil, perr
 	case werr != nil:
-		msg := lastLine(errBuf.String())
+		msg := finalLine(errBuf.String())
 		return nil, fmt.Errorf("the client in %s failed: %v: %s", lab.Namespace(lr.Name, lab.A), werr, strings.TrimPrefix(msg, "linerate: "))
 	}
 	return res, nil
 }
 
 // readEvents assembles a Result from --json-stream lines.
-func readEvents(r io.Reader, progress func(Event)) (*Result, error) {
-	res := &Result{Schema: Schema, Engine: "native", Intervals: []Interval{}}
+func readEvents(r io.Reader, progress func(result.Event)) (*result.Result, error) {
+	res := &result.Result{Schema: result.Schema, Engine: "native", Intervals: []result.Interval{}}
 	dec := json.NewDecoder(r)
 	sawEnd := false
 	for {
@@ -204,43 +200,43 @@ func readEvents(r io.Reader, progress func(Event)) (*Result, error) {
 	}
 }
 
-func decodeEvent(res *Result, kind string, data json.RawMessage) (Event, error) {
+func decodeEvent(res *result.Result, kind string, data json.RawMessage) (result.Event, error) {
 	var target any
 	switch kind {
 	case "start":
 		target = &res.Start
 	case "interval":
-		res.Intervals = append(res.Intervals, Interval{})
+		res.Intervals = append(res.Intervals, result.Interval{})
 		target = &res.Intervals[len(res.Intervals)-1]
 	case "end":
 		target = &res.End
 	case "error":
 		var msg string
 		_ = json.Unmarshal(data, &msg)
-		return Event{}, fmt.Errorf("the client reported: %s", msg)
+		return result.Event{}, fmt.Errorf("the client reported: %s", msg)
 	default:
-		return Event{}, nil // a newer client's event
+		return result.Event{}, nil // a newer client's event
 	}
 	if err := json.Unmarshal(data, target); err != nil {
-		return Event{}, fmt.Errorf("the client's %s event: %w", kind, err)
+		return result.Event{}, fmt.Errorf("the client's %s event: %w", kind, err)
 	}
 	if kind == "start" {
 		res.RunID = res.Start.Timestamp.UnixMilli()
 	}
-	return Event{Event: kind, Data: target}, nil
+	return result.Event{Event: kind, Data: target}, nil
 }
 
 // benchArgs writes cfg as `linerate bench` flags.
-func benchArgs(cfg Config) []string {
-	p := cfg.params()
-	a := []string{"-t", p.duration().String(), "-P", strconv.Itoa(p.Streams), "-i", p.interval().String()}
-	if p.OmitMS > 0 {
-		a = append(a, "-O", p.omit().String())
+func benchArgs(cfg agent.Config) []string {
+	p := cfg.Params()
+	a := []string{"-t", p.Duration.String(), "-P", strconv.Itoa(p.Streams), "-i", p.Interval.String()}
+	if p.Omit > 0 {
+		a = append(a, "-O", p.Omit.String())
 	}
 	switch p.Direction {
-	case Receive:
+	case result.Receive:
 		a = append(a, "--reverse")
-	case Bidir:
+	case result.Bidir:
 		a = append(a, "--bidir")
 	}
 	if p.Window > 0 {
@@ -250,9 +246,9 @@ func benchArgs(cfg Config) []string {
 		a = append(a, "--congestion", p.Congestion)
 	}
 	if p.FQRate > 0 {
-		a = append(a, "--fq-rate", bitsArg(p.FQRate))
+		a = append(a, "--fq-rate", strconv.FormatUint(p.FQRate, 10))
 	}
-	if p.ZeroCopy != NoZeroCopy {
+	if p.ZeroCopy != result.NoZeroCopy {
 		a = append(a, "--zerocopy="+string(p.ZeroCopy))
 	}
 	if cfg.ClientCPUs != nil || cfg.ServerCPUs != nil {
@@ -268,25 +264,8 @@ func teeTo(buf io.Writer, w io.Writer) io.Writer {
 	return io.MultiWriter(buf, w)
 }
 
-func lastLine(s string) string {
+// finalLine is the last line of a process's diagnostics.
+func finalLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
-}
-
-// syncBuffer is a bytes.Buffer a process may write while we read it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

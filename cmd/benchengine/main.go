@@ -5,7 +5,7 @@
 // both ends' processes used (getrusage of each process). It prints a
 // Markdown table; scripts/bench-engine.sh runs it. Needs root and iperf3.
 //
-//	go run ./internal/engine/cmd/benchengine -linerate ./linerate
+//	go run ./cmd/benchengine -linerate ./linerate
 package main
 
 import (
@@ -26,7 +26,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/lab"
 )
 
@@ -176,7 +176,7 @@ func (b *bencher) once(t tool, d time.Duration) (sample, error) {
 		// --no-store: the run is measured here, and a client that stores
 		// also runs doctor on both hosts, CPU time iperf3 does not spend.
 		cli = exec.CommandContext(b.ctx, b.bin, append([]string{"bench", lab.AddrB, "-t", secs, "--json", "--no-store", "--token-file", b.token}, t.args...)...)
-		ready = engine.ListeningPrefix
+		ready = agent.ListeningPrefix
 	}
 	out, err := srv.StdoutPipe()
 	if err != nil {

@@ -1,4 +1,4 @@
-package engine
+package agent
 
 import (
 	"context"
@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/result"
 )
 
 // run runs a short test against a fresh agent on loopback.
-func run(t *testing.T, cfg Config) *Result {
+func run(t *testing.T, cfg Config) *result.Result {
 	t.Helper()
 	addr, _ := agent(t, &Server{})
 	cfg.Peer, cfg.Token = addr, testToken
@@ -36,11 +38,11 @@ func run(t *testing.T, cfg Config) *Result {
 // the streams, no receiver got more than its sender sent, and after the
 // drain every byte sent after the warm-up arrived.
 func TestDirections(t *testing.T) {
-	for _, dir := range []Direction{Send, Receive, Bidir} {
+	for _, dir := range []result.Direction{result.Send, result.Receive, result.Bidir} {
 		t.Run(string(dir), func(t *testing.T) {
 			res := run(t, Config{Streams: 2, Direction: dir, Omit: 250 * time.Millisecond})
 			conns := 2
-			if dir == Bidir {
+			if dir == result.Bidir {
 				conns = 4
 			}
 			if len(res.Start.Connections) != conns || len(res.End.Streams) != conns {
@@ -52,7 +54,7 @@ func TestDirections(t *testing.T) {
 	}
 }
 
-func checkIntervals(t *testing.T, res *Result, conns int) {
+func checkIntervals(t *testing.T, res *result.Result, conns int) {
 	t.Helper()
 	omitted := 0
 	for i, iv := range res.Intervals {
@@ -77,7 +79,7 @@ func checkIntervals(t *testing.T, res *Result, conns int) {
 	}
 }
 
-func checkEnd(t *testing.T, res *Result) {
+func checkEnd(t *testing.T, res *result.Result) {
 	t.Helper()
 	e := res.End
 	var sent, rcvd uint64
@@ -112,7 +114,7 @@ func checkEnd(t *testing.T, res *Result) {
 // thread is pinned where -A said, and that the agent's per-CPU samples
 // show the load on its stream's CPU.
 func TestPinning(t *testing.T) {
-	cpus, err := allowedCPUs()
+	cpus, err := engine.AllowedCPUs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +125,7 @@ func TestPinning(t *testing.T) {
 	var once sync.Once
 	var seen map[string]string
 	res := run(t, Config{Streams: 2, Duration: 2 * time.Second, ClientCPUs: []int{c}, ServerCPUs: []int{s},
-		Progress: func(e Event) {
+		Progress: func(e result.Event) {
 			if e.Event == "interval" {
 				once.Do(func() { seen = streamThreads(t) })
 			}
@@ -183,7 +185,7 @@ func streamThreads(t *testing.T) map[string]string {
 
 // TestAutoPlacement: without -A, both ends on one machine run apart.
 func TestAutoPlacement(t *testing.T) {
-	cpus, err := allowedCPUs()
+	cpus, err := engine.AllowedCPUs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,15 +209,15 @@ func TestOptions(t *testing.T) {
 	tests := []struct {
 		name string
 		cfg  Config
-		test func(*testing.T, *Result)
+		test func(*testing.T, *result.Result)
 	}{
-		{"window", Config{Window: 1 << 20}, func(t *testing.T, r *Result) {
+		{"window", Config{Window: 1 << 20}, func(t *testing.T, r *result.Result) {
 			w := r.Start.Window
 			if w.Requested != 1<<20 || w.Client.Sndbuf == 0 || w.Server.Rcvbuf == 0 || w.Granted == 0 {
 				t.Errorf("window = %+v", w)
 			}
 		}},
-		{"window capped", Config{Window: MaxWindow}, func(t *testing.T, r *Result) {
+		{"window capped", Config{Window: engine.MaxWindow}, func(t *testing.T, r *result.Result) {
 			w := r.Start.Window
 			if len(w.Client.CappedBy) == 0 || !strings.HasPrefix(w.Client.CappedBy[0], "net.core.wmem_max=") {
 				t.Errorf("a 2 GiB window was not reported capped: %+v", w)
@@ -225,14 +227,14 @@ func TestOptions(t *testing.T) {
 			}
 		}},
 		{"congestion", Config{Congestion: "cubic"}, nil},
-		{"fq-rate", Config{FQRate: 200e6}, func(t *testing.T, r *Result) {
+		{"fq-rate", Config{FQRate: 200e6}, func(t *testing.T, r *result.Result) {
 			if bps := r.End.SumReceived.BitsPerSecond; bps > 260e6 {
 				t.Errorf("paced at 200 Mbit/s, got %.0f bit/s", bps)
 			}
 		}},
-		{"sendfile", Config{ZeroCopy: Sendfile}, nil},
-		{"sendfile reverse", Config{ZeroCopy: Sendfile, Direction: Receive}, nil},
-		{"msg_zerocopy", Config{ZeroCopy: MsgZeroCopy}, func(t *testing.T, r *Result) {
+		{"sendfile", Config{ZeroCopy: result.Sendfile}, nil},
+		{"sendfile reverse", Config{ZeroCopy: result.Sendfile, Direction: result.Receive}, nil},
+		{"msg_zerocopy", Config{ZeroCopy: result.MsgZeroCopy}, func(t *testing.T, r *result.Result) {
 			z := r.End.ZeroCopy
 			if z == nil || z.Sends == 0 || z.Completions == 0 {
 				t.Fatalf("zerocopy = %+v", z)

@@ -1,4 +1,4 @@
-package engine
+package agent
 
 import (
 	"context"
@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/cpulist"
+	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
 )
 
@@ -28,28 +30,28 @@ const (
 // client is one Run in progress.
 type client struct {
 	cfg  Config
-	p    params
+	p    engine.Params
 	log  *slog.Logger
 	fs   *hostfs.FS
 	ctrl *conn
-	me   HostInfo
-	peer HostInfo
-	res  *Result
-	side *side
+	me   result.HostInfo
+	peer result.HostInfo
+	res  *result.Result
+	side *engine.Side
 }
 
 // Run runs one test against the agent at cfg.Peer and returns its result.
 // Progress, if set, sees each event as it happens. Cancelling ctx ends the
 // test early with ctx's error.
-func Run(ctx context.Context, cfg Config) (*Result, error) {
-	c := &client{cfg: cfg, p: cfg.params(), log: cfg.Logger, fs: cfg.Host}
+func Run(ctx context.Context, cfg Config) (*result.Result, error) {
+	c := &client{cfg: cfg, p: cfg.Params(), log: cfg.Logger, fs: cfg.Host}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
 	if c.fs == nil {
 		c.fs = hostfs.Live()
 	}
-	if err := c.p.validate(24 * time.Hour); err != nil { // the agent applies its own, lower bound
+	if err := newRequest(c.p, cfg.ServerCPUs).validate(24 * time.Hour); err != nil { // the agent applies its own, lower bound
 		return nil, err
 	}
 	if len(cfg.Token) == 0 {
@@ -91,47 +93,38 @@ func WithPort(peer string, port int) string {
 	return net.JoinHostPort(host, strconv.Itoa(port))
 }
 
-func (c *client) run(ctx context.Context) (*Result, error) {
+func (c *client) run(ctx context.Context) (*result.Result, error) {
 	peer, err := clientHandshake(c.ctrl, c.cfg.Token)
 	if err != nil {
 		return nil, err
 	}
 	c.peer = *peer
-	local := addrPort(c.ctrl.c.LocalAddr())
+	local := engine.AddrPort(c.ctrl.c.LocalAddr())
 	var notes []string
-	c.me, notes = hostFacts(c.fs, local.Addr())
+	c.me, notes = engine.HostFacts(c.fs, local.Addr())
 	clientCPUs, serverCPUs, source, err := c.placement()
 	if err != nil {
 		return nil, err
 	}
-	c.p.ServerCPUs = serverCPUs
-	if err := c.ctrl.send(requestMsg{Type: msgRequest, params: c.p}, handshakeTimeout); err != nil {
+	if err := c.ctrl.send(newRequest(c.p, serverCPUs), handshakeTimeout); err != nil {
 		return nil, fmt.Errorf("sending the test request: %w", err)
 	}
 	var acc acceptMsg
 	if err := c.ctrl.expect(msgAccept, &acc, setupTimeout); err != nil {
 		return nil, fmt.Errorf("the agent did not accept the test: %w", err)
 	}
-	streams, err := c.openStreams(ctx, acc, assign(c.p.connections(), clientCPUs))
+	streams, err := c.openStreams(ctx, acc, engine.Assign(c.p.Connections(), clientCPUs))
 	if err != nil {
 		return nil, err
 	}
 	c.res = c.startResult(acc, streams, source, notes)
 	var ready readyMsg
 	if err := c.ctrl.expect(msgReady, &ready, setupTimeout); err != nil {
-		closeStreams(streams)
+		engine.CloseStreams(streams)
 		return nil, fmt.Errorf("waiting for the agent's data connections: %w", err)
 	}
 	c.finishStart(streams, ready.Window)
 	return c.measure(ctx, streams)
-}
-
-func addrPort(a net.Addr) netip.AddrPort {
-	if t, ok := a.(*net.TCPAddr); ok {
-		return t.AddrPort()
-	}
-	ap, _ := netip.ParseAddrPort(a.String())
-	return ap
 }
 
 // placement decides the CPUs of both ends' stream threads.
@@ -150,7 +143,7 @@ func (c *client) placement() (client, server []int, source string, err error) {
 		source = "user+auto"
 	}
 	if c.me.BootID != "" && c.me.BootID == c.peer.BootID {
-		client, server = split(c.cfg.ClientCPUs, c.cfg.ServerCPUs, c.me.Candidates, c.me.CPUs)
+		client, server = engine.Split(c.cfg.ClientCPUs, c.cfg.ServerCPUs, c.me.Candidates, c.me.CPUs)
 		return client, server, source, nil
 	}
 	client = c.cfg.ClientCPUs
@@ -175,64 +168,54 @@ func preamble(cookie []byte, index int) []byte {
 
 // openStreams makes the data connections, each announced by the cookie
 // and its index, with the socket options set before connect.
-func (c *client) openStreams(ctx context.Context, acc acceptMsg, cpus []int) ([]*stream, error) {
+func (c *client) openStreams(ctx context.Context, acc acceptMsg, cpus []int) ([]*engine.Stream, error) {
 	if len(acc.Cookie) != nonceSize {
 		return nil, fmt.Errorf("%w: cookie of %d bytes", errBadMessage, len(acc.Cookie))
 	}
-	remote := addrPort(c.ctrl.c.RemoteAddr())
+	remote := engine.AddrPort(c.ctrl.c.RemoteAddr())
 	addr := netip.AddrPortFrom(remote.Addr(), uint16(acc.Port)).String()
-	opts := sockOpts{window: c.p.Window, congestion: c.p.Congestion, pacing: c.p.FQRate / 8}
-	var streams []*stream
-	for i := range c.p.connections() {
-		o := opts
-		o.zerocopy = c.p.ZeroCopy == MsgZeroCopy && c.p.clientSends(i)
-		d := net.Dialer{Timeout: dialTimeout, Control: o.control}
+	var streams []*engine.Stream
+	for i := range c.p.Connections() {
+		d := net.Dialer{Timeout: dialTimeout, Control: c.p.SockOpts(c.p.ClientSends(i)).Control}
 		nc, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
-			closeStreams(streams)
+			engine.CloseStreams(streams)
 			return nil, fmt.Errorf("data connection %d to %s: %w", i+1, addr, err)
 		}
 		nc.SetWriteDeadline(time.Now().Add(dialTimeout))
 		if _, err := nc.Write(preamble(acc.Cookie, i)); err != nil {
 			nc.Close()
-			closeStreams(streams)
+			engine.CloseStreams(streams)
 			return nil, fmt.Errorf("data connection %d: %w", i+1, err)
 		}
-		fd, err := detach(nc)
+		fd, err := engine.Detach(nc)
 		if err != nil {
-			closeStreams(streams)
+			engine.CloseStreams(streams)
 			return nil, err
 		}
-		streams = append(streams, &stream{id: i + 1, send: c.p.clientSends(i), cpu: cpus[i], fd: fd})
+		streams = append(streams, &engine.Stream{ID: i + 1, Send: c.p.ClientSends(i), CPU: cpus[i], FD: fd})
 	}
 	return streams, nil
 }
 
-func closeStreams(streams []*stream) {
-	for _, s := range streams {
-		closeFD(s.fd)
-	}
-}
-
 // measure runs the test: both ends' streams, the interval clock, the
 // agent's reports, and the end.
-func (c *client) measure(ctx context.Context, streams []*stream) (*Result, error) {
-	snd, err := newSender(c.p.ZeroCopy)
+func (c *client) measure(ctx context.Context, streams []*engine.Stream) (*result.Result, error) {
+	var err error
+	c.side, err = engine.NewSide(c.p, streams, telemetry.NewSampler(c.fs, c.me.NICIRQs), "lrc")
 	if err != nil {
-		closeStreams(streams)
 		return nil, err
 	}
-	c.side = newSide(c.p, streams, snd, telemetry.NewSampler(c.fs, c.me.NICIRQs), "lrc")
-	defer c.side.closeAll()
-	c.emit(Event{Event: "start", Data: &c.res.Start})
+	defer c.side.Close()
+	c.emit(result.Event{Event: "start", Data: &c.res.Start})
 	rd := newReader(c.ctrl, c.p)
-	c.side.begin()
+	c.side.Begin()
 	if err := c.ctrl.send(bareMsg{Type: msgStart}, handshakeTimeout); err != nil {
-		c.side.finish(0)
+		c.side.Finish(0)
 		return nil, fmt.Errorf("starting the test: %w", err)
 	}
 	if err := c.intervals(ctx, rd); err != nil {
-		c.side.finish(0)
+		c.side.Finish(0)
 		return nil, err
 	}
 	return c.end(rd)
@@ -241,9 +224,9 @@ func (c *client) measure(ctx context.Context, streams []*stream) (*Result, error
 // intervals samples this end at every boundary and merges the agent's
 // sample of the same interval into one report.
 func (c *client) intervals(ctx context.Context, rd *reader) error {
-	wait := min(c.p.interval()/2, 500*time.Millisecond)
-	for !c.side.done() {
-		due, _ := c.side.due()
+	wait := min(c.p.Interval/2, 500*time.Millisecond)
+	for !c.side.Done() {
+		due, _ := c.side.Due()
 		t := time.NewTimer(time.Until(due))
 		select {
 		case <-ctx.Done():
@@ -254,10 +237,10 @@ func (c *client) intervals(ctx context.Context, rd *reader) error {
 			return fmt.Errorf("the agent's control connection: %w", err)
 		case <-t.C:
 		}
-		cs := c.side.sample()
-		if c.side.done() {
+		cs := c.side.Sample()
+		if c.side.Done() {
 			// The agent takes its last sample when told to stop.
-			c.side.halt.Store(true)
+			c.side.Halt()
 			if err := c.ctrl.send(bareMsg{Type: msgStop}, handshakeTimeout); err != nil {
 				return fmt.Errorf("stopping the test: %w", err)
 			}
@@ -265,20 +248,20 @@ func (c *client) intervals(ctx context.Context, rd *reader) error {
 		}
 		iv := c.merge(cs, rd.await(cs.Index, wait))
 		c.res.Intervals = append(c.res.Intervals, iv)
-		c.emit(Event{Event: "interval", Data: &c.res.Intervals[len(c.res.Intervals)-1]})
+		c.emit(result.Event{Event: "interval", Data: &c.res.Intervals[len(c.res.Intervals)-1]})
 	}
 	return nil
 }
 
-func (c *client) emit(e Event) {
+func (c *client) emit(e result.Event) {
 	if c.cfg.Progress != nil {
 		c.cfg.Progress(e)
 	}
 }
 
 // end waits for the streams to drain and the agent's totals.
-func (c *client) end(rd *reader) (*Result, error) {
-	c.side.finish(endGrace)
+func (c *client) end(rd *reader) (*result.Result, error) {
+	c.side.Finish(endGrace)
 	var em *endMsg
 	select {
 	case em = <-rd.endc:
@@ -288,23 +271,23 @@ func (c *client) end(rd *reader) (*Result, error) {
 		return nil, errors.New("the agent sent no totals within 10 s of the end")
 	}
 	c.res.End = c.totals(em)
-	c.emit(Event{Event: "end", Data: &c.res.End})
+	c.emit(result.Event{Event: "end", Data: &c.res.End})
 	return c.res, nil
 }
 
 // reader reads the agent's messages during a test.
 type reader struct {
 	c       *conn
-	samples map[int]*sideSample
-	ivc     chan *sideSample
+	samples map[int]*engine.Sample
+	ivc     chan *engine.Sample
 	endc    chan *endMsg
 	errc    chan error
 }
 
-func newReader(c *conn, p params) *reader {
-	r := &reader{c: c, samples: map[int]*sideSample{}, ivc: make(chan *sideSample, 64),
+func newReader(c *conn, p engine.Params) *reader {
+	r := &reader{c: c, samples: map[int]*engine.Sample{}, ivc: make(chan *engine.Sample, 64),
 		endc: make(chan *endMsg, 1), errc: make(chan error, 1)}
-	limit := p.omit() + p.duration() + 2*endGrace + setupTimeout
+	limit := p.Omit + p.Duration + 2*endGrace + setupTimeout
 	go r.loop(time.Now().Add(limit))
 	return r
 }
@@ -323,7 +306,7 @@ func (r *reader) loop(deadline time.Time) {
 				r.errc <- err
 				return
 			}
-			r.ivc <- &m.sideSample
+			r.ivc <- &m.Sample
 		case msgEnd:
 			var m endMsg
 			if err := decodeAs(typ, body, msgEnd, &m); err != nil {
@@ -341,7 +324,7 @@ func (r *reader) loop(deadline time.Time) {
 
 // await returns the agent's sample of interval k, waiting up to d for it;
 // nil if it did not come.
-func (r *reader) await(k int, d time.Duration) *sideSample {
+func (r *reader) await(k int, d time.Duration) *engine.Sample {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {

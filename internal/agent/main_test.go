@@ -1,6 +1,7 @@
-package engine
+package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,8 +9,11 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/linerate/linerate/internal/result"
 )
 
 // helperEnv makes the test binary act as a client or an agent when a test
@@ -36,8 +40,8 @@ func helper(mode string, args []string) int {
 		fmt.Sscan(args[1], &secs)
 		once := false
 		res, err := Run(ctx, Config{Peer: args[0], Token: tok, Duration: time.Duration(secs * float64(time.Second)),
-			Interval: 100 * time.Millisecond, Direction: Direction(os.Getenv("DIRECTION")),
-			Progress: func(e Event) {
+			Interval: 100 * time.Millisecond, Direction: result.Direction(os.Getenv("DIRECTION")),
+			Progress: func(e result.Event) {
 				if e.Event == "interval" && !once {
 					once = true
 					fmt.Println("started")
@@ -130,4 +134,22 @@ func containsAll(s string, subs []string) bool {
 		}
 	}
 	return true
+}
+
+// syncBuffer is a bytes.Buffer the agent may log to while a test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

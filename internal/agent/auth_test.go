@@ -1,4 +1,4 @@
-package engine
+package agent
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/linerate/linerate/internal/result"
 )
 
 var testToken = []byte("test-token-0123456789abcdef")
@@ -17,7 +19,7 @@ func pipe(t testing.TB) (*conn, *conn) {
 	return newConn(a), newConn(b)
 }
 
-func hostOf() HostInfo { return HostInfo{Hostname: "agent"} }
+func hostOf() result.HostInfo { return result.HostInfo{Hostname: "agent"} }
 
 func TestHandshake(t *testing.T) {
 	cli, srv := pipe(t)

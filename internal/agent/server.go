@@ -1,4 +1,4 @@
-package engine
+package agent
 
 import (
 	"bytes"
@@ -14,13 +14,19 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/result"
 )
 
 // maxPending bounds connections the agent holds before they authenticate
 // (or, for data connections, before their cookie is read): enough for a
 // bidirectional test of MaxStreams connecting at once, with room to spare.
-const maxPending = 4*MaxStreams + 64
+const maxPending = 4*engine.MaxStreams + 64
+
+// ListeningPrefix starts the line `linerate serve` prints on stdout once
+// it accepts connections ("Listening on 198.18.0.2:5301").
+const ListeningPrefix = "Listening on "
 
 // Server is the peer agent (`linerate serve`): it authenticates clients
 // and runs their tests, one at a time.
@@ -50,7 +56,7 @@ type Server struct {
 	DoctorBudget time.Duration
 	// Annotate, if set, adds to what the agent tells an authenticated
 	// client about its host (the tune journal in effect).
-	Annotate func(*HostInfo)
+	Annotate func(*result.HostInfo)
 
 	mu        sync.Mutex
 	active    *session // the test running, if any
@@ -148,11 +154,11 @@ func (s *Server) handle(ctx context.Context, nc net.Conn, sem chan struct{}) boo
 	defer nc.Close()
 	c := newConn(nc)
 	c.r = io.MultiReader(bytes.NewReader(first[:]), nc)
-	local := addrPort(nc.LocalAddr()).Addr()
+	local := engine.AddrPort(nc.LocalAddr()).Addr()
 	var notes []string
-	var host HostInfo
-	err := serverHandshake(c, s.Token, &s.nonces, func() HostInfo {
-		host, notes = hostFacts(s.fs(), local)
+	var host result.HostInfo
+	err := serverHandshake(c, s.Token, &s.nonces, func() result.HostInfo {
+		host, notes = engine.HostFacts(s.fs(), local)
 		if s.Annotate != nil {
 			s.Annotate(&host)
 		}
@@ -180,7 +186,7 @@ func (s *Server) handle(ctx context.Context, nc net.Conn, sem chan struct{}) boo
 }
 
 // claim makes c's session the running test, unless one runs.
-func (s *Server) claim(c *conn, host HostInfo, log *slog.Logger) (*session, error) {
+func (s *Server) claim(c *conn, host result.HostInfo, log *slog.Logger) (*session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.active != nil {
@@ -239,9 +245,11 @@ func (s *Server) handleData(nc net.Conn, log *slog.Logger) {
 type session struct {
 	srv  *Server
 	ctrl *conn
-	host HostInfo
+	host result.HostInfo
 	log  *slog.Logger
-	p    params
+	p    engine.Params
+	// serverCPUs are the CPUs the client asked for this end's threads.
+	serverCPUs []int
 
 	// Guarded by srv.mu: the data connections expected and received.
 	cookie []byte
@@ -261,8 +269,8 @@ func (ss *session) matches(cookie []byte) bool {
 // offer takes data connection index for the test.
 func (ss *session) offer(index int, nc net.Conn) error {
 	switch {
-	case index >= ss.p.connections():
-		return fmt.Errorf("stream index %d: the test has %d connections", index, ss.p.connections())
+	case index >= ss.p.Connections():
+		return fmt.Errorf("stream index %d: the test has %d connections", index, ss.p.Connections())
 	case ss.got[index]:
 		return fmt.Errorf("stream index %d: already connected", index)
 	}
@@ -278,7 +286,7 @@ func (ss *session) expectData(cookie []byte) {
 	ss.cookie = cookie
 	if cookie != nil {
 		ss.got = map[int]bool{}
-		ss.data = make(chan dataConn, ss.p.connections())
+		ss.data = make(chan dataConn, ss.p.Connections())
 		return
 	}
 	for { // connections that came after a failed setup

@@ -1,4 +1,4 @@
-package engine
+package agent
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/cpulist"
+	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/telemetry"
 )
 
@@ -40,7 +41,7 @@ func (ss *session) run(ctx context.Context) bool {
 		return false
 	}
 	ss.log.Info("test started", "streams", ss.p.Streams, "direction", string(ss.p.Direction),
-		"duration", ss.p.duration().String(), "omit", ss.p.omit().String(), "cpus", cpulist.Format(used(cpusOf(streams))))
+		"duration", ss.p.Duration.String(), "omit", ss.p.Omit.String(), "cpus", cpulist.Format(engine.Used(cpusOf(streams))))
 	if err := ss.measure(ctx, streams); err != nil {
 		ss.log.Warn("test aborted", "reason", err.Error())
 	}
@@ -59,7 +60,7 @@ func (ss *session) request(typ string, body []byte) error {
 	if err := decodeAs(typ, body, msgRequest, &req); err != nil {
 		return fmt.Errorf("reading the request: %w", err)
 	}
-	if err := req.params.validate(ss.srv.maxDuration()); err != nil {
+	if err := req.validate(ss.srv.maxDuration()); err != nil {
 		return err
 	}
 	for _, c := range req.ServerCPUs {
@@ -67,52 +68,52 @@ func (ss *session) request(typ string, body []byte) error {
 			return fmt.Errorf("server CPU %d is not available to the agent (it may use %s)", c, cpulist.Format(ss.host.CPUs))
 		}
 	}
-	ss.p = req.params
+	ss.p = req.params()
+	ss.serverCPUs = req.ServerCPUs
 	return nil
 }
 
 // setup accepts the test, waits for its data connections and says ready.
-func (ss *session) setup(ctx context.Context) ([]*stream, error) {
-	cpus := ss.p.ServerCPUs
+func (ss *session) setup(ctx context.Context) ([]*engine.Stream, error) {
+	cpus := ss.serverCPUs
 	if len(cpus) == 0 {
 		cpus = ss.host.Candidates
 	}
-	place := assign(ss.p.connections(), cpus)
+	place := engine.Assign(ss.p.Connections(), cpus)
 	cookie, err := newNonce()
 	if err != nil {
 		return nil, err
 	}
 	ss.expectData(cookie)
 	defer ss.expectData(nil) // late or extra data connections are refused
-	port := addrPort(ss.ctrl.c.LocalAddr()).Port()
+	port := engine.AddrPort(ss.ctrl.c.LocalAddr()).Port()
 	if err := ss.ctrl.send(acceptMsg{Type: msgAccept, Port: int(port), Cookie: cookie, Placement: place}, handshakeTimeout); err != nil {
 		return nil, fmt.Errorf("sending accept: %w", err)
 	}
 	streams, err := ss.collect(ctx, place)
 	if err != nil {
-		closeStreams(streams)
+		engine.CloseStreams(streams)
 		return nil, err
 	}
-	win := sockBufs(ss.srv.fs(), streams[0].fd, ss.p.Window)
+	win := engine.Buffers(ss.srv.fs(), streams[0].FD, ss.p.Window)
 	if err := ss.ctrl.send(readyMsg{Type: msgReady, Window: win}, handshakeTimeout); err != nil {
-		closeStreams(streams)
+		engine.CloseStreams(streams)
 		return nil, fmt.Errorf("sending ready: %w", err)
 	}
 	return streams, nil
 }
 
 // collect waits for every data connection and prepares its socket.
-func (ss *session) collect(ctx context.Context, place []int) ([]*stream, error) {
-	n := ss.p.connections()
-	out := make([]*stream, n)
+func (ss *session) collect(ctx context.Context, place []int) ([]*engine.Stream, error) {
+	n := ss.p.Connections()
+	out := make([]*engine.Stream, n)
 	for i := range out {
-		out[i] = &stream{fd: -1}
+		out[i] = &engine.Stream{FD: -1}
 	}
 	t := time.NewTimer(setupTimeout)
 	defer t.Stop()
 	gone, unwatch := ss.watch()
 	defer unwatch()
-	opts := sockOpts{window: ss.p.Window, congestion: ss.p.Congestion, pacing: ss.p.FQRate / 8}
 	for got := 0; got < n; got++ {
 		var dc dataConn
 		select {
@@ -124,15 +125,13 @@ func (ss *session) collect(ctx context.Context, place []int) ([]*stream, error) 
 		case <-ctx.Done():
 			return out, context.Cause(ctx)
 		}
-		fd, err := detach(dc.nc)
+		fd, err := engine.Detach(dc.nc)
 		if err != nil {
 			return out, err
 		}
-		send := !ss.p.clientSends(dc.index)
-		o := opts
-		o.zerocopy = send && ss.p.ZeroCopy == MsgZeroCopy
-		out[dc.index] = &stream{id: dc.index + 1, send: send, cpu: place[dc.index], fd: fd}
-		if err := o.apply(fd); err != nil {
+		send := !ss.p.ClientSends(dc.index)
+		out[dc.index] = &engine.Stream{ID: dc.index + 1, Send: send, CPU: place[dc.index], FD: fd}
+		if err := ss.p.SockOpts(send).Apply(fd); err != nil {
 			return out, err
 		}
 	}
@@ -172,10 +171,10 @@ func (ss *session) watch() (gone <-chan error, stop func()) {
 	}
 }
 
-func cpusOf(streams []*stream) []int {
+func cpusOf(streams []*engine.Stream) []int {
 	out := make([]int, len(streams))
 	for i, s := range streams {
-		out[i] = s.cpu
+		out[i] = s.CPU
 	}
 	return out
 }
@@ -184,28 +183,26 @@ func cpusOf(streams []*stream) []int {
 // the client, the totals at the end. The client ends the test with
 // "stop"; a client that does not within the test's length and a grace is
 // cut off, so nobody holds the agent longer than they asked for.
-func (ss *session) measure(ctx context.Context, streams []*stream) error {
-	snd, err := newSender(ss.p.ZeroCopy)
+func (ss *session) measure(ctx context.Context, streams []*engine.Stream) error {
+	sd, err := engine.NewSide(ss.p, streams, telemetry.NewSampler(ss.srv.fs(), ss.host.NICIRQs), "lrs")
 	if err != nil {
-		closeStreams(streams)
 		return err
 	}
-	sd := newSide(ss.p, streams, snd, telemetry.NewSampler(ss.srv.fs(), ss.host.NICIRQs), "lrs")
-	defer sd.closeAll()
+	defer sd.Close()
 	var start bareMsg
 	if err := ss.ctrl.expect(msgStart, &start, setupTimeout); err != nil {
 		return fmt.Errorf("waiting for start: %w", err)
 	}
-	sd.begin()
-	stopc := ss.awaitStop(sd.t0.Add(ss.p.omit() + ss.p.duration() + endGrace))
+	sd.Begin()
+	stopc := ss.awaitStop(time.Now().Add(ss.p.Omit + ss.p.Duration + endGrace))
 	if err := ss.intervals(ctx, sd, stopc); err != nil {
-		sd.shutdown()
-		sd.finish(0)
+		sd.Shutdown()
+		sd.Finish(0)
 		return err
 	}
-	sd.finish(endGrace)
-	zs, zc, zcp := sd.zeroCopy()
-	end := endMsg{Type: msgEnd, Streams: sd.totals(), CPUSeconds: sd.measuredCPU(), Errors: sd.errors(),
+	sd.Finish(endGrace)
+	zs, zc, zcp := sd.ZeroCopy()
+	end := endMsg{Type: msgEnd, Streams: sd.Totals(), CPUSeconds: sd.MeasuredCPU(), Errors: sd.Errors(),
 		ZCSends: zs, ZCCompletions: zc, ZCCopied: zcp}
 	ss.free()
 	if err := ss.ctrl.send(end, handshakeTimeout); err != nil {
@@ -217,11 +214,11 @@ func (ss *session) measure(ctx context.Context, streams []*stream) error {
 
 // intervals sends a sample at every boundary until the client's stop,
 // when it takes the last one at once.
-func (ss *session) intervals(ctx context.Context, sd *side, stopc <-chan error) error {
+func (ss *session) intervals(ctx context.Context, sd *engine.Side, stopc <-chan error) error {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
-		due, ok := sd.due()
+		due, ok := sd.Due()
 		var tc <-chan time.Time
 		if ok {
 			t.Reset(time.Until(due))
@@ -234,22 +231,22 @@ func (ss *session) intervals(ctx context.Context, sd *side, stopc <-chan error) 
 			if err != nil {
 				return err
 			}
-			sd.halt.Store(true)
-			if !sd.done() {
-				sd.next = len(sd.bounds) - 1 // the client's last interval ends now
-				return ss.send(sd.sample())
+			sd.Halt()
+			if !sd.Done() {
+				sd.EndNow() // the client's last interval ends now
+				return ss.send(sd.Sample())
 			}
 			return nil
 		case <-tc:
-			if err := ss.send(sd.sample()); err != nil {
+			if err := ss.send(sd.Sample()); err != nil {
 				return err
 			}
 		}
 	}
 }
 
-func (ss *session) send(s sideSample) error {
-	if err := ss.ctrl.send(intervalMsg{Type: msgInterval, sideSample: s}, handshakeTimeout); err != nil {
+func (ss *session) send(s engine.Sample) error {
+	if err := ss.ctrl.send(intervalMsg{Type: msgInterval, Sample: s}, handshakeTimeout); err != nil {
 		return fmt.Errorf("sending interval %d: %w", s.Index, err)
 	}
 	return nil
@@ -282,7 +279,7 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-func sumOf(ts []streamTotal, sent bool) uint64 {
+func sumOf(ts []engine.StreamTotal, sent bool) uint64 {
 	var n uint64
 	for _, t := range ts {
 		if sent {
