@@ -8,6 +8,7 @@ import (
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/inventory"
+	"github.com/linerate/linerate/internal/placement"
 	"github.com/linerate/linerate/internal/result"
 )
 
@@ -98,20 +99,16 @@ func irqCPUs(nic *inventory.NIC) []int {
 }
 
 // candidates orders the CPUs stream threads should use
-// (docs/architecture.md, "Thread placement"): CPUs
-// local to the NIC; among them first those sharing an L3 cache with its
-// interrupt CPUs but not serving interrupts themselves (the data is warm
-// in that cache, and the thread does not compete with the softirq), then
-// the other local CPUs without interrupts, then whatever is allowed.
+// (docs/architecture.md, "Thread placement"): CPUs local to the NIC, as
+// package placement defines them for doctor and tune; among them first
+// those sharing an L3 cache with its interrupt CPUs but not serving
+// interrupts themselves (the data is warm in that cache, and the thread
+// does not compete with the softirq), then the other local CPUs without
+// interrupts, then whatever is allowed.
 func candidates(allowed []int, cpu *inventory.CPU, nic *inventory.NIC, irq []int) []int {
 	local := allowed
 	if nic != nil {
-		switch {
-		case len(nic.LocalCPUs) > 0:
-			local = nonEmpty(cpulist.Intersect(allowed, nic.LocalCPUs), allowed)
-		case nic.NUMANode != nil && *nic.NUMANode >= 0:
-			local = nonEmpty(cpulist.Intersect(allowed, cpu.NodeCPUs(*nic.NUMANode)), allowed)
-		}
+		local = nonEmpty(cpulist.Intersect(allowed, placement.LocalCPUs(cpu, nic)), allowed)
 	}
 	if len(irq) == 0 {
 		return local
