@@ -21,12 +21,12 @@ import (
 // client afterwards.
 func TestAgentRefuses(t *testing.T) {
 	addr, logs := agent(t, &Server{MaxDuration: 2 * time.Second})
-	raw := func(t *testing.T, b []byte) {
+	// Each kind of refusal is logged in full once per source address and
+	// window (then summarised): each raw client comes from an address of
+	// its own.
+	raw := func(t *testing.T, src string, b []byte) {
 		t.Helper()
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := dialFrom(t, src, addr)
 		defer c.Close()
 		c.Write(b)
 	}
@@ -35,34 +35,31 @@ func TestAgentRefuses(t *testing.T) {
 		if !errors.Is(err, ErrAuth) {
 			t.Errorf("err = %v, want ErrAuth", err)
 		}
-		waitLog(t, logs, "refused client", "wrong MAC")
+		waitLog(t, logs, "refused connection", "wrong MAC")
 	})
 	t.Run("replayed handshake", func(t *testing.T) {
 		frames := recordHandshake(t, addr)
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := dialFrom(t, "127.0.0.2", addr)
 		defer c.Close()
 		c.Write(frames[0])
 		readFrame(c, maxFrame) // a fresh challenge
 		c.Write(frames[1])
-		waitLog(t, logs, "refused client", "replayed handshake")
+		waitLog(t, logs, "refused connection", "replayed handshake")
 	})
 	t.Run("unknown cookie", func(t *testing.T) {
 		b := []byte(dataMagic)
 		cookie := make([]byte, nonceSize)
 		rand.Read(cookie)
-		raw(t, binary.BigEndian.AppendUint32(append(b, cookie...), 0))
-		waitLog(t, logs, "refused data connection", "unknown cookie")
+		raw(t, "127.0.0.3", binary.BigEndian.AppendUint32(append(b, cookie...), 0))
+		waitLog(t, logs, "refused connection", "unknown cookie")
 	})
 	t.Run("oversized frame", func(t *testing.T) {
-		raw(t, binary.BigEndian.AppendUint32(nil, maxHandshakeFrame+1))
-		waitLog(t, logs, "refused client", "frame larger than allowed")
+		raw(t, "127.0.0.4", binary.BigEndian.AppendUint32(nil, maxHandshakeFrame+1))
+		waitLog(t, logs, "refused connection", "frame larger than allowed")
 	})
 	t.Run("truncated frame", func(t *testing.T) {
-		raw(t, append(binary.BigEndian.AppendUint32(nil, 100), `{"type":"hel`...))
-		waitLog(t, logs, "refused client", "truncated frame")
+		raw(t, "127.0.0.5", append(binary.BigEndian.AppendUint32(nil, 100), `{"type":"hel`...))
+		waitLog(t, logs, "refused connection", "truncated frame")
 	})
 	t.Run("duration over the bound", func(t *testing.T) {
 		_, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Duration: 5 * time.Second})
@@ -96,7 +93,7 @@ func TestAgentRefuses(t *testing.T) {
 		if !errors.As(err, &pe) || !pe.Busy {
 			t.Errorf("second client: %v, want busy", err)
 		}
-		waitLog(t, logs, "refused client", "busy")
+		waitLog(t, logs, "refused connection", "busy")
 		if err := <-first; err != nil {
 			t.Errorf("first client: %v", err)
 		}

@@ -34,6 +34,8 @@ var (
 	ErrAuth = errors.New("authentication failed")
 	// errReplay reports a client nonce the agent has seen before.
 	errReplay = errors.New("replayed handshake")
+	// errVersion reports a peer speaking another protocol version.
+	errVersion = errors.New("protocol version mismatch")
 )
 
 func mac(token []byte, label string, serverNonce, clientNonce []byte) []byte {
@@ -90,43 +92,55 @@ func clientHandshake(c *conn, token []byte) (*result.HostInfo, error) {
 	return &w.Host, nil
 }
 
-// serverHandshake checks a client's proof and proves the agent's. Client
-// nonces of successful handshakes go into seen, so that a recorded
-// handshake replayed later is named as such in the log. host is called
-// only for an authenticated client: what it reads is for token holders.
-func serverHandshake(c *conn, token []byte, seen *nonceLog, host func() result.HostInfo) error {
+// serverHandshake checks a client's proof, up to the agent's own proof
+// (welcome), which sendWelcome sends: the agent leaves the connection
+// budget in between, and only then reads its host's facts for the
+// client. Client nonces of successful handshakes go into seen, so that a
+// recorded handshake replayed later is named as such in the log.
+func serverHandshake(c *conn, token []byte, seen *nonceLog) (*handshake, error) {
 	var h helloMsg
 	if err := c.expect(msgHello, &h, handshakeTimeout); err != nil {
-		return fmt.Errorf("reading hello: %w", err)
+		return nil, fmt.Errorf("reading hello: %w", err)
 	}
 	sn, err := newNonce()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := c.send(challengeMsg{Type: msgChallenge, Version: protoVersion, Nonce: sn}, handshakeTimeout); err != nil {
-		return fmt.Errorf("sending the challenge: %w", err)
+		return nil, fmt.Errorf("sending the challenge: %w", err)
 	}
 	if h.Version != protoVersion {
-		return fmt.Errorf("client speaks protocol %d, the agent %d", h.Version, protoVersion)
+		return nil, fmt.Errorf("%w: the client speaks protocol %d, the agent %d", errVersion, h.Version, protoVersion)
 	}
 	var a authMsg
 	if err := c.expect(msgAuth, &a, handshakeTimeout); err != nil {
-		return fmt.Errorf("reading auth: %w", err)
+		return nil, fmt.Errorf("reading auth: %w", err)
 	}
 	if len(a.Nonce) != nonceSize {
-		return fmt.Errorf("%w: client nonce of %d bytes", errBadMessage, len(a.Nonce))
+		return nil, fmt.Errorf("%w: client nonce of %d bytes", errBadMessage, len(a.Nonce))
 	}
 	// A replay would fail the MAC check below anyway (our nonce is
 	// fresh); looking it up first only names the failure.
 	if seen.has(a.Nonce) {
-		return fmt.Errorf("%w: its client nonce was used by an earlier handshake", errReplay)
+		return nil, fmt.Errorf("%w: its client nonce was used by an earlier handshake", errReplay)
 	}
 	if !hmac.Equal(a.MAC, mac(token, clientLabel, sn, a.Nonce)) {
-		return fmt.Errorf("%w: wrong MAC (a wrong token, or a handshake recorded from another connection)", ErrAuth)
+		return nil, fmt.Errorf("%w: wrong MAC (a wrong token, or a handshake recorded from another connection)", ErrAuth)
 	}
 	seen.add(a.Nonce) // only token holders change what the agent remembers
 	c.limit = maxFrame
-	w := welcomeMsg{Type: msgWelcome, MAC: mac(token, serverLabel, sn, a.Nonce), Host: host()}
+	return &handshake{token: token, sn: sn, cn: a.Nonce}, nil
+}
+
+// handshake is an authenticated client's handshake, until the welcome.
+type handshake struct {
+	token, sn, cn []byte
+}
+
+// sendWelcome proves the agent holds the token and tells the client its
+// host's facts.
+func (hs *handshake) sendWelcome(c *conn, host result.HostInfo) error {
+	w := welcomeMsg{Type: msgWelcome, MAC: mac(hs.token, serverLabel, hs.sn, hs.cn), Host: host}
 	if err := c.send(w, handshakeTimeout); err != nil {
 		return fmt.Errorf("sending welcome: %w", err)
 	}

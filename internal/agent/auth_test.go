@@ -21,11 +21,20 @@ func pipe(t testing.TB) (*conn, *conn) {
 
 func hostOf() result.HostInfo { return result.HostInfo{Hostname: "agent"} }
 
+// agentHandshake runs the agent's whole handshake, welcome included.
+func agentHandshake(c *conn, token []byte, seen *nonceLog) error {
+	hs, err := serverHandshake(c, token, seen)
+	if err != nil {
+		return err
+	}
+	return hs.sendWelcome(c, hostOf())
+}
+
 func TestHandshake(t *testing.T) {
 	cli, srv := pipe(t)
 	var seen nonceLog
 	errc := make(chan error, 1)
-	go func() { errc <- serverHandshake(srv, testToken, &seen, hostOf) }()
+	go func() { errc <- agentHandshake(srv, testToken, &seen) }()
 	host, err := clientHandshake(cli, testToken)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +52,7 @@ func TestHandshakeWrongToken(t *testing.T) {
 	var seen nonceLog
 	errc := make(chan error, 1)
 	go func() {
-		err := serverHandshake(srv, testToken, &seen, hostOf)
+		err := agentHandshake(srv, testToken, &seen)
 		srv.send(errorMsg{Type: msgError, Reason: "authentication failed"}, time.Second)
 		errc <- err
 	}()
@@ -84,14 +93,14 @@ func TestHandshakeReplay(t *testing.T) {
 	cli, srv := pipe(t)
 	rec := &recorder{c: cli.c}
 	cli.c, cli.r = rec, rec
-	go serverHandshake(srv, testToken, &seen, hostOf)
+	go agentHandshake(srv, testToken, &seen)
 	if _, err := clientHandshake(cli, testToken); err != nil {
 		t.Fatal(err)
 	}
 	// Replay the client's frames verbatim on a new connection.
 	cli2, srv2 := pipe(t)
 	errc := make(chan error, 1)
-	go func() { errc <- serverHandshake(srv2, testToken, &seen, hostOf) }()
+	go func() { errc <- agentHandshake(srv2, testToken, &seen) }()
 	go func() {
 		cli2.c.Write(rec.frames[0]) // hello
 		readFrame(cli2.c, maxFrame) // a fresh challenge, ignored
@@ -167,7 +176,7 @@ func fuzzAgent(hello, auth []byte) error {
 		readFrame(a, maxFrame)
 	}()
 	var seen nonceLog
-	err := serverHandshake(newConn(b), testToken, &seen, hostOf)
+	err := agentHandshake(newConn(b), testToken, &seen)
 	return err
 }
 

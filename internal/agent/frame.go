@@ -77,9 +77,22 @@ type conn struct {
 	c     net.Conn
 	r     io.Reader // c, or c behind bytes the agent already read
 	limit int       // current frame bound; raised after authentication
+	// cutoff, when set, is a deadline no read or write may pass,
+	// whatever its own timeout: the agent's budget for a connection to
+	// authenticate.
+	cutoff time.Time
 }
 
 func newConn(c net.Conn) *conn { return &conn{c: c, r: c, limit: maxHandshakeFrame} }
+
+// deadline is now+timeout, or the cutoff if that comes first.
+func (c *conn) deadline(timeout time.Duration) time.Time {
+	d := time.Now().Add(timeout)
+	if !c.cutoff.IsZero() && c.cutoff.Before(d) {
+		return c.cutoff
+	}
+	return d
+}
 
 // send writes one message with a write deadline.
 func (c *conn) send(m any, timeout time.Duration) error {
@@ -87,7 +100,7 @@ func (c *conn) send(m any, timeout time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("encoding %T: %w", m, err)
 	}
-	if err := c.c.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
+	if err := c.c.SetWriteDeadline(c.deadline(timeout)); err != nil {
 		return err
 	}
 	return writeFrame(c.c, body)
@@ -95,7 +108,7 @@ func (c *conn) send(m any, timeout time.Duration) error {
 
 // recv reads one message within timeout and returns its type and body.
 func (c *conn) recv(timeout time.Duration) (string, []byte, error) {
-	if err := c.c.SetReadDeadline(time.Now().Add(timeout)); err != nil {
+	if err := c.c.SetReadDeadline(c.deadline(timeout)); err != nil {
 		return "", nil, err
 	}
 	return c.read()

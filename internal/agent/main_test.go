@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,11 +31,13 @@ func TestMain(m *testing.M) {
 }
 
 // helper runs "client ADDR SECONDS" (printing the result as JSON, and
-// "started" once the first interval is in) or "serve ADDR" (one test, then
-// exit). The token comes from LINERATE_TOKEN.
+// "started" once the first interval is in), "serve ADDR" (one test, then
+// exit; with ONCE=0 until SIGTERM) or "hostile ADDR" (hostile.go). The
+// token comes from LINERATE_TOKEN.
 func helper(mode string, args []string) int {
 	tok := []byte(os.Getenv(TokenEnv))
-	ctx := context.Background()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
 	switch mode {
 	case "client":
 		var secs float64
@@ -60,12 +64,14 @@ func helper(mode string, args []string) int {
 			return 2
 		}
 		fmt.Println(ListeningPrefix + ln.Addr().String())
-		srv := &Server{Token: tok, Once: true, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+		srv := &Server{Token: tok, Once: os.Getenv("ONCE") != "0", Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 		if err := srv.Serve(ctx, ln); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2
 		}
 		return 0
+	case "hostile":
+		return hostile(ctx, args[0])
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
 	return 3
@@ -152,4 +158,16 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// dialFrom connects to addr from the loopback address src (any of
+// 127.0.0.0/8), so that the agent sees a source of its own.
+func dialFrom(t *testing.T, src, addr string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

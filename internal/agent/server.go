@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,11 +19,6 @@ import (
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/result"
 )
-
-// maxPending bounds connections the agent holds before they authenticate
-// (or, for data connections, before their cookie is read): enough for a
-// bidirectional test of MaxStreams connecting at once, with room to spare.
-const maxPending = 4*engine.MaxStreams + 64
 
 // ListeningPrefix starts the line `linerate serve` prints on stdout once
 // it accepts connections ("Listening on 198.18.0.2:5301").
@@ -40,7 +36,7 @@ type Server struct {
 	// it ended (a refused request does not count), as iperf3 -1 does.
 	Once bool
 	// Logger receives one line per test and per refusal, with the reason;
-	// nil discards.
+	// nil discards. Refusals are summarised: see refusals.
 	Logger *slog.Logger
 	// Host is where telemetry and placement facts are read; nil is the
 	// live host.
@@ -58,10 +54,21 @@ type Server struct {
 	// client about its host (the tune journal in effect).
 	Annotate func(*result.HostInfo)
 
+	// The connection budget (gate.go); zero values take the defaults.
+	authBudget           time.Duration
+	maxPending, perSrc   int
+	logWindow            time.Duration
+	factsBudget          time.Duration
+	collect              func(local netip.Addr) (result.HostInfo, []string) // nil: engine.HostFacts
+	acceptBackoffCeiling time.Duration
+
 	mu        sync.Mutex
 	active    *session // the test running, if any
 	nonces    nonceLog
 	doctoring atomic.Bool // a Doctor call is running
+	gate      *gate
+	refused   *refusals
+	facts     *hostFacts
 }
 
 // Serve accepts connections on ln until ctx is done (or, with Once, the
@@ -73,38 +80,89 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	s.init()
+	stop := context.AfterFunc(ctx, func() {
+		ln.Close()
+		s.gate.closeAll() // handshakes in progress end now, not at their budget
+	})
 	defer stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	sem := make(chan struct{}, maxPending)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.refused.run(ctx)
+	}()
+	var backoff time.Duration
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			// EMFILE, ENFILE, ENOBUFS, ECONNABORTED: the agent cannot
+			// take a connection now, but may in a moment. Wait and try
+			// again, as net/http does, rather than exit.
+			backoff = min(max(2*backoff, 5*time.Millisecond), s.acceptBackoffCeiling)
+			s.refused.note(netip.Addr{}, kindAccept, err.Error(), "retry_in", backoff.String())
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return nil
 			}
-			return fmt.Errorf("accepting connections: %w", err)
+			continue
 		}
-		select {
-		case sem <- struct{}{}:
-		default:
-			s.logger().Warn("refused connection", "peer", nc.RemoteAddr().String(), "reason", "too many connections waiting to authenticate")
+		backoff = 0
+		p := s.gate.admit(nc)
+		if p == nil {
+			s.refused.note(engine.AddrPort(nc.RemoteAddr()).Addr().Unmap(), kindFull,
+				"too many connections waiting to authenticate, every one of them active")
 			nc.Close()
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if ran := s.handle(ctx, nc, sem); ran && s.Once {
+			if ran := s.handle(ctx, p); ran && s.Once {
 				cancel()
 			}
 		}()
 	}
+}
+
+// init fills the defaults of the connection budget.
+func (s *Server) init() {
+	if s.authBudget == 0 {
+		s.authBudget = defaultAuthBudget
+	}
+	if s.maxPending == 0 {
+		s.maxPending = defaultMaxPending
+	}
+	if s.perSrc == 0 {
+		s.perSrc = defaultMaxPendingPerSource
+	}
+	if s.logWindow == 0 {
+		s.logWindow = 10 * time.Second
+	}
+	if s.factsBudget == 0 {
+		s.factsBudget = defaultFactsBudget
+	}
+	if s.acceptBackoffCeiling == 0 {
+		s.acceptBackoffCeiling = time.Second
+	}
+	collect := s.collect
+	if collect == nil {
+		collect = func(local netip.Addr) (result.HostInfo, []string) {
+			h, notes := engine.HostFacts(s.fs(), local)
+			if s.Annotate != nil {
+				s.Annotate(&h)
+			}
+			return h, notes
+		}
+	}
+	s.gate = newGate(s.maxPending, s.perSrc)
+	s.refused = newRefusals(s.logger(), s.logWindow)
+	s.facts = &hostFacts{collect: collect, budget: s.factsBudget}
 }
 
 func (s *Server) logger() *slog.Logger {
@@ -130,46 +188,49 @@ func (s *Server) maxDuration() time.Duration {
 
 // handle serves one connection: a data connection for the running test,
 // or a control connection. It reports whether a test started on it.
-func (s *Server) handle(ctx context.Context, nc net.Conn, sem chan struct{}) bool {
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			<-sem
+func (s *Server) handle(ctx context.Context, p *pending) (ran bool) {
+	nc := p.Conn
+	defer func() {
+		if v := recover(); v != nil {
+			// A bug, not the peer's doing: the agent keeps serving.
+			s.logger().Error("internal error serving a connection (please report it)", "peer", nc.RemoteAddr().String(), "panic", fmt.Sprint(v))
+			nc.Close()
+			ran = false
 		}
-	}
-	defer release()
-	log := s.logger().With("peer", nc.RemoteAddr().String())
+	}()
+	defer s.gate.leave(p)
+	cutoff := time.Now().Add(s.authBudget)
 	var first [4]byte
-	nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
-	if _, err := io.ReadFull(nc, first[:]); err != nil {
-		log.Warn("refused connection", "reason", "nothing sent: "+err.Error())
+	nc.SetReadDeadline(cutoff)
+	if _, err := io.ReadFull(p, first[:]); err != nil {
+		s.refuse(p, fmt.Errorf("reading the first bytes: %w", err))
 		nc.Close()
 		return false
 	}
 	if string(first[:]) == dataMagic[:4] {
-		s.handleData(nc, log)
+		s.handleData(p)
 		return false
 	}
 	defer nc.Close()
-	c := newConn(nc)
-	c.r = io.MultiReader(bytes.NewReader(first[:]), nc)
-	local := engine.AddrPort(nc.LocalAddr()).Addr()
-	var notes []string
-	var host result.HostInfo
-	err := serverHandshake(c, s.Token, &s.nonces, func() result.HostInfo {
-		host, notes = engine.HostFacts(s.fs(), local)
-		if s.Annotate != nil {
-			s.Annotate(&host)
-		}
-		return host
-	})
-	release()
+	c := newConn(p)
+	c.cutoff = cutoff
+	c.r = io.MultiReader(bytes.NewReader(first[:]), p)
+	hs, err := serverHandshake(c, s.Token, &s.nonces)
 	if err != nil {
-		log.Warn("refused client", "reason", err.Error())
+		s.refuse(p, err)
 		if errors.Is(err, ErrAuth) || errors.Is(err, errReplay) {
 			c.send(errorMsg{Type: msgError, Reason: "authentication failed"}, handshakeTimeout)
 		}
+		return false
+	}
+	// Authenticated: out of the budget, onto the raw connection (the
+	// first four bytes were read long ago).
+	s.gate.leave(p)
+	c.c, c.r, c.cutoff = nc, nc, time.Time{}
+	log := s.logger().With("peer", nc.RemoteAddr().String())
+	host, notes := s.facts.get(engine.AddrPort(nc.LocalAddr()).Addr())
+	if err := hs.sendWelcome(c, host); err != nil {
+		log.Warn("client left during the handshake", "reason", err.Error())
 		return false
 	}
 	for _, n := range notes {
@@ -177,12 +238,37 @@ func (s *Server) handle(ctx context.Context, nc net.Conn, sem chan struct{}) boo
 	}
 	sess, busy := s.claim(c, host, log)
 	if busy != nil {
-		log.Warn("refused client", "reason", "busy: "+busy.Error())
+		s.refused.note(p.src, kindBusy, "busy: "+busy.Error())
 		c.send(errorMsg{Type: msgBusy, Reason: busy.Error()}, handshakeTimeout)
 		return false
 	}
 	defer s.release(sess)
 	return sess.run(ctx)
+}
+
+// refuse logs why a pending connection was turned away, by kind.
+func (s *Server) refuse(p *pending, err error) {
+	s.refused.note(p.src, refusalKind(p, err), err.Error())
+}
+
+// refusalKind sorts a failed handshake for the log's summaries.
+func refusalKind(p *pending, err error) string {
+	silent := p.sent.Load() == 0
+	switch {
+	case p.evicted.Load() || isTimeout(err) || isEOF(err) || errors.Is(err, io.ErrUnexpectedEOF):
+		if silent {
+			return kindSilent
+		}
+		if isTimeout(err) || p.evicted.Load() {
+			return kindSlow
+		}
+		return kindGarbage
+	case errors.Is(err, ErrAuth), errors.Is(err, errReplay):
+		return kindAuth
+	case errors.Is(err, errVersion):
+		return kindVersion
+	}
+	return kindGarbage
 }
 
 // claim makes c's session the running test, unless one runs.
@@ -211,32 +297,37 @@ func (s *Server) release(sess *session) {
 }
 
 // handleData reads a data connection's preamble and hands it to the test
-// it names; anything else is dropped.
-func (s *Server) handleData(nc net.Conn, log *slog.Logger) {
+// it names; anything else is dropped. A connection handed over leaves
+// the budget of pending connections: the test's own connections are
+// bounded by its request, not by what strangers hold.
+func (s *Server) handleData(p *pending) {
+	nc := p.Conn
 	var rest [dataPreambleLen - 4]byte
-	if _, err := io.ReadFull(nc, rest[:]); err != nil {
-		log.Warn("refused data connection", "reason", "truncated preamble: "+err.Error())
+	if _, err := io.ReadFull(p, rest[:]); err != nil {
+		s.refuse(p, fmt.Errorf("data connection: truncated preamble: %w", err))
 		nc.Close()
 		return
 	}
 	if string(rest[:4]) != dataMagic[4:] {
-		log.Warn("refused data connection", "reason", "bad magic")
+		s.refused.note(p.src, kindGarbage, "data connection: bad magic")
 		nc.Close()
 		return
 	}
 	cookie := rest[4 : 4+nonceSize]
-	index := int(binary.BigEndian.Uint32(rest[4+nonceSize:]))
+	index := int64(binary.BigEndian.Uint32(rest[4+nonceSize:]))
 	s.mu.Lock()
 	sess := s.active
 	var err error
 	if sess == nil || !sess.matches(cookie) {
 		err = errors.New("unknown cookie (no test expects it)")
 	} else {
+		s.gate.leave(p)
+		nc.SetReadDeadline(time.Time{})
 		err = sess.offer(index, nc)
 	}
 	s.mu.Unlock()
 	if err != nil {
-		log.Warn("refused data connection", "reason", err.Error())
+		s.refused.note(p.src, kindData, "data connection: "+err.Error())
 		nc.Close()
 	}
 }
@@ -267,15 +358,15 @@ func (ss *session) matches(cookie []byte) bool {
 }
 
 // offer takes data connection index for the test.
-func (ss *session) offer(index int, nc net.Conn) error {
+func (ss *session) offer(index int64, nc net.Conn) error {
 	switch {
-	case index >= ss.p.Connections():
+	case index < 0 || index >= int64(ss.p.Connections()):
 		return fmt.Errorf("stream index %d: the test has %d connections", index, ss.p.Connections())
-	case ss.got[index]:
+	case ss.got[int(index)]:
 		return fmt.Errorf("stream index %d: already connected", index)
 	}
-	ss.got[index] = true
-	ss.data <- dataConn{index: index, nc: nc} // buffered for every index
+	ss.got[int(index)] = true
+	ss.data <- dataConn{index: int(index), nc: nc} // buffered for every index
 	return nil
 }
 

@@ -36,6 +36,7 @@ func (ss *session) run(ctx context.Context) bool {
 	}
 	streams, err := ss.setup(ctx)
 	if err != nil {
+		ss.free()
 		ss.log.Warn("test failed", "reason", err.Error())
 		ss.ctrl.send(errorMsg{Type: msgError, Reason: err.Error()}, handshakeTimeout)
 		return false
@@ -48,8 +49,11 @@ func (ss *session) run(ctx context.Context) bool {
 	return true
 }
 
-// refuse tells the client why its request was refused, and logs it.
+// refuse tells the client why its request was refused, and logs it. The
+// agent is free again before the client hears of it, so that the
+// client's next request does not find it busy with this one.
 func (ss *session) refuse(err error) {
+	ss.free()
 	ss.log.Warn("refused test", "reason", err.Error())
 	ss.ctrl.send(errorMsg{Type: msgError, Reason: err.Error()}, handshakeTimeout)
 }

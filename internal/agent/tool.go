@@ -135,6 +135,7 @@ func (ss *session) runTool(ctx context.Context, body []byte) bool {
 	}
 	cpu, out, perr := proc.Stop()
 	if serr != nil {
+		ss.free()
 		ss.log.Warn("tool session aborted", "reason", serr.Error())
 		// Tell a client still listening why (one past its deadline).
 		ss.ctrl.send(errorMsg{Type: msgError, Reason: "tool session ended: " + serr.Error()}, time.Second)
