@@ -80,7 +80,7 @@ func run(ctx context.Context, bin, name string, pairs int, capped, healthy time.
 	}
 	defer os.RemoveAll(dir)
 	tok := filepath.Join(dir, "token")
-	if err := os.WriteFile(tok, []byte("benchengine-token-0123456789abcdef\n"), 0o600); err != nil {
+	if err := agent.WriteNewToken(tok); err != nil {
 		return err
 	}
 	b := &bencher{ctx: ctx, bin: bin, lab: name, token: tok}

@@ -189,10 +189,13 @@ func lookup(v any, path string) (any, bool) {
 	return v, true
 }
 
+// testToken is a token of 256 random bits, as the agent makes them.
+const testToken = "3e9a07c15fd28b64a0e1c7f39b5d2806e4a1c9f07b3d58e2a6f01c4b97d3e825"
+
 func tokenFile(t *testing.T, mode os.FileMode) string {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(f, []byte("0123456789abcdef0123456789abcdef\n"), mode); err != nil {
+	if err := os.WriteFile(f, []byte(testToken+"\n"), mode); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(f, mode); err != nil {
@@ -326,7 +329,7 @@ func TestBenchLab(t *testing.T) {
 func TestBenchThroughAgent(t *testing.T) {
 	bin, db := campaignLab(t, "t-agent")
 	tok := filepath.Join(filepath.Dir(db), "token")
-	if err := os.WriteFile(tok, []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
+	if err := os.WriteFile(tok, []byte(testToken), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	agent := exec.Command(bin, "serve", "--bind", lab.AddrB, "--token-file", tok)

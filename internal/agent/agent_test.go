@@ -31,7 +31,7 @@ func TestAgentRefuses(t *testing.T) {
 		c.Write(b)
 	}
 	t.Run("wrong token", func(t *testing.T) {
-		_, err := Run(context.Background(), Config{Peer: addr, Token: []byte("wrong-token-0123456789"), Duration: time.Second})
+		_, err := Run(context.Background(), Config{Peer: addr, Token: otherToken, Duration: time.Second})
 		if !errors.Is(err, ErrAuth) {
 			t.Errorf("err = %v, want ErrAuth", err)
 		}
@@ -46,12 +46,12 @@ func TestAgentRefuses(t *testing.T) {
 		c.Write(frames[1])
 		waitLog(t, logs, "refused connection", "replayed handshake")
 	})
-	t.Run("unknown cookie", func(t *testing.T) {
-		b := []byte(dataMagic)
-		cookie := make([]byte, nonceSize)
-		rand.Read(cookie)
-		raw(t, "127.0.0.3", binary.BigEndian.AppendUint32(append(b, cookie...), 0))
-		waitLog(t, logs, "refused connection", "unknown cookie")
+	t.Run("unknown test", func(t *testing.T) {
+		key, id := make([]byte, keySize), make([]byte, testIDSize)
+		rand.Read(key)
+		rand.Read(id)
+		raw(t, "127.0.0.3", preamble(key, id, 0))
+		waitLog(t, logs, "refused connection", "unknown test or wrong proof")
 	})
 	t.Run("oversized frame", func(t *testing.T) {
 		raw(t, "127.0.0.4", binary.BigEndian.AppendUint32(nil, maxHandshakeFrame+1))
@@ -123,7 +123,7 @@ func recordHandshake(t *testing.T, addr string) [][]byte {
 	defer nc.Close()
 	rec := &recorder{Conn: nc, c: nc}
 	c := newConn(rec)
-	if _, err := clientHandshake(c, testToken); err != nil {
+	if _, _, err := clientHandshake(c, testToken); err != nil {
 		t.Fatal(err)
 	}
 	return rec.frames

@@ -378,7 +378,7 @@ func handshakeWith(t *testing.T, addr string) result.HostInfo {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	h, err := clientHandshake(newConn(nc), testToken)
+	h, _, err := clientHandshake(newConn(nc), testToken)
 	if err != nil {
 		t.Fatal(err)
 	}

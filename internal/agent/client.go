@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +37,7 @@ type client struct {
 	peer result.HostInfo
 	res  *result.Result
 	side *engine.Side
+	keys sessionKeys
 }
 
 // Run runs one test against the agent at cfg.Peer and returns its result.
@@ -54,8 +54,8 @@ func Run(ctx context.Context, cfg Config) (*result.Result, error) {
 	if err := newRequest(c.p, cfg.ServerCPUs).validate(24 * time.Hour); err != nil { // the agent applies its own, lower bound
 		return nil, err
 	}
-	if len(cfg.Token) == 0 {
-		return nil, errors.New("no token: give the agent's token (--token-file or " + TokenEnv + ")")
+	if err := clientToken(cfg.Token); err != nil {
+		return nil, err
 	}
 	cc, err := c.dial(ctx)
 	if err != nil {
@@ -94,11 +94,11 @@ func WithPort(peer string, port int) string {
 }
 
 func (c *client) run(ctx context.Context) (*result.Result, error) {
-	peer, err := clientHandshake(c.ctrl, c.cfg.Token)
+	peer, keys, err := clientHandshake(c.ctrl, c.cfg.Token)
 	if err != nil {
 		return nil, err
 	}
-	c.peer = *peer
+	c.peer, c.keys = *peer, keys
 	local := engine.AddrPort(c.ctrl.c.LocalAddr())
 	var notes []string
 	c.me, notes = engine.HostFacts(c.fs, local.Addr())
@@ -109,17 +109,17 @@ func (c *client) run(ctx context.Context) (*result.Result, error) {
 	if err := c.ctrl.send(newRequest(c.p, serverCPUs), handshakeTimeout); err != nil {
 		return nil, fmt.Errorf("sending the test request: %w", err)
 	}
-	var acc acceptMsg
-	if err := c.ctrl.expect(msgAccept, &acc, setupTimeout); err != nil {
+	acc, err := expect(c.ctrl, msgAccept, setupTimeout, func(m *acceptMsg) error { return m.check(c.p.Connections()) })
+	if err != nil {
 		return nil, fmt.Errorf("the agent did not accept the test: %w", err)
 	}
-	streams, err := c.openStreams(ctx, acc, engine.Assign(c.p.Connections(), clientCPUs))
+	streams, err := c.openStreams(ctx, *acc, engine.Assign(c.p.Connections(), clientCPUs))
 	if err != nil {
 		return nil, err
 	}
-	c.res = c.startResult(acc, streams, source, notes)
-	var ready readyMsg
-	if err := c.ctrl.expect(msgReady, &ready, setupTimeout); err != nil {
+	c.res = c.startResult(*acc, streams, source, notes)
+	ready, err := expect(c.ctrl, msgReady, setupTimeout, (*readyMsg).check)
+	if err != nil {
 		engine.CloseStreams(streams)
 		return nil, fmt.Errorf("waiting for the agent's data connections: %w", err)
 	}
@@ -153,25 +153,9 @@ func (c *client) placement() (client, server []int, source string, err error) {
 	return client, c.cfg.ServerCPUs, source, nil // nil: the agent picks its own
 }
 
-// dataPreamble starts every data connection: magic, cookie, stream index.
-const (
-	dataMagic       = "LRDATA01"
-	dataPreambleLen = len(dataMagic) + nonceSize + 4
-)
-
-func preamble(cookie []byte, index int) []byte {
-	b := make([]byte, 0, dataPreambleLen)
-	b = append(b, dataMagic...)
-	b = append(b, cookie...)
-	return binary.BigEndian.AppendUint32(b, uint32(index))
-}
-
-// openStreams makes the data connections, each announced by the cookie
-// and its index, with the socket options set before connect.
+// openStreams makes the data connections, each announced by its
+// preamble (data.go), with the socket options set before connect.
 func (c *client) openStreams(ctx context.Context, acc acceptMsg, cpus []int) ([]*engine.Stream, error) {
-	if len(acc.Cookie) != nonceSize {
-		return nil, fmt.Errorf("%w: cookie of %d bytes", errBadMessage, len(acc.Cookie))
-	}
 	remote := engine.AddrPort(c.ctrl.c.RemoteAddr())
 	addr := netip.AddrPortFrom(remote.Addr(), uint16(acc.Port)).String()
 	var streams []*engine.Stream
@@ -183,7 +167,7 @@ func (c *client) openStreams(ctx context.Context, acc acceptMsg, cpus []int) ([]
 			return nil, fmt.Errorf("data connection %d to %s: %w", i+1, addr, err)
 		}
 		nc.SetWriteDeadline(time.Now().Add(dialTimeout))
-		if _, err := nc.Write(preamble(acc.Cookie, i)); err != nil {
+		if _, err := nc.Write(preamble(c.keys.data, acc.TestID, uint32(i))); err != nil {
 			nc.Close()
 			engine.CloseStreams(streams)
 			return nil, fmt.Errorf("data connection %d: %w", i+1, err)
@@ -282,11 +266,12 @@ type reader struct {
 	ivc     chan *engine.Sample
 	endc    chan *endMsg
 	errc    chan error
+	n       int // the test's connections
 }
 
 func newReader(c *conn, p engine.Params) *reader {
 	r := &reader{c: c, samples: map[int]*engine.Sample{}, ivc: make(chan *engine.Sample, 64),
-		endc: make(chan *endMsg, 1), errc: make(chan error, 1)}
+		endc: make(chan *endMsg, 1), errc: make(chan error, 1), n: p.Connections()}
 	limit := p.Omit + p.Duration + 2*endGrace + setupTimeout
 	go r.loop(time.Now().Add(limit))
 	return r
@@ -299,26 +284,22 @@ func (r *reader) loop(deadline time.Time) {
 			r.errc <- err
 			return
 		}
-		switch typ {
-		case msgInterval:
-			var m intervalMsg
-			if err := decodeAs(typ, body, msgInterval, &m); err != nil {
+		if typ == msgInterval {
+			m, err := decode(typ, body, msgInterval, func(m *intervalMsg) error { return m.check(r.n) })
+			if err != nil {
 				r.errc <- err
 				return
 			}
 			r.ivc <- &m.Sample
-		case msgEnd:
-			var m endMsg
-			if err := decodeAs(typ, body, msgEnd, &m); err != nil {
-				r.errc <- err
-				return
-			}
-			r.endc <- &m
-			return
-		default:
-			r.errc <- decodeAs(typ, body, msgEnd, nil)
+			continue
+		}
+		m, err := decode(typ, body, msgEnd, func(m *endMsg) error { return m.check(r.n) })
+		if err != nil {
+			r.errc <- err
 			return
 		}
+		r.endc <- m
+		return
 	}
 }
 

@@ -75,23 +75,6 @@ func (c *Config) Params() engine.Params {
 	return p
 }
 
-// requestMsg is a test as it crosses the wire: what the agent must know.
-// The agent checks every field against its bounds (validate) before it
-// becomes an engine.Params.
-type requestMsg struct {
-	Type       string           `json:"type"`
-	Streams    int              `json:"streams"`
-	DurationMS int64            `json:"duration_ms"`
-	OmitMS     int64            `json:"omit_ms"`
-	IntervalMS int64            `json:"interval_ms"`
-	Direction  result.Direction `json:"direction"`
-	Window     int              `json:"window"`
-	Congestion string           `json:"congestion,omitempty"`
-	FQRate     uint64           `json:"fq_rate,omitempty"`
-	ZeroCopy   result.ZeroCopy  `json:"zerocopy,omitempty"`
-	ServerCPUs []int            `json:"server_cpus,omitempty"`
-}
-
 // newRequest writes p (with its defaults filled) as a request.
 func newRequest(p engine.Params, serverCPUs []int) requestMsg {
 	return requestMsg{Type: msgRequest, Streams: p.Streams, DurationMS: p.Duration.Milliseconds(),
@@ -99,43 +82,11 @@ func newRequest(p engine.Params, serverCPUs []int) requestMsg {
 		Window: p.Window, Congestion: p.Congestion, FQRate: p.FQRate, ZeroCopy: p.ZeroCopy, ServerCPUs: serverCPUs}
 }
 
-func (r requestMsg) duration() time.Duration { return time.Duration(r.DurationMS) * time.Millisecond }
-func (r requestMsg) omit() time.Duration     { return time.Duration(r.OmitMS) * time.Millisecond }
-func (r requestMsg) interval() time.Duration { return time.Duration(r.IntervalMS) * time.Millisecond }
-
 // params is the request as the engine runs it; validate it first.
 func (r requestMsg) params() engine.Params {
-	return engine.Params{Streams: r.Streams, Duration: r.duration(), Omit: r.omit(), Interval: r.interval(),
+	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+	return engine.Params{Streams: r.Streams, Duration: ms(r.DurationMS), Omit: ms(r.OmitMS), Interval: ms(r.IntervalMS),
 		Direction: r.Direction, Window: r.Window, Congestion: r.Congestion, FQRate: r.FQRate, ZeroCopy: r.ZeroCopy}
-}
-
-// validate checks r against the bounds; maxDuration is the agent's.
-func (r requestMsg) validate(maxDuration time.Duration) error {
-	switch {
-	case r.Streams < 1 || r.Streams > engine.MaxStreams:
-		return fmt.Errorf("streams %d: must be 1 to %d", r.Streams, engine.MaxStreams)
-	case r.duration() < minDuration:
-		return fmt.Errorf("duration %s: must be at least %s", r.duration(), minDuration)
-	case r.duration() > maxDuration:
-		return fmt.Errorf("duration %s is over this agent's limit of %s (linerate serve --max-duration)", r.duration(), maxDuration)
-	case r.OmitMS < 0 || r.omit() > maxDuration:
-		return fmt.Errorf("omit %s: must be 0 to %s", r.omit(), maxDuration)
-	case r.interval() < MinInterval || r.interval() > MaxInterval:
-		return fmt.Errorf("interval %s: must be %s to %s", r.interval(), MinInterval, MaxInterval)
-	case (r.omit()+r.duration())/r.interval() > maxIntervals:
-		return fmt.Errorf("%s at %s intervals makes over %d reports: use a longer interval", r.omit()+r.duration(), r.interval(), maxIntervals)
-	case r.Window < 0 || r.Window > engine.MaxWindow:
-		return fmt.Errorf("window %d: must be 0 to %d bytes (2 GiB - 1)", r.Window, engine.MaxWindow)
-	case len(r.ServerCPUs) > 4096:
-		return fmt.Errorf("%d server CPUs: too many", len(r.ServerCPUs))
-	}
-	if r.Direction != result.Send && r.Direction != result.Receive && r.Direction != result.Bidir {
-		return fmt.Errorf("direction %q: must be send, receive or bidir", r.Direction)
-	}
-	if _, err := result.ParseZeroCopy(string(r.ZeroCopy)); err != nil {
-		return err
-	}
-	return checkCongestion(r.Congestion)
 }
 
 // checkCongestion accepts what the kernel could name a congestion

@@ -19,16 +19,6 @@ import (
 //
 // The report is for the interface holding the address the client reached
 // the agent on. It is the one message larger than maxFrame.
-const (
-	msgDoctor       = "doctor"
-	msgDoctorReport = "doctor_report"
-)
-
-type doctorReportMsg struct {
-	Type   string          `json:"type"`
-	Report json.RawMessage `json:"report"`
-	Host   result.HostInfo `json:"host"`
-}
 
 // DoctorFunc diagnoses the agent's host for iface (the interface holding the
 // address the client reached it on; "" when unknown)
@@ -98,8 +88,8 @@ func (s *Server) doctorBudget() time.Duration {
 // FetchDoctor asks the agent at peer for its doctor report, and returns it
 // with what the agent said about its host.
 func FetchDoctor(ctx context.Context, peer string, token []byte) (json.RawMessage, *result.HostInfo, error) {
-	if len(token) == 0 {
-		return nil, nil, errors.New("no token: give the agent's token (--token-file or " + TokenEnv + ")")
+	if err := clientToken(token); err != nil {
+		return nil, nil, err
 	}
 	addr := WithPort(peer, DefaultPort)
 	d := net.Dialer{Timeout: dialTimeout}
@@ -118,7 +108,7 @@ func FetchDoctor(ctx context.Context, peer string, token []byte) (json.RawMessag
 }
 
 func fetchDoctor(c *conn, token []byte) (json.RawMessage, *result.HostInfo, error) {
-	if _, err := clientHandshake(c, token); err != nil {
+	if _, _, err := clientHandshake(c, token); err != nil {
 		return nil, nil, err
 	}
 	if err := c.send(bareMsg{Type: msgDoctor}, handshakeTimeout); err != nil {
@@ -129,8 +119,8 @@ func fetchDoctor(c *conn, token []byte) (json.RawMessage, *result.HostInfo, erro
 	if err := c.expect(msgDoctorReport, &m, setupTimeout); err != nil {
 		return nil, nil, fmt.Errorf("reading the agent's doctor report: %w", err)
 	}
-	if !json.Valid(m.Report) {
-		return nil, nil, fmt.Errorf("%w: the agent's doctor report is not JSON", errBadMessage)
+	if err := m.check(); err != nil {
+		return nil, nil, err
 	}
 	return m.Report, &m.Host, nil
 }

@@ -81,6 +81,9 @@ type conn struct {
 	// whatever its own timeout: the agent's budget for a connection to
 	// authenticate.
 	cutoff time.Time
+	// out and in MAC the frames each way once the handshake is done
+	// (keys.go); nil before.
+	out, in *sealing
 }
 
 func newConn(c net.Conn) *conn { return &conn{c: c, r: c, limit: maxHandshakeFrame} }
@@ -99,6 +102,9 @@ func (c *conn) send(m any, timeout time.Duration) error {
 	body, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("encoding %T: %w", m, err)
+	}
+	if c.out != nil {
+		body = append(body, c.out.tag(body)...)
 	}
 	if err := c.c.SetWriteDeadline(c.deadline(timeout)); err != nil {
 		return err
@@ -120,6 +126,11 @@ func (c *conn) read() (string, []byte, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	if c.in != nil {
+		if body, err = c.in.open(body); err != nil {
+			return "", nil, err
+		}
+	}
 	typ, err := messageType(body)
 	return typ, body, err
 }
@@ -132,4 +143,14 @@ func (c *conn) expect(want string, v any, timeout time.Duration) error {
 		return err
 	}
 	return decodeAs(typ, body, want, v)
+}
+
+// expect reads one message of type want within timeout and checks its
+// bounds (proto.go).
+func expect[T any](c *conn, want string, timeout time.Duration, check func(*T) error) (*T, error) {
+	typ, body, err := c.recv(timeout)
+	if err != nil {
+		return nil, err
+	}
+	return decode(typ, body, want, check)
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"io"
 	"testing"
@@ -117,3 +118,6 @@ func FuzzReadFrame(f *testing.F) {
 		}
 	})
 }
+
+// jsonOf encodes m as a frame body.
+func jsonOf(m any) ([]byte, error) { return json.Marshal(m) }

@@ -3,8 +3,6 @@ package agent
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -75,8 +73,8 @@ type Server struct {
 // first test ended), then closes ln and returns once every connection it
 // took is finished.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	if len(s.Token) < MinTokenLen {
-		return fmt.Errorf("%w: the agent needs a token of at least %d characters", errWeakToken, MinTokenLen)
+	if _, err := CheckToken(s.Token); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -208,7 +206,7 @@ func (s *Server) handle(ctx context.Context, p *pending) (ran bool) {
 		return false
 	}
 	if string(first[:]) == dataMagic[:4] {
-		s.handleData(p)
+		s.handleData(p, first[:])
 		return false
 	}
 	defer nc.Close()
@@ -236,7 +234,7 @@ func (s *Server) handle(ctx context.Context, p *pending) (ran bool) {
 	for _, n := range notes {
 		log.Info("host fact unavailable", "reason", n)
 	}
-	sess, busy := s.claim(c, host, log)
+	sess, busy := s.claim(c, hs.keys, host, log)
 	if busy != nil {
 		s.refused.note(p.src, kindBusy, "busy: "+busy.Error())
 		c.send(errorMsg{Type: msgBusy, Reason: busy.Error()}, handshakeTimeout)
@@ -272,13 +270,13 @@ func refusalKind(p *pending, err error) string {
 }
 
 // claim makes c's session the running test, unless one runs.
-func (s *Server) claim(c *conn, host result.HostInfo, log *slog.Logger) (*session, error) {
+func (s *Server) claim(c *conn, keys sessionKeys, host result.HostInfo, log *slog.Logger) (*session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.active != nil {
 		return nil, fmt.Errorf("a test from %s is running", s.active.ctrl.c.RemoteAddr())
 	}
-	s.active = &session{srv: s, ctrl: c, host: host, log: log}
+	s.active = &session{srv: s, ctrl: c, keys: keys, host: host, log: log}
 	return s.active, nil
 }
 
@@ -300,30 +298,29 @@ func (s *Server) release(sess *session) {
 // it names; anything else is dropped. A connection handed over leaves
 // the budget of pending connections: the test's own connections are
 // bounded by its request, not by what strangers hold.
-func (s *Server) handleData(p *pending) {
+func (s *Server) handleData(p *pending, first []byte) {
 	nc := p.Conn
-	var rest [dataPreambleLen - 4]byte
-	if _, err := io.ReadFull(p, rest[:]); err != nil {
+	b := make([]byte, dataPreambleLen)
+	copy(b, first)
+	if _, err := io.ReadFull(p, b[len(first):]); err != nil {
 		s.refuse(p, fmt.Errorf("data connection: truncated preamble: %w", err))
 		nc.Close()
 		return
 	}
-	if string(rest[:4]) != dataMagic[4:] {
-		s.refused.note(p.src, kindGarbage, "data connection: bad magic")
+	h, err := parsePreamble(b)
+	if err != nil {
+		s.refused.note(p.src, kindGarbage, err.Error())
 		nc.Close()
 		return
 	}
-	cookie := rest[4 : 4+nonceSize]
-	index := int64(binary.BigEndian.Uint32(rest[4+nonceSize:]))
 	s.mu.Lock()
 	sess := s.active
-	var err error
-	if sess == nil || !sess.matches(cookie) {
-		err = errors.New("unknown cookie (no test expects it)")
+	if sess == nil || sess.testID == nil || !h.proves(sess.keys.data, sess.testID) {
+		err = errors.New("unknown test or wrong proof (no test expects it)")
 	} else {
 		s.gate.leave(p)
 		nc.SetReadDeadline(time.Time{})
-		err = sess.offer(index, nc)
+		err = sess.offer(h.index, nc)
 	}
 	s.mu.Unlock()
 	if err != nil {
@@ -336,6 +333,7 @@ func (s *Server) handleData(p *pending) {
 type session struct {
 	srv  *Server
 	ctrl *conn
+	keys sessionKeys
 	host result.HostInfo
 	log  *slog.Logger
 	p    engine.Params
@@ -343,8 +341,8 @@ type session struct {
 	serverCPUs []int
 
 	// Guarded by srv.mu: the data connections expected and received.
-	cookie []byte
-	got    map[int]bool
+	testID []byte
+	got    map[uint32]bool
 	data   chan dataConn
 }
 
@@ -353,30 +351,27 @@ type dataConn struct {
 	nc    net.Conn
 }
 
-func (ss *session) matches(cookie []byte) bool {
-	return ss.cookie != nil && hmac.Equal(cookie, ss.cookie)
-}
-
-// offer takes data connection index for the test.
-func (ss *session) offer(index int64, nc net.Conn) error {
+// offer takes data connection index for the test, once.
+func (ss *session) offer(index uint32, nc net.Conn) error {
 	switch {
-	case index < 0 || index >= int64(ss.p.Connections()):
+	case uint64(index) >= uint64(ss.p.Connections()):
 		return fmt.Errorf("stream index %d: the test has %d connections", index, ss.p.Connections())
-	case ss.got[int(index)]:
-		return fmt.Errorf("stream index %d: already connected", index)
+	case ss.got[index]:
+		return fmt.Errorf("stream index %d: already connected (a preamble replayed?)", index)
 	}
-	ss.got[int(index)] = true
+	ss.got[index] = true
 	ss.data <- dataConn{index: int(index), nc: nc} // buffered for every index
 	return nil
 }
 
-// expectData opens the test to its data connections, or closes it.
-func (ss *session) expectData(cookie []byte) {
+// expectData opens the test (testID) to its data connections, or closes
+// it (nil).
+func (ss *session) expectData(testID []byte) {
 	ss.srv.mu.Lock()
 	defer ss.srv.mu.Unlock()
-	ss.cookie = cookie
-	if cookie != nil {
-		ss.got = map[int]bool{}
+	ss.testID = testID
+	if testID != nil {
+		ss.got = map[uint32]bool{}
 		ss.data = make(chan dataConn, ss.p.Connections())
 		return
 	}

@@ -84,14 +84,14 @@ func (ss *session) setup(ctx context.Context) ([]*engine.Stream, error) {
 		cpus = ss.host.Candidates
 	}
 	place := engine.Assign(ss.p.Connections(), cpus)
-	cookie, err := newNonce()
+	testID, err := randomBytes(testIDSize)
 	if err != nil {
 		return nil, err
 	}
-	ss.expectData(cookie)
+	ss.expectData(testID)
 	defer ss.expectData(nil) // late or extra data connections are refused
 	port := engine.AddrPort(ss.ctrl.c.LocalAddr()).Port()
-	if err := ss.ctrl.send(acceptMsg{Type: msgAccept, Port: int(port), Cookie: cookie, Placement: place}, handshakeTimeout); err != nil {
+	if err := ss.ctrl.send(acceptMsg{Type: msgAccept, Port: int(port), TestID: testID, Placement: place}, handshakeTimeout); err != nil {
 		return nil, fmt.Errorf("sending accept: %w", err)
 	}
 	streams, err := ss.collect(ctx, place)

@@ -18,16 +18,22 @@ import (
 // A tool session lets bench's external drivers (iperf3, iperf2,
 // perftest) use the agent too: the client asks for a tool server, the
 // agent starts it — bound to the address the client reached the agent on,
-// from an allowlist the ToolStarter keeps, never a command line — and
-// samples its own host every interval, as it does in a native test,
-// until the client's stop. So the user starts one thing per host, and
-// every driver's runs carry both ends' per-CPU telemetry.
+// from an allowlist the ToolStarter keeps, never a command line, with
+// credentials only this client holds — and samples its own host every
+// interval, as it does in a native test, until the client's stop. So the
+// user starts one thing per host, and every driver's runs carry both
+// ends' per-CPU telemetry.
 //
 //	client → tool{server, duration_ms, interval_ms}
-//	agent  → tool_started{argv} | busy | error
+//	agent  → tool_started{argv, auth} | busy | error
 //	agent  → interval{cpu, total} every interval
 //	client → stop
 //	agent  → tool_end{cpu_seconds, output}
+//
+// The credentials come from the session: both ends derive the same
+// secret from the session's keys (ToolRequest.Secret, ToolSession.Secret),
+// so no password crosses the wire; what else the client needs (iperf3's
+// RSA public key) comes in tool_started, under the frame's MAC.
 //
 // A session is bounded like a test: its duration by the agent's
 // MaxDuration, and a client that does not stop within the duration and
@@ -35,10 +41,35 @@ import (
 
 // ToolStarter starts external tool servers for the agent's clients.
 type ToolStarter interface {
-	// StartTool checks spec (the client's description of a tool server)
-	// against its allowlist and starts the server, listening on bind, the
-	// agent's own address. It returns the process and its command line.
-	StartTool(spec json.RawMessage, bind netip.Addr) (ToolProc, []string, error)
+	// StartTool checks the request against its allowlist and starts the
+	// server, listening on the agent's own address, with credentials
+	// derived from the request's secret.
+	StartTool(req ToolRequest) (ToolProc, ToolStart, error)
+}
+
+// ToolRequest is a client's request for a tool server, as the agent
+// hands it to its ToolStarter.
+type ToolRequest struct {
+	// Spec is the client's description of the server (bench's
+	// ToolServer, as JSON): untrusted, at most 4 KiB.
+	Spec json.RawMessage
+	// Bind is the address the client reached the agent on: the only one
+	// the server may listen on.
+	Bind netip.Addr
+	// Secret is 32 bytes only this session's two ends know: the server's
+	// one-time credentials come from it.
+	Secret []byte
+	// Length is how long the client will use the server.
+	Length time.Duration
+}
+
+// ToolStart is a tool server as it started.
+type ToolStart struct {
+	// Argv is its command line.
+	Argv []string
+	// Auth is what the client needs to use it besides the secret (a
+	// public key), at most 16 KiB; nil when nothing.
+	Auth json.RawMessage
 }
 
 // ToolProc is a tool server the agent started.
@@ -48,61 +79,10 @@ type ToolProc interface {
 	Stop() (cpuSeconds float64, output string, err error)
 }
 
-// Messages of a tool session.
-const (
-	msgTool        = "tool"
-	msgToolStarted = "tool_started"
-	msgToolEnd     = "tool_end"
-)
-
-// maxToolSpec bounds the client's tool description; maxToolOutput what the
-// agent sends back of the tool's output (its tail).
-const (
-	maxToolSpec   = 4 << 10
-	maxToolOutput = 64 << 10
-	toolGrace     = 30 * time.Second
-)
-
-type toolMsg struct {
-	Type       string          `json:"type"`
-	Server     json.RawMessage `json:"server"`
-	DurationMS int64           `json:"duration_ms"`
-	IntervalMS int64           `json:"interval_ms"`
-}
-
-type toolStartedMsg struct {
-	Type string   `json:"type"`
-	Argv []string `json:"argv"`
-}
-
-type toolEndMsg struct {
-	Type       string  `json:"type"`
-	CPUSeconds float64 `json:"cpu_seconds"`
-	Output     string  `json:"output"`
-	Error      string  `json:"error,omitempty"`
-}
-
-// toolSample is one interval of the agent's host while its tool runs.
-type toolSample struct {
-	Type  string                         `json:"type"`
-	Index int                            `json:"index"`
-	CPU   map[string]telemetry.CPUSample `json:"cpu"`
-	Total telemetry.CPUSample            `json:"total"`
-}
-
-func (m toolMsg) check(maxDur time.Duration) error {
-	d := time.Duration(m.DurationMS) * time.Millisecond
-	iv := time.Duration(m.IntervalMS) * time.Millisecond
-	switch {
-	case len(m.Server) == 0 || len(m.Server) > maxToolSpec:
-		return fmt.Errorf("tool server description of %d bytes (1 to %d)", len(m.Server), maxToolSpec)
-	case d < minDuration || d > maxDur:
-		return fmt.Errorf("duration %s: this agent allows %s to %s (its --max-duration)", d, minDuration, maxDur)
-	case iv < MinInterval || iv > MaxInterval:
-		return fmt.Errorf("interval %s: %s to %s", iv, MinInterval, MaxInterval)
-	}
-	return nil
-}
+// toolGrace is how long after a session's length the agent keeps its
+// tool server for a client that has not stopped it: enough for a
+// client's last report, short enough that nobody else gets the server.
+const toolGrace = 5 * time.Second
 
 // runTool serves a tool session: start the tool server, sample until the
 // client stops, stop the server, report.
@@ -120,17 +100,22 @@ func (ss *session) runTool(ctx context.Context, body []byte) bool {
 		ss.refuse(errors.New("this agent does not start tool servers (it runs native tests only)"))
 		return false
 	}
-	bind := engine.AddrPort(ss.ctrl.c.LocalAddr()).Addr()
-	proc, argv, err := ss.srv.Tools.StartTool(m.Server, bind)
+	d := time.Duration(m.DurationMS) * time.Millisecond
+	req := ToolRequest{Spec: m.Server, Bind: engine.AddrPort(ss.ctrl.c.LocalAddr()).Addr().Unmap(), Secret: ss.keys.tool, Length: d}
+	proc, st, err := ss.srv.Tools.StartTool(req)
 	if err != nil {
 		ss.refuse(err)
 		return false
 	}
-	ss.log.Info("tool started", "argv", fmt.Sprint(argv))
+	if len(st.Auth) > maxToolAuth {
+		proc.Stop()
+		ss.refuse(fmt.Errorf("the tool server's credentials are %d bytes, over the %d the protocol carries", len(st.Auth), maxToolAuth))
+		return false
+	}
+	ss.log.Info("tool started", "argv", fmt.Sprint(st.Argv))
 	smp := telemetry.NewSampler(ss.srv.fs(), ss.host.NICIRQs)
-	serr := ss.ctrl.send(toolStartedMsg{Type: msgToolStarted, Argv: argv}, handshakeTimeout)
+	serr := ss.ctrl.send(toolStartedMsg{Type: msgToolStarted, Argv: st.Argv, Auth: st.Auth}, handshakeTimeout)
 	if serr == nil {
-		d := time.Duration(m.DurationMS) * time.Millisecond
 		serr = ss.toolIntervals(ctx, smp, time.Duration(m.IntervalMS)*time.Millisecond, time.Now().Add(d+toolGrace))
 	}
 	cpu, out, perr := proc.Stop()
@@ -188,7 +173,7 @@ type ToolConfig struct {
 	// Server describes the tool server (bench's ToolServer, as JSON).
 	Server json.RawMessage
 	// Duration is how long the client will use the server; the agent
-	// stops it toolGrace after that at the latest.
+	// stops it toolGrace (5 s) after that at the latest.
 	Duration time.Duration
 	// Interval is the agent's sampling period; 0 means 1 s.
 	Interval time.Duration
@@ -202,6 +187,8 @@ type ToolSession struct {
 	unwatch func() bool // stops closing nc when ctx is done
 	host    result.HostInfo
 	argv    []string
+	auth    json.RawMessage
+	secret  []byte
 
 	mu      sync.Mutex
 	samples []telemetry.Sample
@@ -214,8 +201,8 @@ type ToolSession struct {
 // it runs. Cancelling ctx closes the session (the agent then stops the
 // tool).
 func StartTool(ctx context.Context, cfg ToolConfig) (*ToolSession, error) {
-	if len(cfg.Token) == 0 {
-		return nil, errors.New("no token: give the agent's token (--token-file or " + TokenEnv + ")")
+	if err := clientToken(cfg.Token); err != nil {
+		return nil, err
 	}
 	if cfg.Interval == 0 {
 		cfg.Interval = time.Second
@@ -229,16 +216,16 @@ func StartTool(ctx context.Context, cfg ToolConfig) (*ToolSession, error) {
 	ts := &ToolSession{ctrl: newConn(nc), nc: nc, done: make(chan struct{})}
 	// Cancelling ctx closes the session at any point, setup included.
 	ts.unwatch = context.AfterFunc(ctx, func() { nc.Close() })
-	host, err := clientHandshake(ts.ctrl, cfg.Token)
+	host, keys, err := clientHandshake(ts.ctrl, cfg.Token)
 	if err == nil {
-		ts.host = *host
+		ts.host, ts.secret = *host, keys.tool
 		err = ts.ctrl.send(toolMsg{Type: msgTool, Server: cfg.Server, DurationMS: cfg.Duration.Milliseconds(),
 			IntervalMS: cfg.Interval.Milliseconds()}, handshakeTimeout)
 	}
 	if err == nil {
-		var st toolStartedMsg
-		if err = ts.ctrl.expect(msgToolStarted, &st, setupTimeout); err == nil {
-			ts.argv = st.Argv
+		var st *toolStartedMsg
+		if st, err = expect(ts.ctrl, msgToolStarted, setupTimeout, (*toolStartedMsg).check); err == nil {
+			ts.argv, ts.auth = st.Argv, st.Auth
 		}
 	}
 	if err != nil {
@@ -263,21 +250,19 @@ func (ts *ToolSession) read(limit time.Duration) {
 			ts.finish(nil, fmt.Errorf("reading the agent: %w", err))
 			return
 		}
-		switch typ {
-		case msgInterval:
-			var s toolSample
-			if err := json.Unmarshal(body, &s); err != nil {
-				ts.finish(nil, fmt.Errorf("%w: interval: %v", errBadMessage, err))
+		if typ == msgInterval {
+			s, err := decode(typ, body, msgInterval, (*toolSample).check)
+			if err != nil {
+				ts.finish(nil, err)
 				return
 			}
 			ts.mu.Lock()
 			ts.samples = append(ts.samples, telemetry.Sample{PerCPU: s.CPU, Total: s.Total})
 			ts.mu.Unlock()
-		default:
-			var end toolEndMsg
-			ts.finish(&end, decodeAs(typ, body, msgToolEnd, &end))
-			return
+			continue
 		}
+		ts.finish(decode(typ, body, msgToolEnd, (*toolEndMsg).check))
+		return
 	}
 }
 
@@ -292,6 +277,14 @@ func (ts *ToolSession) Host() result.HostInfo { return ts.host }
 
 // Argv is the tool server's command line on the agent.
 func (ts *ToolSession) Argv() []string { return ts.argv }
+
+// Auth is what the agent sent besides the secret for using its tool
+// server (ToolStart.Auth); nil when nothing.
+func (ts *ToolSession) Auth() json.RawMessage { return ts.auth }
+
+// Secret is the session's tool secret, as the agent's ToolStarter got it
+// (ToolRequest.Secret): the server's credentials come from it.
+func (ts *ToolSession) Secret() []byte { return ts.secret }
 
 // Samples returns the agent's samples so far, one per interval.
 func (ts *ToolSession) Samples() []telemetry.Sample {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,19 +20,21 @@ type fakeTools struct {
 	mu      sync.Mutex
 	specs   []string
 	binds   []netip.Addr
+	secrets [][]byte
 	stopped chan struct{}
 	refuse  error
 }
 
-func (f *fakeTools) StartTool(spec json.RawMessage, bind netip.Addr) (ToolProc, []string, error) {
+func (f *fakeTools) StartTool(req ToolRequest) (ToolProc, ToolStart, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.refuse != nil {
-		return nil, nil, f.refuse
+		return nil, ToolStart{}, f.refuse
 	}
-	f.specs = append(f.specs, string(spec))
-	f.binds = append(f.binds, bind)
-	return fakeProc{f.stopped}, []string{"faketool", "-s"}, nil
+	f.specs = append(f.specs, string(req.Spec))
+	f.binds = append(f.binds, req.Bind)
+	f.secrets = append(f.secrets, req.Secret)
+	return fakeProc{f.stopped}, ToolStart{Argv: []string{"faketool", "-s"}, Auth: json.RawMessage(`{"key":"public"}`)}, nil
 }
 
 type fakeProc struct{ stopped chan struct{} }
@@ -73,6 +76,14 @@ func TestToolSession(t *testing.T) {
 	}
 	if tools.specs[0] != string(spec) || tools.binds[0] != netip.MustParseAddr("127.0.0.1") {
 		t.Errorf("spec %q bind %v", tools.specs[0], tools.binds[0])
+	}
+	// Both ends hold the same tool secret without sending it; the
+	// credentials' other half arrives as the starter gave it.
+	if len(ts.Secret()) != keySize || !bytes.Equal(ts.Secret(), tools.secrets[0]) {
+		t.Errorf("the client's tool secret %x is not the agent's %x", ts.Secret(), tools.secrets[0])
+	}
+	if string(ts.Auth()) != `{"key":"public"}` {
+		t.Errorf("auth = %s", ts.Auth())
 	}
 	waitLog(t, logs, "tool done", "cpu_seconds=0.25")
 }

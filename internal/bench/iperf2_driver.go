@@ -102,7 +102,7 @@ func (d *Iperf2) Run(ctx context.Context, p Params, live func(result.Interval)) 
 	var raw string
 	var clientCPU float64
 	run, err := retryConnect(ctx, func() (*Run, error) {
-		r, out, cpu, err := d.client(ctx, p, args, live)
+		r, out, cpu, err := d.client(ctx, p, args, authOf(srv), live)
 		raw, clientCPU = out, cpu
 		return r, err
 	}, func(err error) bool { return strings.Contains(err.Error(), "connect failed") })
@@ -124,8 +124,8 @@ func (d *Iperf2) Run(ctx context.Context, p Params, live func(result.Interval)) 
 	return run, nil
 }
 
-func (d *Iperf2) client(ctx context.Context, p Params, args []string, live func(result.Interval)) (*Run, string, float64, error) {
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+func (d *Iperf2) client(ctx context.Context, p Params, args []string, auth clientAuth, live func(result.Interval)) (*Run, string, float64, error) {
+	cmd := auth.command(ctx, args)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()

@@ -114,7 +114,7 @@ func (d *Iperf3) Run(ctx context.Context, p Params, live func(result.Interval)) 
 	args := d.clientArgs(p)
 	var raw string
 	run, err := retryConnect(ctx, func() (*Run, error) {
-		r, out, err := d.client(ctx, p, args, live)
+		r, out, err := d.client(ctx, p, args, authOf(srv), live)
 		raw = out
 		return r, err
 	}, func(err error) bool { return strings.Contains(err.Error(), "unable to connect") })
@@ -133,8 +133,8 @@ func (d *Iperf3) Run(ctx context.Context, p Params, live func(result.Interval)) 
 }
 
 // client runs the client once, with telemetry beside it.
-func (d *Iperf3) client(ctx context.Context, p Params, args []string, live func(result.Interval)) (*Run, string, error) {
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+func (d *Iperf3) client(ctx context.Context, p Params, args []string, auth clientAuth, live func(result.Interval)) (*Run, string, error) {
+	cmd := auth.command(ctx, args)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
