@@ -130,8 +130,9 @@ func TestServeEveryAddress(t *testing.T) {
 	<-code
 }
 
-// TestBenchJSON checks the names DESIGN.md's linerate.bench/v1 contract
-// fixes, on a real run, and --json-stream's events.
+// TestBenchJSON checks the names the linerate.bench/v1 contract fixes
+// (docs/architecture.md, "JSON documents"), on a real run, and
+// --json-stream's events.
 func TestBenchJSON(t *testing.T) {
 	tok := tokenFile(t, 0o600)
 	port := freePort(t)

@@ -13,7 +13,7 @@ import (
 	"github.com/linerate/linerate/internal/result"
 )
 
-// CampaignSchema names the JSON document of a campaign (DESIGN.md).
+// CampaignSchema names the JSON document of a campaign (docs/architecture.md).
 const CampaignSchema = "linerate.campaign/v1"
 
 // Run is one run: the linerate.bench/v1 document as the engine writes it,

@@ -44,10 +44,39 @@ func (z *sendfileSender) loop(s *Stream, stop *atomic.Bool) error {
 	return nil
 }
 
-// zcRing is how many blocks a MSG_ZEROCOPY stream may have in flight: 16
-// × 512 KiB = 8 MiB, twice the kernel's default tcp_wmem maximum, so the
-// ring never stalls a socket whose buffer could take more.
-const zcRing = 16
+// The ring of a MSG_ZEROCOPY stream: blocks of sendSize it may have in
+// flight, the kernel holding each until it reports it sent. A socket
+// whose buffer holds more than the ring stalls on the ring, not on the
+// network, so the ring is sized from the socket's send buffer when the
+// stream starts: SO_SNDBUF, which is exact when the test set a window
+// (-w; Linux reports twice what was asked) and the initial size under
+// autotuning (which then grows up to tcp_wmem's maximum, 4 MiB by
+// default). At least zcMinRing blocks (16 × 128 KiB = 2 MiB), at most
+// zcMaxRing (32 MiB); a power of two, so that a block's index follows
+// the kernel's 32-bit notification ids across their wrap.
+const (
+	zcMinRing = 16
+	zcMaxRing = 256
+)
+
+// zcRingFor returns the ring size for socket fd.
+func zcRingFor(fd int) int {
+	snd, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
+	if err != nil {
+		return zcMinRing
+	}
+	return ringBlocks(snd)
+}
+
+// ringBlocks is the power of two of blocks that holds bufBytes, within
+// [zcMinRing, zcMaxRing].
+func ringBlocks(bufBytes int) int {
+	n := zcMinRing
+	for n < zcMaxRing && n*sendSize < bufBytes {
+		n *= 2
+	}
+	return n
+}
 
 // msgZCSender sends with MSG_ZEROCOPY from a ring of blocks in memory of
 // its own (mmap, out of the Go heap), reusing a block only after the
@@ -55,12 +84,13 @@ const zcRing = 16
 type msgZCSender struct{}
 
 func (msgZCSender) loop(s *Stream, stop *atomic.Bool) error {
-	mem, err := unix.Mmap(-1, 0, zcRing*sendSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	ring := zcRingFor(s.FD)
+	mem, err := unix.Mmap(-1, 0, ring*sendSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return fmt.Errorf("stream %d: mapping zero-copy buffers: %w", s.ID, err)
 	}
 	fillPattern(mem)
-	z := &zcState{s: s}
+	z := &zcState{s: s, busy: make([]bool, ring)}
 	err = z.sendAll(mem, stop)
 	// The kernel may still read blocks in flight: wait for them before
 	// the memory goes (a bounded wait; if the peer vanished, the pages
@@ -72,18 +102,21 @@ func (msgZCSender) loop(s *Stream, stop *atomic.Bool) error {
 }
 
 // zcState tracks MSG_ZEROCOPY sends by the kernel's notification ids: the
-// nth send that moved data has id n-1 (mod 2^32), and uses block id % zcRing.
+// nth send that moved data has id n-1 (mod 2^32), and uses block id %
+// len(busy).
 type zcState struct {
 	s       *Stream
-	next    uint32       // id of the next send
-	busy    [zcRing]bool // block still referenced by the kernel
+	next    uint32 // id of the next send
+	busy    []bool // block still referenced by the kernel; a power of two of them
 	pending int
 	oob     [256]byte
 }
 
+func (z *zcState) slot(id uint32) uint32 { return id % uint32(len(z.busy)) }
+
 func (z *zcState) sendAll(mem []byte, stop *atomic.Bool) error {
 	for !stop.Load() {
-		slot := z.next % zcRing
+		slot := z.slot(z.next)
 		for z.busy[slot] {
 			if err := z.wait(); err != nil {
 				return err
@@ -159,8 +192,8 @@ func (z *zcState) complete(oob []byte) error {
 		}
 		n := ee.Data - ee.Info + 1 // ids Info..Data, inclusive (mod 2^32)
 		for id := ee.Info; id != ee.Data+1; id++ {
-			if z.busy[id%zcRing] {
-				z.busy[id%zcRing] = false
+			if z.busy[z.slot(id)] {
+				z.busy[z.slot(id)] = false
 				z.pending--
 			}
 		}

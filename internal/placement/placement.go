@@ -1,6 +1,6 @@
 // Package placement decides where a NIC's IRQs and its application run.
 // The rule is ours (no prior tool places IRQs by L3 domain and the
-// application's CPUs; see the research notes): a NIC's IRQs go to CPUs of
+// application's CPUs; docs/architecture.md): a NIC's IRQs go to CPUs of
 // its NUMA node, inside the L3 domain the application runs in, but never on
 // the application's own CPUs. Seed 000: the application on CPU 6 (L3 domain
 // 6-11), IRQs on 7-11, gave a steady 98.5 Gbit/s where irqbalance's spread

@@ -6,7 +6,7 @@ import (
 )
 
 // Dataset is everything a report is built from, in the shapes of the JSON
-// contracts (DESIGN.md): doctor reports of the hosts involved, bench runs,
+// contracts (docs/architecture.md): doctor reports of the hosts involved, bench runs,
 // campaigns, perftest results, tune journals and the tools used. Every
 // part is optional; a section without data is left out with a one-line note.
 type Dataset struct {

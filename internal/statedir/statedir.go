@@ -1,7 +1,7 @@
 // Package statedir says where linerate keeps state that must outlive one
 // command: lab records, tune journals, the result database.
 //
-// Decision (DESIGN.md is silent): $LINERATE_STATE_DIR wins; otherwise root
+// Decision (docs/architecture.md, "State"): $LINERATE_STATE_DIR wins; otherwise root
 // uses /var/lib/linerate (journals must survive a reboot to be reverted),
 // and other users $XDG_STATE_HOME/linerate (~/.local/state/linerate).
 package statedir
