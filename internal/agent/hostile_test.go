@@ -120,12 +120,13 @@ func junk(addr string, i int) {
 }
 
 // TestHostileNeighbour is issue 13's scenario: in capped-10g, with the
-// agent in host b, runs of a legitimate client in host a alternate with
-// runs made while the hostile neighbour works from host a too. Every
-// attacked run must complete, at 90% or more of the clean runs around it
-// (the median of the ratios: the machine has two CPUs and is shared); the
-// agent's peak RSS stays under 100 MB and it logs under 100 lines for each
-// attack, summaries included.
+// agent in host b, five runs of a legitimate client in host a alternate
+// with clean runs, each made while the hostile neighbour works from host a
+// too. Every attacked run must complete, the median of their ratios to the
+// clean runs around them at 90% or more (the machine has two CPUs and is
+// shared: like is compared with like, one moment apart); the agent's peak
+// RSS stays under 100 MB and it logs under 100 lines for each attack,
+// summaries included.
 func TestHostileNeighbour(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: unit tests only, no lab")
@@ -168,7 +169,7 @@ func TestHostileNeighbour(t *testing.T) {
 	var clean, ratios []float64
 	var episodes [][2]time.Time
 	clean = append(clean, labClient(t, name, addr, secs))
-	for range 3 {
+	for range 5 {
 		stop, start := startHostile(t, name, addr)
 		attacked := labClient(t, name, addr, secs)
 		end := stop()
@@ -184,9 +185,13 @@ func TestHostileNeighbour(t *testing.T) {
 		t.Errorf("attacked runs made a median %.0f%% of the clean runs around them (%v), want at least 90%%", 100*m, ratios)
 	}
 	hwm := vmHWM(t, srv.Process.Pid)
-	t.Logf("agent peak RSS %.1f MB", float64(hwm)/(1<<20))
-	if hwm >= 100<<20 {
-		t.Errorf("agent peak RSS %d MB, want under 100", hwm>>20)
+	limit := int64(100 << 20)
+	if raceEnabled {
+		limit *= 10 // the agent is this test binary, built with -race
+	}
+	t.Logf("agent peak RSS %.1f MB (race detector: %v)", float64(hwm)/(1<<20), raceEnabled)
+	if hwm >= limit {
+		t.Errorf("agent peak RSS %d MB, want under %d", hwm>>20, limit>>20)
 	}
 	// Each attack's summaries come within a log window (10 s) of its end.
 	time.Sleep(11 * time.Second)
