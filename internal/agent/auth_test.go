@@ -461,3 +461,35 @@ func fuzzClient(challenge, welcome []byte) error {
 	_, _, err := clientHandshake(newConn(a), testToken)
 	return err
 }
+
+// TestReadTokenFile: a token file must be a small regular file only its
+// owner can read, holding a strong token.
+func TestReadTokenFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, b []byte, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(p, mode)
+		return p
+	}
+	tests := []struct {
+		path string
+		want string
+	}{
+		{dir, "not a regular file"},
+		{write("open", testToken, 0o644), "chmod 600"},
+		{write("big", bytes.Repeat(testToken, 100), 0o600), "larger than 4096 bytes"},
+		{write("weak", []byte("0123456789abcdef0123456789abcdef\n"), 0o600), "weak token"},
+		{filepath.Join(dir, "missing"), "no such file"},
+	}
+	for _, tt := range tests {
+		if _, err := ReadTokenFile(tt.path); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want %q", tt.path, err, tt.want)
+		}
+	}
+	if tok, err := ReadTokenFile(write("good", append(testToken, '\n'), 0o600)); err != nil || !bytes.Equal(tok, testToken) {
+		t.Errorf("a good token file: %q, %v", tok, err)
+	}
+}
