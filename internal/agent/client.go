@@ -37,6 +37,7 @@ type client struct {
 	peer result.HostInfo
 	res  *result.Result
 	side *engine.Side
+	mine []engine.Sample // this end's samples, one per interval
 	keys sessionKeys
 }
 
@@ -231,6 +232,7 @@ func (c *client) intervals(ctx context.Context, rd *reader) error {
 			wait = endGrace
 		}
 		iv := c.merge(cs, rd.await(cs.Index, wait))
+		c.mine = append(c.mine, cs)
 		c.res.Intervals = append(c.res.Intervals, iv)
 		c.emit(result.Event{Event: "interval", Data: &c.res.Intervals[len(c.res.Intervals)-1]})
 	}
@@ -254,15 +256,37 @@ func (c *client) end(rd *reader) (*result.Result, error) {
 	case <-time.After(endGrace):
 		return nil, errors.New("the agent sent no totals within 10 s of the end")
 	}
+	c.lateSamples(rd)
 	c.res.End = c.totals(em)
 	c.emit(result.Event{Event: "end", Data: &c.res.End})
 	return c.res, nil
 }
 
+// lateSamples merges the agent's samples that came after the client had
+// moved on from their interval (a busy host answers late): the live
+// output went without them, the result does not.
+func (c *client) lateSamples(rd *reader) {
+drain:
+	for {
+		select {
+		case s := <-rd.ivc:
+			rd.late[s.Index] = s
+		default:
+			break drain
+		}
+	}
+	for k, s := range rd.late {
+		if k < len(c.res.Intervals) && k < len(c.mine) && c.res.Intervals[k].CPUTotal.Server == nil {
+			c.res.Intervals[k] = c.merge(c.mine[k], s)
+		}
+	}
+}
+
 // reader reads the agent's messages during a test.
 type reader struct {
 	c       *conn
-	samples map[int]*engine.Sample
+	samples map[int]*engine.Sample // arrived before the client sampled their interval
+	late    map[int]*engine.Sample // arrived after
 	ivc     chan *engine.Sample
 	endc    chan *endMsg
 	errc    chan error
@@ -270,7 +294,7 @@ type reader struct {
 }
 
 func newReader(c *conn, p engine.Params) *reader {
-	r := &reader{c: c, samples: map[int]*engine.Sample{}, ivc: make(chan *engine.Sample, 64),
+	r := &reader{c: c, samples: map[int]*engine.Sample{}, late: map[int]*engine.Sample{}, ivc: make(chan *engine.Sample, 64),
 		endc: make(chan *endMsg, 1), errc: make(chan error, 1), n: p.Connections()}
 	limit := p.Omit + p.Duration + 2*endGrace + setupTimeout
 	go r.loop(time.Now().Add(limit))
@@ -317,6 +341,8 @@ func (r *reader) await(k int, d time.Duration) *engine.Sample {
 		case s := <-r.ivc:
 			if s.Index >= k {
 				r.samples[s.Index] = s
+			} else {
+				r.late[s.Index] = s
 			}
 		case <-t.C:
 			return nil

@@ -264,3 +264,20 @@ func TestOptions(t *testing.T) {
 		})
 	}
 }
+
+// TestLateAgentSamples: an agent sample that arrives after the client
+// moved on from its interval still lands in the result.
+func TestLateAgentSamples(t *testing.T) {
+	c := &client{p: engine.Params{Streams: 1, Direction: result.Send}, res: &result.Result{}}
+	mine := engine.Sample{Index: 0, Start: 0, End: 1, Streams: []engine.StreamSample{{ID: 1, Bytes: 100}}}
+	c.mine = []engine.Sample{mine}
+	c.res.Intervals = []result.Interval{c.merge(mine, nil)}
+	rd := &reader{late: map[int]*engine.Sample{}, ivc: make(chan *engine.Sample, 4)}
+	rd.ivc <- &engine.Sample{Index: 0, CPU: map[string]result.CPUSample{"3": {Busy: 50}}, Total: result.CPUSample{Busy: 25},
+		Streams: []engine.StreamSample{{ID: 1, Bytes: 99}}}
+	c.lateSamples(rd)
+	iv := c.res.Intervals[0]
+	if iv.CPUTotal.Server == nil || iv.CPU.Server["3"].Busy != 50 || iv.Streams[0].Bytes != 100 {
+		t.Errorf("the late sample was not merged: %+v", iv)
+	}
+}
