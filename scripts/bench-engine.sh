@@ -6,7 +6,7 @@
 # 1. In a lab (two network namespaces and a veth; made and removed here):
 #    capped-10g, one 10 s run of each back to back; healthy, medians of
 #    interleaved single-stream pairs, plain and zero-copy, with the CPU time
-#    of both ends' processes (internal/engine/cmd/benchengine).
+#    of both ends' processes (cmd/benchengine).
 # 2. The hot loop on loopback: the Go benchmark BenchmarkStream/copy (one
 #    stream, sender on the first CPU, receiver on the last) against iperf3
 #    -A with the same CPUs, interleaved, medians of 9.
@@ -28,7 +28,7 @@ go test -c -o "$work/engine.test" ./internal/engine
 
 echo "machine: $(nproc) CPUs, kernel $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(iperf3 --version | head -1)"
 echo
-go run ./internal/engine/cmd/benchengine -linerate "$work/linerate" "$@"
+go run ./cmd/benchengine -linerate "$work/linerate" "$@"
 echo
 
 first=$(cut -d- -f1 /sys/devices/system/cpu/online | cut -d, -f1)

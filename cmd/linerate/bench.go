@@ -15,8 +15,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/bench"
 	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
 )
 
@@ -77,7 +79,7 @@ intervals and telemetry, in the results database (--db, default
 ` + store.DefaultPath() + `): 'linerate history', 'linerate compare' and
 'linerate report' read it. --no-store keeps nothing.
 
-The token comes from --token-file or $` + engine.TokenEnv + `. Without -A, the native
+The token comes from --token-file or $` + agent.TokenEnv + `. Without -A, the native
 engine picks the CPUs (local to the NIC, off the CPUs serving its
 interrupts) and says which. Results go to stdout, diagnostics to stderr.
 Exit status: 0 it ran, 2 it could not.`,
@@ -100,14 +102,14 @@ Exit status: 0 it ran, 2 it could not.`,
 	fl.BoolVar(&f.bidir, "bidir", false, "send both ways at once")
 	fl.StringVarP(&f.window, "window", "w", "", "socket buffers (SO_SNDBUF/SO_RCVBUF) on both ends, e.g. 4M; default autotuning")
 	fl.StringVarP(&f.zerocopy, "zerocopy", "Z", "", "send without copying: sendfile (the default) or msg_zerocopy (native engine)")
-	fl.Lookup("zerocopy").NoOptDefVal = string(engine.Sendfile)
+	fl.Lookup("zerocopy").NoOptDefVal = string(result.Sendfile)
 	fl.StringVarP(&f.congestion, "congestion", "C", "", "TCP congestion control, e.g. bbr or cubic (native engine)")
 	fl.StringVar(&f.fqRate, "fq-rate", "", "pace each stream (SO_MAX_PACING_RATE, needs the fq qdisc), bits/s: 10G, 500M (native engine)")
 	fl.BoolVarP(&f.json, "json", "J", false, "print the linerate.bench/v1 document of a run, or the linerate.campaign/v1 document of a campaign")
 	fl.BoolVar(&f.jsonStream, "json-stream", false, `print one JSON object per event as it happens ({"event": …, "data": …}; one native run)`)
 	fl.BoolVarP(&f.verbose, "verbose", "V", false, "a line per stream too, and the agent's log")
-	fl.StringVar(&f.tokenFile, "token-file", "", "read the agent's token from this file (mode 600); default $"+engine.TokenEnv)
-	fl.IntVarP(&f.port, "port", "p", engine.DefaultPort, "the agent's port, unless PEER names one")
+	fl.StringVar(&f.tokenFile, "token-file", "", "read the agent's token from this file (mode 600); default $"+agent.TokenEnv)
+	fl.IntVarP(&f.port, "port", "p", agent.DefaultPort, "the agent's port, unless PEER names one")
 	fl.StringVar(&f.engine, "engine", "native", "what moves the bytes: "+strings.Join(bench.Engines, ", "))
 	fl.IntVar(&f.repeat, "repeat", 1, "run each point N times (interleaved round by round)")
 	fl.StringVar(&f.sweep, "sweep-streams", "", "stream counts to sweep, e.g. 1,2,4,8,16 (instead of -P)")
@@ -206,9 +208,9 @@ func runOne(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFlags, t
 	if n, ok := target.Driver.(*bench.Native); ok {
 		switch {
 		case f.jsonStream:
-			n.Base.Progress = engine.JSONStreamProgress(env.stdout)
+			n.Base.Progress = bench.JSONStreamProgress(env.stdout)
 		case !f.json:
-			n.Base.Progress = engine.TextProgress(env.stdout, f.verbose)
+			n.Base.Progress = bench.TextProgress(env.stdout, f.verbose)
 		}
 	} else if !f.json {
 		c.Progress = bench.NewProgress(env.stdout, false)
@@ -216,7 +218,7 @@ func runOne(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFlags, t
 	_, outs, err := c.Run(ctx)
 	if err != nil {
 		if f.jsonStream {
-			_ = json.NewEncoder(env.stdout).Encode(engine.Event{Event: "error", Data: err.Error()})
+			_ = json.NewEncoder(env.stdout).Encode(result.Event{Event: "error", Data: err.Error()})
 		}
 		return err
 	}
@@ -238,7 +240,7 @@ func runOne(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFlags, t
 }
 
 // spec turns the flags into the campaign to run.
-func (f benchFlags) spec(peer string, cfg engine.Config) (bench.Spec, error) {
+func (f benchFlags) spec(peer string, cfg agent.Config) (bench.Spec, error) {
 	if f.repeat < 1 || f.repeat > 10000 {
 		return bench.Spec{}, fmt.Errorf("--repeat %d: must be 1 to 10000", f.repeat)
 	}
@@ -271,7 +273,7 @@ func (f benchFlags) spec(peer string, cfg engine.Config) (bench.Spec, error) {
 
 // checkEngine refuses flags the chosen engine cannot honour, before
 // anything runs.
-func (f benchFlags) checkEngine(cfg engine.Config) error {
+func (f benchFlags) checkEngine(cfg agent.Config) error {
 	if !slices.Contains(bench.Engines, f.engine) {
 		return fmt.Errorf("--engine %q: choose one of %s", f.engine, strings.Join(bench.Engines, ", "))
 	}
@@ -298,28 +300,28 @@ func encodeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// config turns the flags into an engine.Config (without peer and token).
-func (f benchFlags) config() (engine.Config, error) {
-	cfg := engine.Config{Streams: f.streams, Duration: time.Duration(f.duration), Omit: time.Duration(f.omit),
-		Interval: time.Duration(f.interval), Direction: engine.Send, Congestion: f.congestion}
+// config turns the flags into an agent.Config (without peer and token).
+func (f benchFlags) config() (agent.Config, error) {
+	cfg := agent.Config{Streams: f.streams, Duration: time.Duration(f.duration), Omit: time.Duration(f.omit),
+		Interval: time.Duration(f.interval), Direction: result.Send, Congestion: f.congestion}
 	switch {
 	case f.reverse && f.bidir:
 		return cfg, errors.New("--reverse and --bidir: pick one")
 	case f.reverse:
-		cfg.Direction = engine.Receive
+		cfg.Direction = result.Receive
 	case f.bidir:
-		cfg.Direction = engine.Bidir
+		cfg.Direction = result.Bidir
 	}
 	if f.streams < 1 || f.streams > engine.MaxStreams {
 		return cfg, fmt.Errorf("-P %d: must be 1 to %d", f.streams, engine.MaxStreams)
 	}
 	var err error
 	if f.affinity != "" {
-		if cfg.ClientCPUs, cfg.ServerCPUs, err = engine.ParseAffinity(f.affinity); err != nil {
+		if cfg.ClientCPUs, cfg.ServerCPUs, err = bench.ParseAffinity(f.affinity); err != nil {
 			return cfg, err
 		}
 	}
-	if cfg.ZeroCopy, err = engine.ParseZeroCopy(f.zerocopy); err != nil {
+	if cfg.ZeroCopy, err = result.ParseZeroCopy(f.zerocopy); err != nil {
 		return cfg, fmt.Errorf("--zerocopy: %w", err)
 	}
 	if f.window != "" {
@@ -342,12 +344,12 @@ func (f benchFlags) config() (engine.Config, error) {
 // benchToken reads the token from the file, or from $LINERATE_TOKEN.
 func benchToken(file string) ([]byte, error) {
 	if file != "" {
-		return engine.ReadTokenFile(file)
+		return agent.ReadTokenFile(file)
 	}
-	if v, ok := os.LookupEnv(engine.TokenEnv); ok {
-		return engine.CheckToken([]byte(v))
+	if v, ok := os.LookupEnv(agent.TokenEnv); ok {
+		return agent.CheckToken([]byte(v))
 	}
-	return nil, fmt.Errorf("no token: pass --token-file FILE or set %s (the agent printed its token when it started)", engine.TokenEnv)
+	return nil, fmt.Errorf("no token: pass --token-file FILE or set %s (the agent printed its token when it started)", agent.TokenEnv)
 }
 
 // parseSize reads a number with an optional K, M, G or T multiplier.

@@ -8,14 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/store"
 )
@@ -73,20 +72,27 @@ func serveOnce(t *testing.T, args ...string) (*lockedBuffer, <-chan int) {
 	return out, code
 }
 
-// TestServeTokenToBench starts an agent without --token-file and runs a
-// client with the token it printed, as a user would.
-func TestServeTokenToBench(t *testing.T) {
+// testToken is a token of 256 random bits, as 'serve --new-token-file'
+// makes them.
+const testToken = "3e9a07c15fd28b64a0e1c7f39b5d2806e4a1c9f07b3d58e2a6f01c4b97d3e825"
+
+// TestServeNewTokenToBench makes a token with --new-token-file and runs
+// a client with it against an agent using it, as a user would.
+func TestServeNewTokenToBench(t *testing.T) {
+	tok := filepath.Join(t.TempDir(), "token")
+	out, stderr, c := runCLI(t, "serve", "--new-token-file", tok)
+	if c != 0 || !strings.Contains(out, "Wrote a new token") {
+		t.Fatalf("serve --new-token-file: exit %d: %s %s", c, out, stderr)
+	}
+	if fi, err := os.Stat(tok); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("token file: %v, mode %v", err, fi.Mode())
+	}
+	if _, stderr, c := runCLI(t, "serve", "--new-token-file", tok); c != 2 || !strings.Contains(stderr, "does not overwrite") {
+		t.Errorf("a second --new-token-file: exit %d: %s", c, stderr)
+	}
 	port := freePort(t)
-	out, code := serveOnce(t, "--port", port)
-	m := regexp.MustCompile(`(?m)^\s+([0-9a-f]{64})$`).FindStringSubmatch(out.String())
-	if m == nil {
-		t.Fatalf("serve printed no token: %q", out.String())
-	}
-	if !strings.Contains(out.String(), "LINERATE_TOKEN="+m[1]) {
-		t.Errorf("serve does not say how to pass the token: %q", out.String())
-	}
-	t.Setenv("LINERATE_TOKEN", m[1])
-	stdout, stderr, c := runCLI(t, "bench", "127.0.0.1", "-p", port, "-t", "1", "-i", "0.5", "-V")
+	_, code := serveOnce(t, "--port", port, "--token-file", tok)
+	stdout, stderr, c := runCLI(t, "bench", "127.0.0.1", "-p", port, "-t", "1", "-i", "0.5", "-V", "--token-file", tok, "--no-store")
 	if c != 0 {
 		t.Fatalf("bench: exit %d: %s", c, stderr)
 	}
@@ -100,8 +106,33 @@ func TestServeTokenToBench(t *testing.T) {
 	}
 }
 
-// TestBenchJSON checks the names DESIGN.md's linerate.bench/v1 contract
-// fixes, on a real run, and --json-stream's events.
+// TestServeEveryAddress: --bind 0.0.0.0 is accepted, and said loudly.
+func TestServeEveryAddress(t *testing.T) {
+	tok := tokenFile(t, 0o600)
+	port := freePort(t)
+	out, errb := &lockedBuffer{}, &lockedBuffer{}
+	code := make(chan int, 1)
+	go func() {
+		code <- run([]string{"serve", "--once", "--bind", "0.0.0.0", "--port", port, "--token-file", tok}, strings.NewReader(""), out, errb)
+	}()
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(out.String(), "Listening on 0.0.0.0:"+port); {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not listen: %q %q", out.String(), errb.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(errb.String(), "listening on every address of this host (--bind 0.0.0.0)") {
+		t.Errorf("serve on every address did not say so: %q", errb.String())
+	}
+	if _, stderr, c := runCLI(t, "bench", "127.0.0.1", "-p", port, "-t", "0.5", "-i", "0.25", "--token-file", tok, "--no-store"); c != 0 {
+		t.Errorf("bench: exit %d: %s", c, stderr)
+	}
+	<-code
+}
+
+// TestBenchJSON checks the names the linerate.bench/v1 contract fixes
+// (docs/architecture.md, "JSON documents"), on a real run, and
+// --json-stream's events.
 func TestBenchJSON(t *testing.T) {
 	tok := tokenFile(t, 0o600)
 	port := freePort(t)
@@ -192,7 +223,7 @@ func lookup(v any, path string) (any, bool) {
 func tokenFile(t *testing.T, mode os.FileMode) string {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(f, []byte("0123456789abcdef0123456789abcdef\n"), mode); err != nil {
+	if err := os.WriteFile(f, []byte(testToken+"\n"), mode); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(f, mode); err != nil {
@@ -203,14 +234,24 @@ func tokenFile(t *testing.T, mode os.FileMode) string {
 
 func TestServeAndBenchRefuse(t *testing.T) {
 	open := tokenFile(t, 0o644)
+	strong := tokenFile(t, 0o600)
+	weak := filepath.Join(t.TempDir(), "weak")
+	if err := os.WriteFile(weak, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("LINERATE_TOKEN", "")
 	os.Unsetenv("LINERATE_TOKEN")
 	tests := []struct {
 		args []string
 		want string
 	}{
-		{[]string{"serve", "--token-file", open}, "chmod 600"},
-		{[]string{"serve", "--port", "70000"}, "--port 70000"},
+		{[]string{"serve", "--bind", "127.0.0.1", "--token-file", open}, "chmod 600"},
+		{[]string{"serve", "--bind", "127.0.0.1", "--port", "70000"}, "--port 70000"},
+		{[]string{"serve", "--token-file", strong}, "serve needs --bind ADDR"},
+		{[]string{"serve", "--bind", "localhost", "--token-file", strong}, "not an IP address"},
+		{[]string{"serve", "--bind", "127.0.0.1"}, "serve needs --token-file FILE: make one with 'linerate serve --new-token-file FILE'"},
+		{[]string{"serve", "--bind", "127.0.0.1", "--token-file", weak}, "weak token"},
+		{[]string{"bench", "127.0.0.1", "--token-file", weak}, "linerate serve --new-token-file"},
 		{[]string{"bench", "127.0.0.1", "--token-file", open}, "chmod 600"},
 		{[]string{"bench", "127.0.0.1"}, "no token"},
 		{[]string{"bench", "127.0.0.1", "-P", "129"}, "-P 129"},
@@ -233,6 +274,10 @@ func TestServeAndBenchRefuse(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tt.args, code, stderr, tt.want)
 		}
 	}
+	t.Setenv("LINERATE_TOKEN", "sixteen-chars-ok")
+	if _, stderr, code := runCLI(t, "bench", "127.0.0.1"); code != 2 || !strings.Contains(stderr, "weak token") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+		t.Errorf("bench with a weak $LINERATE_TOKEN: exit %d, %q; want 2 and one line", code, stderr)
+	}
 }
 
 func TestBenchFlagParsers(t *testing.T) {
@@ -254,7 +299,7 @@ func TestBenchFlagParsers(t *testing.T) {
 		"h": "h:5301", "h:1": "h:1", "10.0.0.1": "10.0.0.1:5301", "fe80::1": "[fe80::1]:5301",
 		"[fe80::1]": "[fe80::1]:5301", "[fe80::1]:7": "[fe80::1]:7",
 	} {
-		if got := engine.WithPort(in, 5301); got != want {
+		if got := agent.WithPort(in, 5301); got != want {
 			t.Errorf("WithPort(%q) = %q, want %q", in, got, want)
 		}
 	}
@@ -326,7 +371,7 @@ func TestBenchLab(t *testing.T) {
 func TestBenchThroughAgent(t *testing.T) {
 	bin, db := campaignLab(t, "t-agent")
 	tok := filepath.Join(filepath.Dir(db), "token")
-	if err := os.WriteFile(tok, []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
+	if err := os.WriteFile(tok, []byte(testToken), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	agent := exec.Command(bin, "serve", "--bind", lab.AddrB, "--token-file", tok)

@@ -38,7 +38,7 @@ func doctorSchema(t *testing.T) *jsonschema.Schema {
 }
 
 // TestDoctorJSONSchema validates doctor --json on every test host, the
-// captured VM and this machine against the names DESIGN.md fixes.
+// captured VM and this machine against docs/schema/doctor-v1.schema.json.
 func TestDoctorJSONSchema(t *testing.T) {
 	sch := doctorSchema(t)
 	roots := []string{"", vmSnapshot}

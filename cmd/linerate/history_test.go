@@ -215,7 +215,7 @@ func TestCampaignKilled(t *testing.T) {
 func TestBusyAgent(t *testing.T) {
 	bin, db := campaignLab(t, "t-busy")
 	tok := filepath.Join(filepath.Dir(db), "token")
-	if err := os.WriteFile(tok, []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
+	if err := os.WriteFile(tok, []byte(testToken), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	agent := exec.Command(bin, "serve", "--bind", lab.AddrB, "--token-file", tok)

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/osthread"
 )
@@ -138,7 +138,7 @@ func TestLabPrometheus(t *testing.T) {
 	labUp(t, name, "capped-10g")
 
 	dir := t.TempDir()
-	tok, err := engine.GenerateToken()
+	tok, err := agent.GenerateToken()
 	if err != nil {
 		t.Fatal(err)
 	}

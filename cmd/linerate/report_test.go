@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
 )
 
@@ -36,13 +36,13 @@ func reportDB(t *testing.T) string {
 		t.Fatal(err)
 	}
 	for i, gbps := range []float64{64.5, 83.7, 98.9, 97.25} {
-		host := engine.HostInfo{Hostname: "crow", Iface: "enp1s0f0np0"}
-		res := engine.Result{Schema: engine.Schema, Engine: "native",
-			Start: engine.Start{Peer: "192.168.88.3", Timestamp: time.Date(2025, 1, 18, 20, i, 0, 0, time.UTC), Streams: 1, DurationS: 10,
-				Direction: engine.Send, Client: host, Server: host},
-			Intervals: []engine.Interval{{End: 10, Sum: engine.Sum{BitsPerSecond: gbps * 1e9}}},
-			End: engine.End{Seconds: 10, SumSent: engine.Sum{BitsPerSecond: gbps * 1e9},
-				SumReceived: engine.Received{BitsPerSecond: gbps * 1e9}}}
+		host := result.HostInfo{Hostname: "crow", Iface: "enp1s0f0np0"}
+		res := result.Result{Schema: result.Schema, Engine: "native",
+			Start: result.Start{Peer: "192.168.88.3", Timestamp: time.Date(2025, 1, 18, 20, i, 0, 0, time.UTC), Streams: 1, DurationS: 10,
+				Direction: result.Send, Client: host, Server: host},
+			Intervals: []result.Interval{{End: 10, Sum: result.Sum{BitsPerSecond: gbps * 1e9}}},
+			End: result.End{Seconds: 10, SumSent: result.Sum{BitsPerSecond: gbps * 1e9},
+				SumReceived: result.Received{BitsPerSecond: gbps * 1e9}}}
 		r := &store.Run{StartedAt: res.Start.Timestamp, Label: "baseline", Engine: "native", Peer: "192.168.88.3", Streams: 1,
 			DurationS: 10, Gbps: gbps, SentGbps: gbps, ClientDoctor: doc, ServerDoctor: doc}
 		if i < 3 {

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/term"
 )
 
-// Exit codes (DESIGN.md): 0 fine, 1 the command worked and found something
+// Exit codes (docs/architecture.md): 0 fine, 1 the command worked and found something
 // at or above --fail-on, 2 usage or runtime error.
 const (
 	exitOK       = 0

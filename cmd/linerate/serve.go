@@ -5,121 +5,152 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/bench"
-	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/tune"
 )
 
 type serveFlags struct {
-	bind        string
-	port        int
-	tokenFile   string
-	once        bool
-	maxDuration time.Duration
-	metrics     metricsFlags
+	bind          string
+	port          int
+	tokenFile     string
+	newTokenFile  string
+	once          bool
+	maxDuration   time.Duration
+	allowPerftest bool
+	metrics       metricsFlags
 }
 
 func newServeCmd(env *cliEnv) *cobra.Command {
 	var f serveFlags
 	cmd := &cobra.Command{
-		Use:   "serve",
+		Use:   "serve --bind ADDR --token-file FILE",
 		Short: "Run the peer agent that 'linerate bench' measures against",
 		Long: `serve is the other end of 'linerate bench': it authenticates clients with a
 shared token (HMAC challenge-response both ways; the token never crosses the
-wire), runs their tests one at a time (others are told "busy"), and sends back
-per-interval telemetry of this host: per-CPU busy, irq and softirq load,
+wire, and every message after the handshake carries a MAC under a key of that
+session), runs their tests one at a time (others are told "busy"), and sends
+back per-interval telemetry of this host: per-CPU busy, irq and softirq load,
 NET_RX/NET_TX softirqs and the interrupts of the NIC under test.
 
-For 'linerate bench --engine iperf3|iperf2|perftest' it also starts the
-tool's server (iperf3 -s -1, iperf -s, ib_*_bw/ib_*_lat) for an
-authenticated client: from a fixed list, with bounded arguments (never a
-command line), on ports 1024 and up, iperf3's and iperf's bound to the
-address the client reached the agent on (perftest's servers take no bind
-address: they listen on every address for their setup exchange), pinned to
-the CPUs asked for, and stopped when the client stops, when the test's
-length and 30 s have passed, or when the agent dies; the agent samples this
-host beside it. It hands authenticated clients this host's doctor report
-(within 10 s), which bench stores with every run.
+It listens where you tell it and nowhere else: --bind is required. Give the
+address the clients reach this host on; --bind 0.0.0.0 (or ::) listens on every
+address, and serve says so. One TCP port, control and data alike (5301).
 
-It listens on one TCP port only, control and data alike: by default port 5301
-on every address of this host, because you asked for an agent by running
-serve; use --bind to listen on one address only. Logs, with the reason of
-every refusal, go to stderr.
+The token is a random key of at least 128 bits, in a file only its owner can
+read: make one with 'linerate serve --new-token-file FILE' (256 bits, mode 600;
+it never overwrites) and copy the file to the clients (--token-file there too).
+Shorter or made-up tokens are refused on both ends.
 
-Without --token-file it makes a token and prints it once. A token file must
-be readable by its owner only (chmod 600).`,
-		Example: `  linerate serve --token-file ~/.config/linerate/token
-  linerate serve --bind 192.168.15.102 --once
-  LINERATE_TOKEN=... linerate bench 192.168.15.102   # on the client`,
+Strangers are bounded: a connection has 3 s to authenticate, silent ones make
+room for clients that speak, and refusals are logged once per address and kind,
+then summarised every 10 s.
+
+For 'linerate bench --engine iperf3|iperf2' it also starts the tool's server
+for an authenticated client: from a fixed list, with bounded arguments (never
+a command line), on ports 1024 and up, bound to the address the client reached
+this agent on, pinned to the CPUs asked for, and stopped when the client stops,
+5 s after the test's length, or when the agent dies. iperf3's server requires
+RSA authentication with a user and password made for that one client; iperf's
+requires a permit key made for it (iperf sends it in clear). perftest servers
+(ib_*_bw, ib_*_lat) have no authentication at all and listen on every address:
+serve starts them only with --allow-perftest. The agent samples this host beside
+any tool, and hands authenticated clients this host's doctor report (within
+10 s), which bench stores with every run. Logs go to stderr.`,
+		Example: `  linerate serve --new-token-file ~/.config/linerate/token   # once; copy it to the clients
+  linerate serve --bind 192.168.15.102 --token-file ~/.config/linerate/token
+  linerate serve --bind 0.0.0.0 --token-file token --once
+  linerate bench 192.168.15.102 --token-file ~/.config/linerate/token   # on the client`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, env, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.bind, "bind", "", "listen on this address only (default: every address)")
-	fl.IntVarP(&f.port, "port", "p", engine.DefaultPort, "TCP port for control and data")
-	fl.StringVar(&f.tokenFile, "token-file", "", "read the shared token from this file (mode 600); default: make one and print it")
+	fl.StringVar(&f.bind, "bind", "", "listen on this address (required; 0.0.0.0 or :: for every address)")
+	fl.IntVarP(&f.port, "port", "p", agent.DefaultPort, "TCP port for control and data")
+	fl.StringVar(&f.tokenFile, "token-file", "", "read the shared token from this file (mode 600; required)")
+	fl.StringVar(&f.newTokenFile, "new-token-file", "", "write a new random token to this file (mode 600, never overwritten) and exit")
 	fl.BoolVar(&f.once, "once", false, "exit after one test")
-	fl.DurationVar(&f.maxDuration, "max-duration", engine.DefaultMaxDuration, "refuse tests longer than this")
+	fl.DurationVar(&f.maxDuration, "max-duration", agent.DefaultMaxDuration, "refuse tests longer than this")
+	fl.BoolVar(&f.allowPerftest, "allow-perftest", false, "start perftest servers for clients (they take no authentication)")
 	addMetricsFlags(fl, &f.metrics)
 	return cmd
 }
 
 func runServe(cmd *cobra.Command, env *cliEnv, f serveFlags) error {
+	if f.newTokenFile != "" {
+		if err := agent.WriteNewToken(f.newTokenFile); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "Wrote a new token (256 random bits) to %s, readable by you only.\n"+
+			"Copy it to the clients, then: linerate serve --bind ADDR --token-file %s\n", f.newTokenFile, f.newTokenFile)
+		return nil
+	}
 	if f.port < 1 || f.port > 65535 {
 		return fmt.Errorf("--port %d: must be 1 to 65535", f.port)
 	}
 	if f.maxDuration <= 0 {
 		return errors.New("--max-duration must be positive, e.g. 10m or 1h")
 	}
-	token, err := serveToken(env, f.tokenFile)
+	bind, err := serveBind(f.bind)
 	if err != nil {
 		return err
 	}
-	addr := net.JoinHostPort(f.bind, strconv.Itoa(f.port))
-	ln, err := net.Listen("tcp", addr)
+	if f.tokenFile == "" {
+		return errors.New("serve needs --token-file FILE: make one with 'linerate serve --new-token-file FILE' and copy it to the clients")
+	}
+	token, err := agent.ReadTokenFile(f.tokenFile)
+	if err != nil {
+		return err
+	}
+	addr := net.JoinHostPort(bind.String(), strconv.Itoa(f.port))
+	network := "tcp4" // 0.0.0.0 is every IPv4 address, not IPv6 too
+	if bind.Is6() {
+		network = "tcp" // :: is every address, both families
+	}
+	ln, err := net.Listen(network, addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w (is another agent running? pick another --port)", addr, err)
 	}
-	fmt.Fprintf(env.stdout, "%s%s (one test at a time; Ctrl-C stops)\n", engine.ListeningPrefix, ln.Addr())
+	if bind.IsUnspecified() {
+		fmt.Fprintf(env.stderr, "linerate: listening on every address of this host (--bind %s): any network that reaches it reaches the agent\n", bind)
+	}
+	fmt.Fprintf(env.stdout, "%s%s (one test at a time; Ctrl-C stops)\n", agent.ListeningPrefix, ln.Addr())
 	ctx, stop := interruptible(cmd)
 	defer stop()
 	if err := startMetrics(ctx, env, f.metrics); err != nil {
 		return err
 	}
-	srv := &engine.Server{Token: token, MaxDuration: f.maxDuration, Once: f.once,
+	srv := &agent.Server{Token: token, MaxDuration: f.maxDuration, Once: f.once,
 		Logger: slog.New(slog.NewTextHandler(env.stderr, nil)),
-		Tools:  bench.AgentTools{}, Doctor: bench.LiveDoctor, Annotate: annotateTune}
+		Tools:  bench.AgentTools{AllowPerftest: f.allowPerftest}, Doctor: bench.LiveDoctor, Annotate: annotateTune}
 	return srv.Serve(ctx, ln)
+}
+
+// serveBind reads --bind: an IP address of this host, or 0.0.0.0 / :: for
+// every address, said explicitly.
+func serveBind(s string) (netip.Addr, error) {
+	if s == "" {
+		return netip.Addr{}, errors.New("serve needs --bind ADDR: the address clients reach this host on (--bind 0.0.0.0 or :: listens on every address)")
+	}
+	a, err := netip.ParseAddr(strings.Trim(s, "[]"))
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("--bind %q: not an IP address (give one of this host's, or 0.0.0.0 for every address)", s)
+	}
+	return a, nil
 }
 
 // annotateTune names the tune journal in effect in this process's network
 // namespace, so that runs record which tuning they ran under.
-func annotateTune(h *engine.HostInfo) {
+func annotateTune(h *result.HostInfo) {
 	if ns, err := tune.CurrentNetNS(); err == nil {
 		h.TuneJournal = bench.ActiveTune(ns)
 	}
-}
-
-// serveToken reads the token file, or makes a token and shows it once.
-func serveToken(env *cliEnv, file string) ([]byte, error) {
-	if file != "" {
-		return engine.ReadTokenFile(file)
-	}
-	tok, err := engine.GenerateToken()
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(env.stdout, `No --token-file: this agent's token is
-
-    %s
-
-Give it to the client, e.g. '%s=%s linerate bench HOST', or put it in
-a file only you can read (chmod 600) and use --token-file on both ends.
-`, tok, engine.TokenEnv, tok)
-	return tok, nil
 }

@@ -5,52 +5,93 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/netip"
+	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
 )
 
 // AgentTools is the agent's ToolStarter (`linerate serve`): it starts the
 // tool servers bench's drivers ask for, from ToolServer's allowlist,
-// bound to the agent's own address and pinned as asked.
-type AgentTools struct{}
+// bound to the agent's own address, pinned as asked, with one-time
+// credentials (toolauth.go).
+type AgentTools struct {
+	// AllowPerftest lets clients start perftest servers, which have no
+	// authentication (serve --allow-perftest).
+	AllowPerftest bool
+}
 
 // minToolPort keeps agent-started tool servers off the privileged ports,
 // where the system's own services live.
 const minToolPort = 1024
 
-// StartTool decodes spec as a ToolServer and starts it listening on bind.
-func (AgentTools) StartTool(spec json.RawMessage, bind netip.Addr) (engine.ToolProc, []string, error) {
+// StartTool decodes the request's spec as a ToolServer and starts it
+// listening on the request's address, with credentials from its secret.
+func (a AgentTools) StartTool(req agent.ToolRequest) (agent.ToolProc, agent.ToolStart, error) {
 	var t ToolServer
-	if err := json.Unmarshal(spec, &t); err != nil {
-		return nil, nil, fmt.Errorf("tool server description: %w", err)
+	if err := json.Unmarshal(req.Spec, &t); err != nil {
+		return nil, agent.ToolStart{}, fmt.Errorf("tool server description: %w", err)
 	}
 	if t.Port != 0 && t.Port < minToolPort {
-		return nil, nil, fmt.Errorf("tool server port %d: the agent starts tools on ports %d to 65535 only", t.Port, minToolPort)
+		return nil, agent.ToolStart{}, fmt.Errorf("tool server port %d: the agent starts tools on ports %d to 65535 only", t.Port, minToolPort)
 	}
-	// Whatever the client wrote, the tool listens where the agent does:
-	// the agent never opens a port on an address it was not asked to.
+	if slices.Contains(perftestTools, t.Tool) && !a.AllowPerftest {
+		return nil, agent.ToolStart{}, fmt.Errorf("this agent does not start %s: perftest servers take no authentication, so an agent starts them only when run with --allow-perftest", t.Tool)
+	}
+	// Whatever the client wrote, the tool listens where the agent was
+	// reached: the agent never opens a port on an address it was not
+	// asked to.
 	t.Bind = ""
-	if bind.IsValid() && !bind.IsUnspecified() {
-		t.Bind = bind.Unmap().String()
+	if req.Bind.IsValid() && !req.Bind.IsUnspecified() {
+		t.Bind = req.Bind.Unmap().String()
 	}
 	argv, err := t.Argv()
 	if err != nil {
-		return nil, nil, err
+		return nil, agent.ToolStart{}, err
 	}
 	if _, err := exec.LookPath(argv[0]); err != nil {
-		return nil, nil, fmt.Errorf("%s is not installed on the agent's host", argv[0])
+		return nil, agent.ToolStart{}, fmt.Errorf("%s is not installed on the agent's host", argv[0])
 	}
+	creds, err := credsFrom(req.Secret)
+	if err != nil {
+		return nil, agent.ToolStart{}, err
+	}
+	extra, auth, dir, err := serverAuth(t.Tool, creds)
+	if err != nil {
+		return nil, agent.ToolStart{}, err
+	}
+	t.extra = extra
 	p, err := StartToolServer(t)
 	if err != nil {
-		return nil, nil, err
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
+		return nil, agent.ToolStart{}, err
 	}
-	return p, argv, nil
+	argv, _ = t.Argv()
+	return authedProc{p, dir}, agent.ToolStart{Argv: argv, Auth: auth}, nil
+}
+
+// authedProc is a tool server with its credential files, removed when it
+// stops.
+type authedProc struct {
+	ServerProc
+	dir string
+}
+
+func (p authedProc) Stop() (float64, string, error) {
+	cpu, out, err := p.ServerProc.Stop()
+	if p.dir != "" {
+		os.RemoveAll(p.dir)
+	}
+	return cpu, out, err
 }
 
 // AgentHosts runs an external tool against a remote peer through its
@@ -66,9 +107,9 @@ type AgentHosts struct {
 	FS *hostfs.FS
 
 	once  sync.Once
-	me    engine.HostInfo
+	me    result.HostInfo
 	mu    sync.Mutex
-	agent engine.HostInfo
+	agent result.HostInfo
 }
 
 // Addr is the peer's address, as the tool's client dials it.
@@ -79,7 +120,7 @@ func (a *AgentHosts) Addr() string {
 	return a.Peer
 }
 
-func (a *AgentHosts) local() engine.HostInfo {
+func (a *AgentHosts) local() result.HostInfo {
 	a.once.Do(func() { a.me, _ = engine.LocalFacts(fsOr(a.FS), a.Addr()) })
 	return a.me
 }
@@ -94,7 +135,7 @@ func (a *AgentHosts) Iface() string { return a.local().Iface }
 func (a *AgentHosts) NICIRQs() []int { return a.local().NICIRQs }
 
 // Facts describes both ends: this host, and the agent's as it told.
-func (a *AgentHosts) Facts() (engine.HostInfo, engine.HostInfo) {
+func (a *AgentHosts) Facts() (result.HostInfo, result.HostInfo) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.local(), a.agent
@@ -107,20 +148,35 @@ func (a *AgentHosts) StartServer(ctx context.Context, t ToolServer, length time.
 	if err != nil {
 		return nil, nil, err
 	}
-	ts, err := engine.StartTool(ctx, engine.ToolConfig{Peer: a.Peer, Token: a.Token, Server: spec, Duration: length, Interval: a.Interval})
+	ts, err := agent.StartTool(ctx, agent.ToolConfig{Peer: a.Peer, Token: a.Token, Server: spec, Duration: length, Interval: a.Interval})
 	if err != nil {
+		return nil, nil, err
+	}
+	ca, err := clientAuthFor(t.Tool, ts.Secret(), ts.Auth())
+	if err != nil {
+		ts.Stop()
 		return nil, nil, err
 	}
 	a.mu.Lock()
 	a.agent = ts.Host()
 	a.mu.Unlock()
-	return agentServer{ts}, ts.Argv(), nil
+	return agentServer{ts, ca}, ts.Argv(), nil
 }
 
 // agentServer is a tool server the agent runs; it carries the agent's
-// samples of its host.
-type agentServer struct{ ts *engine.ToolSession }
+// samples of its host and the credentials its client needs.
+type agentServer struct {
+	ts *agent.ToolSession
+	ca clientAuth
+}
 
-func (s agentServer) Stop() (float64, string, error) { return s.ts.Stop() }
+func (s agentServer) Stop() (float64, string, error) {
+	if s.ca.dir != "" {
+		defer os.RemoveAll(s.ca.dir)
+	}
+	return s.ts.Stop()
+}
+
+func (s agentServer) auth() clientAuth { return s.ca }
 
 func (s agentServer) Samples() []telemetry.Sample { return s.ts.Samples() }

@@ -10,16 +10,16 @@
 package bench
 
 import (
-	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/result"
 )
 
-// CampaignSchema names the JSON document of a campaign (DESIGN.md).
+// CampaignSchema names the JSON document of a campaign (docs/architecture.md).
 const CampaignSchema = "linerate.campaign/v1"
 
 // Run is one run: the linerate.bench/v1 document as the engine writes it,
 // plus what the campaign and an external tool add.
 type Run struct {
-	engine.Result
+	result.Result
 	Label string `json:"label,omitempty"`
 	// Tool is the external program that moved the bytes; nil for the
 	// native engine.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
 )
 
@@ -42,7 +42,7 @@ type Reporter interface {
 	// estimated time left for the whole campaign.
 	RunStarting(i, n int, p Point, eta time.Duration)
 	// Interval is called with each interval of the run in progress.
-	Interval(i int, iv engine.Interval)
+	Interval(i int, iv result.Interval)
 	// RunDone is called after run i with its stored ID (0 unstored).
 	RunDone(i, n int, id int64, r *Run)
 	// Finish is called once the campaign ends, whatever the outcome.
@@ -134,9 +134,9 @@ func (c *Campaign) eta(done, total int, started time.Time) time.Duration {
 // one makes and stores one run.
 func (c *Campaign) one(ctx context.Context, campaignID int64, seq, pi int, p Point) (Outcome, error) {
 	params := c.Spec.params(p)
-	var live func(engine.Interval)
+	var live func(result.Interval)
 	if c.Progress != nil {
-		live = func(iv engine.Interval) { c.Progress.Interval(seq-1, iv) }
+		live = func(iv result.Interval) { c.Progress.Interval(seq-1, iv) }
 	}
 	r, err := c.Driver.Run(ctx, params, live)
 	if err != nil {
@@ -223,9 +223,9 @@ func (c *Campaign) summary(campaignID int64, outs []Outcome) *Summary {
 	return s
 }
 
-func orEmpty(m map[string]engine.CPUSample) map[string]engine.CPUSample {
+func orEmpty(m map[string]result.CPUSample) map[string]result.CPUSample {
 	if m == nil {
-		return map[string]engine.CPUSample{}
+		return map[string]result.CPUSample{}
 	}
 	return m
 }

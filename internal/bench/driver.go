@@ -7,7 +7,8 @@ import (
 	"os/exec"
 	"time"
 
-	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/agent"
+	"github.com/linerate/linerate/internal/result"
 )
 
 // Driver makes one run with one traffic generator.
@@ -19,7 +20,7 @@ type Driver interface {
 	Check() error
 	// Run makes one run. live, if not nil, sees each interval as it
 	// ends (drivers whose tool reports only at the end call it then).
-	Run(ctx context.Context, p Params, live func(engine.Interval)) (*Run, error)
+	Run(ctx context.Context, p Params, live func(result.Interval)) (*Run, error)
 }
 
 // UnavailableError says in one line why a driver cannot run here and
@@ -48,7 +49,7 @@ type Hosts interface {
 	// own grace), and returns it with its command line.
 	StartServer(ctx context.Context, t ToolServer, length time.Duration) (ServerProc, []string, error)
 	// Facts describes the two ends for the run's start section.
-	Facts() (client, server engine.HostInfo)
+	Facts() (client, server result.HostInfo)
 	// Iface is the client's interface toward the peer, "" when unknown;
 	// NICIRQs are its interrupts (none for virtual interfaces).
 	Iface() string
@@ -91,6 +92,6 @@ func cpuOf(cmd *exec.Cmd) float64 {
 // errBusy reports whether err is the peer refusing because it runs
 // another test.
 func errBusy(err error) bool {
-	var pe *engine.PeerError
+	var pe *agent.PeerError
 	return errors.As(err, &pe) && pe.Busy
 }

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/result"
 )
 
 // endLoad is one end's CPU load over a run's measured intervals, or the
@@ -23,8 +23,8 @@ type endLoad struct {
 // receiver names the end whose NET_RX softirq carries the payload: the
 // server when the client sends, else the client. With both directions,
 // the server (the client's own receive path is the mirror image).
-func receiver(d engine.Direction) string {
-	if d == engine.Receive {
+func receiver(d result.Direction) string {
+	if d == result.Receive {
 		return "client"
 	}
 	return "server"

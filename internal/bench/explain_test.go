@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/result"
 )
 
 // seed000Topology is the Ryzen 9 9900X of seed 000: two CCDs, CPUs 0-5
@@ -22,24 +22,24 @@ func seed000Topology() Topology {
 // receiver) pinned to CPU 6 and softirq load on the CPUs given (cpu →
 // {busy, softirq}); the other CPUs idle at 1% busy.
 func syntheticRun(gbps float64, load map[int][2]float64) *Run {
-	r := &Run{Result: engine.Result{Schema: engine.Schema, Engine: "iperf3"}}
-	r.Start = engine.Start{Streams: 1, DurationS: 10, Direction: engine.Send,
-		Placement: engine.Placement{Client: []int{6}, Server: []int{6}, Source: "user"},
-		Client:    engine.HostInfo{BootID: "crow"}, Server: engine.HostInfo{BootID: "vulture"}}
+	r := &Run{Result: result.Result{Schema: result.Schema, Engine: "iperf3"}}
+	r.Start = result.Start{Streams: 1, DurationS: 10, Direction: result.Send,
+		Placement: result.Placement{Client: []int{6}, Server: []int{6}, Source: "user"},
+		Client:    result.HostInfo{BootID: "crow"}, Server: result.HostInfo{BootID: "vulture"}}
 	for i := range 10 {
-		per := map[string]engine.CPUSample{}
+		per := map[string]result.CPUSample{}
 		for cpu := range 12 {
-			s := engine.CPUSample{Busy: 1}
+			s := result.CPUSample{Busy: 1}
 			if l, ok := load[cpu]; ok {
-				s = engine.CPUSample{Busy: l[0], SoftIRQ: l[1], NetRX: uint64(l[1] * 1000)}
+				s = result.CPUSample{Busy: l[0], SoftIRQ: l[1], NetRX: uint64(l[1] * 1000)}
 			}
 			per[strconv.Itoa(cpu)] = s
 		}
-		r.Intervals = append(r.Intervals, engine.Interval{Start: float64(i), End: float64(i + 1),
-			Sum: engine.Sum{BitsPerSecond: gbps * 1e9}, CPU: engine.HostCPUs{Client: map[string]engine.CPUSample{"6": {Busy: 70}}, Server: per}})
+		r.Intervals = append(r.Intervals, result.Interval{Start: float64(i), End: float64(i + 1),
+			Sum: result.Sum{BitsPerSecond: gbps * 1e9}, CPU: result.HostCPUs{Client: map[string]result.CPUSample{"6": {Busy: 70}}, Server: per}})
 	}
-	r.End = engine.End{Seconds: 10, SumReceived: engine.Received{BitsPerSecond: gbps * 1e9},
-		CPU: engine.EndCPU{ClientSeconds: 7, ServerSeconds: 9}}
+	r.End = result.End{Seconds: 10, SumReceived: result.Received{BitsPerSecond: gbps * 1e9},
+		CPU: result.EndCPU{ClientSeconds: 7, ServerSeconds: 9}}
 	return r
 }
 
@@ -151,7 +151,7 @@ func TestExplainPlacements(t *testing.T) {
 	lab := Topology{L3Domains: [][]int{{0, 1}}, NUMANodes: map[string][]int{"0": {0, 1}}}
 	mk := func(gbps float64, client, server int, load map[int][2]float64) *Run {
 		r := syntheticRun(gbps, load)
-		r.Start.Placement = engine.Placement{Client: []int{client}, Server: []int{server}}
+		r.Start.Placement = result.Placement{Client: []int{client}, Server: []int{server}}
 		r.Start.Client.BootID, r.Start.Server.BootID = "lab", "lab"
 		for i := range r.Intervals {
 			r.Intervals[i].CPU.Client = r.Intervals[i].CPU.Server

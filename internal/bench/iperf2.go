@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/result"
 )
 
 // iperf2 prints CSV (-y C) in shapes that changed with its versions, all
@@ -92,7 +92,7 @@ type Iperf2Parser struct {
 // Line parses one line. When it starts a new interval, the interval just
 // completed is returned (ok true) for display; the final result comes from
 // Result.
-func (p *Iperf2Parser) Line(line string) (iv engine.Interval, ok bool, err error) {
+func (p *Iperf2Parser) Line(line string) (iv result.Interval, ok bool, err error) {
 	line = strings.TrimSpace(line)
 	if line == "" {
 		return iv, false, nil
@@ -206,15 +206,15 @@ func serverPort(rows []iperf2Row) int {
 }
 
 // intervalOf turns the rows of one interval into an engine interval.
-func intervalOf(rows []iperf2Row, port int) engine.Interval {
-	iv := engine.Interval{Start: rows[0].start, End: rows[0].end}
+func intervalOf(rows []iperf2Row, port int) result.Interval {
+	iv := result.Interval{Start: rows[0].start, End: rows[0].end}
 	var sum *iperf2Row
 	for i, r := range rows {
 		if r.id < 0 {
 			sum = &rows[i]
 			continue
 		}
-		s := engine.StreamInterval{ID: r.id, Sender: rowSender(r, port), Bytes: r.bytes, BitsPerSecond: r.bps,
+		s := result.StreamInterval{ID: r.id, Sender: rowSender(r, port), Bytes: r.bytes, BitsPerSecond: r.bps,
 			Retransmits: r.retry, CwndBytes: r.cwndB, RTTus: uint32(r.rttUs)}
 		iv.Streams = append(iv.Streams, s)
 		iv.Sum.Bytes += r.bytes
@@ -222,7 +222,7 @@ func intervalOf(rows []iperf2Row, port int) engine.Interval {
 		iv.Sum.Retransmits += r.retry
 	}
 	if sum != nil && len(iv.Streams) == 0 {
-		iv.Sum = engine.Sum{Bytes: sum.bytes, BitsPerSecond: sum.bps, Retransmits: sum.retry}
+		iv.Sum = result.Sum{Bytes: sum.bytes, BitsPerSecond: sum.bps, Retransmits: sum.retry}
 	}
 	sort.SliceStable(iv.Streams, func(i, j int) bool { return iv.Streams[i].ID < iv.Streams[j].ID })
 	return iv
@@ -260,7 +260,7 @@ func (p *Iperf2Parser) Result() (*Run, error) {
 		return keys[i][1] < keys[j][1]
 	})
 	total, hasTotal := totalKey(keys)
-	run := &Run{Result: engine.Result{Schema: engine.Schema, Engine: "iperf2"}, Tool: &Tool{Name: "iperf2"}}
+	run := &Run{Result: result.Result{Schema: result.Schema, Engine: "iperf2"}, Tool: &Tool{Name: "iperf2"}}
 	for _, k := range keys {
 		if hasTotal && k == total && len(keys) > 1 {
 			continue
@@ -273,11 +273,11 @@ func (p *Iperf2Parser) Result() (*Run, error) {
 	}
 	t := intervalOf(totalRows, port)
 	run.Start = iperf2Start(totalRows, port, run.Intervals)
-	run.End = engine.End{Seconds: t.End - t.Start,
+	run.End = result.End{Seconds: t.End - t.Start,
 		SumSent:     t.Sum,
-		SumReceived: engine.Received{Bytes: t.Sum.Bytes, BitsPerSecond: t.Sum.BitsPerSecond}}
+		SumReceived: result.Received{Bytes: t.Sum.Bytes, BitsPerSecond: t.Sum.BitsPerSecond}}
 	for _, s := range t.Streams {
-		run.End.Streams = append(run.End.Streams, engine.StreamEnd{ID: s.ID, Sender: s.Sender,
+		run.End.Streams = append(run.End.Streams, result.StreamEnd{ID: s.ID, Sender: s.Sender,
 			SentBytes: s.Bytes, ReceivedBytes: s.Bytes, Retransmits: s.Retransmits})
 	}
 	run.Start.Notes = append(run.Start.Notes, "iperf2 reports the client's byte counts only: sum_received repeats them")
@@ -331,8 +331,8 @@ func sumRows(rows []iperf2Row) []iperf2Row {
 	return out
 }
 
-func iperf2Start(rows []iperf2Row, port int, ivs []engine.Interval) engine.Start {
-	st := engine.Start{Port: port}
+func iperf2Start(rows []iperf2Row, port int, ivs []result.Interval) result.Start {
+	st := result.Start{Port: port}
 	senders := map[string]bool{}
 	ids := map[int]bool{}
 	var end float64
@@ -352,11 +352,11 @@ func iperf2Start(rows []iperf2Row, port int, ivs []engine.Interval) engine.Start
 	st.DurationS, st.Streams = end, max(1, len(ids))
 	switch {
 	case senders["client"] && senders["server"]:
-		st.Direction = engine.Bidir
+		st.Direction = result.Bidir
 	case senders["server"]:
-		st.Direction = engine.Receive
+		st.Direction = result.Receive
 	default:
-		st.Direction = engine.Send
+		st.Direction = result.Send
 	}
 	if len(ivs) > 0 {
 		st.IntervalS = ivs[0].End - ivs[0].Start

@@ -12,8 +12,8 @@ import (
 	"sync"
 
 	"github.com/linerate/linerate/internal/cpulist"
-	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
 )
 
@@ -68,7 +68,7 @@ func (d *Iperf2) CheckParams(p Params) error {
 }
 
 // Run makes one iperf2 run.
-func (d *Iperf2) Run(ctx context.Context, p Params, live func(engine.Interval)) (*Run, error) {
+func (d *Iperf2) Run(ctx context.Context, p Params, live func(result.Interval)) (*Run, error) {
 	if err := d.Check(); err != nil {
 		return nil, err
 	}
@@ -90,9 +90,9 @@ func (d *Iperf2) Run(ctx context.Context, p Params, live func(engine.Interval)) 
 	args := []string{"iperf", "-c", d.Hosts.Addr(), "-p", port, "-t", secs(p.Duration), "-i", secs(p.Interval),
 		"-P", strconv.Itoa(p.Streams), "-e", "-y", "C"}
 	switch p.Direction {
-	case engine.Receive:
+	case result.Receive:
 		args = append(args, "-R")
-	case engine.Bidir:
+	case result.Bidir:
 		args = append(args, "--full-duplex")
 	}
 	if p.Window > 0 {
@@ -102,7 +102,7 @@ func (d *Iperf2) Run(ctx context.Context, p Params, live func(engine.Interval)) 
 	var raw string
 	var clientCPU float64
 	run, err := retryConnect(ctx, func() (*Run, error) {
-		r, out, cpu, err := d.client(ctx, p, args, live)
+		r, out, cpu, err := d.client(ctx, p, args, authOf(srv), live)
 		raw, clientCPU = out, cpu
 		return r, err
 	}, func(err error) bool { return strings.Contains(err.Error(), "connect failed") })
@@ -119,13 +119,13 @@ func (d *Iperf2) Run(ctx context.Context, p Params, live func(engine.Interval)) 
 	// iperf2 reports no CPU time: the processes' own (getrusage) it is.
 	// The server ran a little before and after the test; that is noise
 	// next to a multi-second run.
-	run.End.CPU = engine.EndCPU{ClientSeconds: clientCPU, ServerSeconds: srvCPU}
+	run.End.CPU = result.EndCPU{ClientSeconds: clientCPU, ServerSeconds: srvCPU}
 	finishStart(run, p, d.Hosts)
 	return run, nil
 }
 
-func (d *Iperf2) client(ctx context.Context, p Params, args []string, live func(engine.Interval)) (*Run, string, float64, error) {
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+func (d *Iperf2) client(ctx context.Context, p Params, args []string, auth clientAuth, live func(result.Interval)) (*Run, string, float64, error) {
+	cmd := auth.command(ctx, args)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()

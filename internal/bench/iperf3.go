@@ -11,7 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/agent"
+	"github.com/linerate/linerate/internal/result"
 )
 
 // iperf3Doc is the part of iperf3's -J document we read (esnet/iperf
@@ -90,7 +91,7 @@ const iperf3Busy = "the server is busy"
 // ParseIperf3 reads the document `iperf3 -c … -J` prints and returns it as
 // a linerate.bench/v1 run. iperf3 3.12 exits 0 even when it could not
 // connect, so the "error" field is checked here: a busy server becomes an
-// *engine.PeerError with Busy set, any other error an error naming it.
+// *agent.PeerError with Busy set, any other error an error naming it.
 func ParseIperf3(data []byte) (*Run, error) {
 	var d iperf3Doc
 	if err := json.Unmarshal(trimToJSON(data), &d); err != nil {
@@ -113,7 +114,7 @@ func trimToJSON(b []byte) []byte {
 // later: one JSON event per line) as it is written, calling onInterval
 // with each interval as it arrives (nil: none), and returns the run once
 // the "end" event is read.
-func ParseIperf3Stream(r io.Reader, onInterval func(engine.Interval)) (*Run, error) {
+func ParseIperf3Stream(r io.Reader, onInterval func(result.Interval)) (*Run, error) {
 	var d iperf3Doc
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
@@ -145,7 +146,7 @@ func ParseIperf3Stream(r io.Reader, onInterval func(engine.Interval)) (*Run, err
 }
 
 // event folds one --json-stream event into d.
-func (d *iperf3Doc) event(name string, data json.RawMessage, onInterval func(engine.Interval)) error {
+func (d *iperf3Doc) event(name string, data json.RawMessage, onInterval func(result.Interval)) error {
 	var err error
 	switch name {
 	case "start":
@@ -173,7 +174,7 @@ func (d *iperf3Doc) event(name string, data json.RawMessage, onInterval func(eng
 func (d *iperf3Doc) run() (*Run, error) {
 	if d.Error != "" {
 		if strings.Contains(d.Error, iperf3Busy) {
-			return nil, &engine.PeerError{Busy: true, Reason: "iperf3: " + d.Error}
+			return nil, &agent.PeerError{Busy: true, Reason: "iperf3: " + d.Error}
 		}
 		return nil, fmt.Errorf("iperf3: %s", d.Error)
 	}
@@ -181,13 +182,13 @@ func (d *iperf3Doc) run() (*Run, error) {
 	if ts.NumStreams == 0 || len(d.Intervals) == 0 {
 		return nil, errors.New("iperf3 output has no test in it (no streams or no intervals)")
 	}
-	r := &Run{Result: engine.Result{Schema: engine.Schema, Engine: "iperf3"}}
+	r := &Run{Result: result.Result{Schema: result.Schema, Engine: "iperf3"}}
 	r.Tool = &Tool{Name: "iperf3", Version: strings.TrimPrefix(d.Start.Version, "iperf ")}
-	r.Start = engine.Start{
+	r.Start = result.Start{
 		Peer: d.Start.ConnectingTo.Host, Port: d.Start.ConnectingTo.Port,
 		Streams: ts.NumStreams, DurationS: ts.Duration, OmitS: ts.Omit, IntervalS: ts.Interval,
 		Direction: d.direction(),
-		Window: engine.Window{Requested: d.Start.SockBufsize,
+		Window: result.Window{Requested: d.Start.SockBufsize,
 			Granted: minPositive(d.Start.SndbufActual, d.Start.RcvbufActual)},
 	}
 	if d.Start.Timestamp.Timesecs > 0 {
@@ -203,14 +204,14 @@ func (d *iperf3Doc) run() (*Run, error) {
 	return r, nil
 }
 
-func (d *iperf3Doc) direction() engine.Direction {
+func (d *iperf3Doc) direction() result.Direction {
 	switch {
 	case d.Start.TestStart.Bidir != 0 || d.End.SumSentBidirReverse != nil:
-		return engine.Bidir // 3.12 does not set test_start.bidir; the reverse sums tell
+		return result.Bidir // 3.12 does not set test_start.bidir; the reverse sums tell
 	case d.Start.TestStart.Reverse != 0:
-		return engine.Receive
+		return result.Receive
 	}
-	return engine.Send
+	return result.Send
 }
 
 // streamIDs numbers iperf3's sockets 1, 2, … in socket order, as the
@@ -228,16 +229,16 @@ func streamIDs(streams []iperf3Stream) map[int]int {
 	return ids
 }
 
-func (d *iperf3Doc) interval(iv iperf3Interval) engine.Interval {
-	out := engine.Interval{Start: iv.Sum.Start, End: iv.Sum.End, Omitted: iv.Sum.Omitted}
+func (d *iperf3Doc) interval(iv iperf3Interval) result.Interval {
+	out := result.Interval{Start: iv.Sum.Start, End: iv.Sum.End, Omitted: iv.Sum.Omitted}
 	ids := streamIDs(iv.Streams)
 	for _, s := range iv.Streams {
-		out.Streams = append(out.Streams, engine.StreamInterval{
+		out.Streams = append(out.Streams, result.StreamInterval{
 			ID: ids[s.Socket], Sender: senderName(s.Sender), Bytes: s.Bytes, BitsPerSecond: s.BitsPerSecond,
 			RTTus: s.RTT, RTTVarUs: s.RTTVar, CwndBytes: s.SndCwnd, Retransmits: s.Retransmits,
 		})
 	}
-	out.Sum = engine.Sum{Bytes: iv.Sum.Bytes, BitsPerSecond: iv.Sum.BitsPerSecond, Retransmits: iv.Sum.Retransmits}
+	out.Sum = result.Sum{Bytes: iv.Sum.Bytes, BitsPerSecond: iv.Sum.BitsPerSecond, Retransmits: iv.Sum.Retransmits}
 	if rv := iv.SumBidirReverse; rv != nil {
 		out.Sum.Bytes += rv.Bytes
 		out.Sum.BitsPerSecond += rv.BitsPerSecond
@@ -255,13 +256,13 @@ func senderName(clientSent bool) string {
 	return "server"
 }
 
-func (d *iperf3Doc) end() engine.End {
+func (d *iperf3Doc) end() result.End {
 	e := d.End
 	sent, recv := e.SumSent, e.SumReceived
-	out := engine.End{
+	out := result.End{
 		Seconds:     recv.Seconds,
-		SumSent:     engine.Sum{Bytes: sent.Bytes, BitsPerSecond: sent.BitsPerSecond, Retransmits: sent.Retransmits},
-		SumReceived: engine.Received{Bytes: recv.Bytes, BitsPerSecond: recv.BitsPerSecond},
+		SumSent:     result.Sum{Bytes: sent.Bytes, BitsPerSecond: sent.BitsPerSecond, Retransmits: sent.Retransmits},
+		SumReceived: result.Received{Bytes: recv.Bytes, BitsPerSecond: recv.BitsPerSecond},
 	}
 	if e.SumSentBidirReverse != nil && e.SumReceivedBidirReverse != nil {
 		out.SumSent.Bytes += e.SumSentBidirReverse.Bytes
@@ -279,12 +280,12 @@ func (d *iperf3Doc) end() engine.End {
 	}
 	ids := streamIDs(senders)
 	for _, s := range e.Streams {
-		out.Streams = append(out.Streams, engine.StreamEnd{ID: ids[s.Sender.Socket], Sender: senderName(s.Sender.Sender),
+		out.Streams = append(out.Streams, result.StreamEnd{ID: ids[s.Sender.Socket], Sender: senderName(s.Sender.Sender),
 			SentBytes: s.Sender.Bytes, ReceivedBytes: s.Receiver.Bytes, Retransmits: s.Sender.Retransmits})
 	}
 	// iperf3 reports each end's process CPU as a percentage of the test's
 	// wall time (getrusage); seconds are what the stored runs compare.
-	out.CPU = engine.EndCPU{ClientSeconds: e.CPU.HostTotal / 100 * out.Seconds, ServerSeconds: e.CPU.RemoteTotal / 100 * out.Seconds}
+	out.CPU = result.EndCPU{ClientSeconds: e.CPU.HostTotal / 100 * out.Seconds, ServerSeconds: e.CPU.RemoteTotal / 100 * out.Seconds}
 	return out
 }
 

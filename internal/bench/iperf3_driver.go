@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/cpulist"
-	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
 )
 
@@ -68,9 +68,9 @@ func (d *Iperf3) clientArgs(p Params) []string {
 		a = append(a, "-A", firstCPU(pl.Client)+","+firstCPU(pl.Server))
 	}
 	switch p.Direction {
-	case engine.Receive:
+	case result.Receive:
 		a = append(a, "-R")
-	case engine.Bidir:
+	case result.Bidir:
 		a = append(a, "--bidir")
 	}
 	if p.Window > 0 {
@@ -97,7 +97,7 @@ func (d *Iperf3) CheckParams(p Params) error {
 }
 
 // Run makes one iperf3 run.
-func (d *Iperf3) Run(ctx context.Context, p Params, live func(engine.Interval)) (*Run, error) {
+func (d *Iperf3) Run(ctx context.Context, p Params, live func(result.Interval)) (*Run, error) {
 	if err := d.Check(); err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func (d *Iperf3) Run(ctx context.Context, p Params, live func(engine.Interval)) 
 	args := d.clientArgs(p)
 	var raw string
 	run, err := retryConnect(ctx, func() (*Run, error) {
-		r, out, err := d.client(ctx, p, args, live)
+		r, out, err := d.client(ctx, p, args, authOf(srv), live)
 		raw = out
 		return r, err
 	}, func(err error) bool { return strings.Contains(err.Error(), "unable to connect") })
@@ -133,8 +133,8 @@ func (d *Iperf3) Run(ctx context.Context, p Params, live func(engine.Interval)) 
 }
 
 // client runs the client once, with telemetry beside it.
-func (d *Iperf3) client(ctx context.Context, p Params, args []string, live func(engine.Interval)) (*Run, string, error) {
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+func (d *Iperf3) client(ctx context.Context, p Params, args []string, auth clientAuth, live func(result.Interval)) (*Run, string, error) {
+	cmd := auth.command(ctx, args)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
@@ -197,7 +197,7 @@ func (d *Iperf3) finish(r *Run, p Params) {
 
 func finishStart(r *Run, p Params, h Hosts) {
 	r.Start.Client, r.Start.Server = h.Facts()
-	r.Start.Placement = engine.Placement{Client: p.Placement.Client, Server: p.Placement.Server, Source: "user"}
+	r.Start.Placement = result.Placement{Client: p.Placement.Client, Server: p.Placement.Server, Source: "user"}
 	if p.Placement.Auto() {
 		r.Start.Placement.Source = "auto"
 	}

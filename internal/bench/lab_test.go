@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/lab"
+	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
 )
 
@@ -189,7 +189,7 @@ func killableCampaign(db, labName string) int {
 type idPrinter struct{}
 
 func (idPrinter) RunStarting(int, int, Point, time.Duration) {}
-func (idPrinter) Interval(int, engine.Interval)              {}
+func (idPrinter) Interval(int, result.Interval)              {}
 func (idPrinter) RunDone(_, _ int, id int64, _ *Run)         { fmt.Println(id) }
 func (idPrinter) Finish()                                    {}
 

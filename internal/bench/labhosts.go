@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/doctor"
-	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/inventory"
 	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/netdev"
 	"github.com/linerate/linerate/internal/osthread"
+	"github.com/linerate/linerate/internal/result"
 )
 
 // LabPrefix marks a peer that is a lab: "lab:NAME" runs the client in
@@ -53,9 +53,9 @@ func (l *LabHosts) Iface() string { return lab.Iface }
 func (l *LabHosts) NICIRQs() []int { return nil }
 
 // Facts describes both lab hosts: one machine, so one boot ID.
-func (l *LabHosts) Facts() (engine.HostInfo, engine.HostInfo) {
+func (l *LabHosts) Facts() (result.HostInfo, result.HostInfo) {
 	h, _ := os.Hostname()
-	c := engine.HostInfo{Hostname: h, BootID: l.bootID, Iface: lab.Iface}
+	c := result.HostInfo{Hostname: h, BootID: l.bootID, Iface: lab.Iface}
 	return c, c
 }
 

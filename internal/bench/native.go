@@ -4,7 +4,8 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/agent"
+	"github.com/linerate/linerate/internal/result"
 )
 
 // Native drives linerate's own engine against a `linerate serve` agent,
@@ -17,13 +18,10 @@ type Native struct {
 	Lab LabEngine
 	// Base carries what the engine needs beyond a run's Params (its
 	// progress callback for one run's live output, the host to read).
-	Base engine.Config
+	Base agent.Config
 	// Logger receives the engine's diagnostics; nil discards.
 	Logger *slog.Logger
 }
-
-// LabEngine says how to run the engine across a lab; Name "" means not.
-type LabEngine = engine.LabRun
 
 // Name returns "native".
 func (d *Native) Name() string { return "native" }
@@ -32,7 +30,7 @@ func (d *Native) Name() string { return "native" }
 func (d *Native) Check() error { return nil }
 
 // Run makes one run with the engine.
-func (d *Native) Run(ctx context.Context, p Params, live func(engine.Interval)) (*Run, error) {
+func (d *Native) Run(ctx context.Context, p Params, live func(result.Interval)) (*Run, error) {
 	cfg := d.Base
 	cfg.Peer, cfg.Token, cfg.Logger = d.Peer, d.Token, d.Logger
 	cfg.Streams, cfg.Duration, cfg.Omit, cfg.Interval = p.Streams, p.Duration, p.Omit, p.Interval
@@ -40,18 +38,18 @@ func (d *Native) Run(ctx context.Context, p Params, live func(engine.Interval)) 
 	cfg.ZeroCopy, cfg.Congestion, cfg.FQRate = p.ZeroCopy, p.Congestion, p.FQRate
 	cfg.ClientCPUs, cfg.ServerCPUs = p.Placement.Client, p.Placement.Server
 	if live != nil {
-		cfg.Progress = func(e engine.Event) {
-			if iv, ok := e.Data.(*engine.Interval); ok && e.Event == "interval" {
+		cfg.Progress = func(e result.Event) {
+			if iv, ok := e.Data.(*result.Interval); ok && e.Event == "interval" {
 				live(*iv)
 			}
 		}
 	}
-	var res *engine.Result
+	var res *result.Result
 	var err error
 	if d.Lab.Name != "" {
-		res, err = engine.RunInLab(ctx, d.Lab, cfg)
+		res, err = RunInLab(ctx, d.Lab, cfg)
 	} else {
-		res, err = engine.Run(ctx, cfg)
+		res, err = agent.Run(ctx, cfg)
 	}
 	if err != nil {
 		return nil, err

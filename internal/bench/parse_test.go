@@ -9,7 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/agent"
+	"github.com/linerate/linerate/internal/result"
 )
 
 func testdata(t testing.TB, name string) []byte {
@@ -27,24 +28,24 @@ func TestParseIperf3(t *testing.T) {
 	for _, c := range []struct {
 		file      string
 		streams   int
-		dir       engine.Direction
+		dir       result.Direction
 		intervals int
 		recvBytes uint64
 		sentBytes uint64
 		senders   string
 	}{
-		{"iperf3-3.12-J.json", 1, engine.Send, 2, 2898657280, 2898657280, "client"},
-		{"iperf3-3.12-J-P2.json", 2, engine.Send, 2, 3663014160, 3681288192, "client"},
-		{"iperf3-3.12-J-R.json", 1, engine.Receive, 2, 2514223104, 2519597056, "server"},
-		{"iperf3-3.12-J-bidir.json", 1, engine.Bidir, 2, 1040711680 + 953942016, 1045954560 + 954597376, "client,server"},
-		{"iperf3-3.12-J-A01.json", 1, engine.Send, 2, 0, 0, "client"},
+		{"iperf3-3.12-J.json", 1, result.Send, 2, 2898657280, 2898657280, "client"},
+		{"iperf3-3.12-J-P2.json", 2, result.Send, 2, 3663014160, 3681288192, "client"},
+		{"iperf3-3.12-J-R.json", 1, result.Receive, 2, 2514223104, 2519597056, "server"},
+		{"iperf3-3.12-J-bidir.json", 1, result.Bidir, 2, 1040711680 + 953942016, 1045954560 + 954597376, "client,server"},
+		{"iperf3-3.12-J-A01.json", 1, result.Send, 2, 0, 0, "client"},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			r, err := ParseIperf3(testdata(t, c.file))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Schema != engine.Schema || r.Engine != "iperf3" || r.Tool.Version != "3.12" {
+			if r.Schema != result.Schema || r.Engine != "iperf3" || r.Tool.Version != "3.12" {
 				t.Errorf("schema %q engine %q tool %+v", r.Schema, r.Engine, r.Tool)
 			}
 			if r.Start.Streams != c.streams || r.Start.Direction != c.dir || r.Start.Peer != "198.18.0.2" || r.Start.Port != 5201 {
@@ -88,7 +89,7 @@ func TestParseIperf3(t *testing.T) {
 
 func TestParseIperf3Errors(t *testing.T) {
 	_, err := ParseIperf3(testdata(t, "iperf3-3.12-J-busy.json"))
-	var pe *engine.PeerError
+	var pe *agent.PeerError
 	if !errors.As(err, &pe) || !pe.Busy {
 		t.Errorf("busy server: %v", err)
 	}
@@ -102,9 +103,9 @@ func TestParseIperf3Errors(t *testing.T) {
 }
 
 func TestParseIperf3Stream(t *testing.T) {
-	var live []engine.Interval
+	var live []result.Interval
 	r, err := ParseIperf3Stream(bytes.NewReader(testdata(t, "iperf3-json-stream-derived-P2.ndjson")),
-		func(iv engine.Interval) { live = append(live, iv) })
+		func(iv result.Interval) { live = append(live, iv) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,20 +130,20 @@ func TestParseIperf2CSV(t *testing.T) {
 	for _, c := range []struct {
 		file       string
 		streams    int
-		dir        engine.Direction
+		dir        result.Direction
 		intervals  int
 		totalBytes uint64
 		peer       string
 		port       int
 		retrans    bool
 	}{
-		{"iperf2-2.1.8-eyC.csv", 1, engine.Send, 2, 4013424700, "198.18.0.2", 5001, false},
-		{"iperf2-2.1.8-eyC-P2.csv", 2, engine.Send, 2, 2664562748 + 2524184636, "198.18.0.2", 5001, false},
-		{"iperf2-2.1.8-eyC-R.csv", 1, engine.Receive, 2, 3810918400, "198.18.0.2", 5001, false},
-		{"iperf2-2.1.8-eyC-fullduplex.csv", 1, engine.Bidir, 2, 1801715772 + 1891106816, "198.18.0.2", 5001, false},
-		{"iperf2-2.1.8-yC.csv", 1, engine.Send, 0, 4217503804, "198.18.0.2", 5001, false},
-		{"iperf2-2.1.9-eyC-k8s.csv", 1, engine.Send, 2, 5127667712, "192.168.9.4", 5001, false},
-		{"iperf2-2.2.0-eyC-k8s.csv", 1, engine.Send, 3, 8703574016, "10.96.223.154", 6789, false},
+		{"iperf2-2.1.8-eyC.csv", 1, result.Send, 2, 4013424700, "198.18.0.2", 5001, false},
+		{"iperf2-2.1.8-eyC-P2.csv", 2, result.Send, 2, 2664562748 + 2524184636, "198.18.0.2", 5001, false},
+		{"iperf2-2.1.8-eyC-R.csv", 1, result.Receive, 2, 3810918400, "198.18.0.2", 5001, false},
+		{"iperf2-2.1.8-eyC-fullduplex.csv", 1, result.Bidir, 2, 1801715772 + 1891106816, "198.18.0.2", 5001, false},
+		{"iperf2-2.1.8-yC.csv", 1, result.Send, 0, 4217503804, "198.18.0.2", 5001, false},
+		{"iperf2-2.1.9-eyC-k8s.csv", 1, result.Send, 2, 5127667712, "192.168.9.4", 5001, false},
+		{"iperf2-2.2.0-eyC-k8s.csv", 1, result.Send, 3, 8703574016, "10.96.223.154", 6789, false},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			r, err := ParseIperf2CSV(bytes.NewReader(testdata(t, c.file)))
@@ -182,7 +183,7 @@ func TestParseIperf2CSVEmpty(t *testing.T) {
 
 func TestIperf2ParserLive(t *testing.T) {
 	var p Iperf2Parser
-	var live []engine.Interval
+	var live []result.Interval
 	for _, l := range strings.Split(string(testdata(t, "iperf2-2.1.8-eyC-P2.csv")), "\n") {
 		iv, ok, err := p.Line(l)
 		if err != nil {

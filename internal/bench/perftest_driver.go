@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
 )
 
@@ -86,7 +86,7 @@ func checkRDMA(fs *hostfs.FS) error {
 }
 
 // Run makes one perftest run: the server on the peer, the client here.
-func (d *Perftest) Run(ctx context.Context, p Params, live func(engine.Interval)) (*Run, error) {
+func (d *Perftest) Run(ctx context.Context, p Params, live func(result.Interval)) (*Run, error) {
 	d.Test = p.Perftest.withDefaults().Test
 	if err := d.Check(); err != nil {
 		return nil, err
@@ -145,8 +145,8 @@ func (d *Perftest) Run(ctx context.Context, p Params, live func(engine.Interval)
 // perftestRun shapes a perftest result as a bench/v1 run: one interval
 // over the test, the average bandwidth as goodput.
 func perftestRun(res *PerftestResult, p Params) *Run {
-	r := &Run{Result: engine.Result{Schema: engine.Schema, Engine: "perftest"}, Perftest: res}
-	r.Start = engine.Start{Peer: "", Streams: max(p.Streams, 1), Direction: engine.Send}
+	r := &Run{Result: result.Result{Schema: result.Schema, Engine: "perftest"}, Perftest: res}
+	r.Start = result.Start{Peer: "", Streams: max(p.Streams, 1), Direction: result.Send}
 	bps := 0.0
 	if res.BWAverageGbps != nil {
 		bps = *res.BWAverageGbps * 1e9
@@ -157,8 +157,8 @@ func perftestRun(res *PerftestResult, p Params) *Run {
 	}
 	bytes := uint64(res.MsgBytes) * uint64(max(res.Iterations, 0))
 	r.Start.DurationS = secs
-	r.Intervals = []engine.Interval{{Start: 0, End: secs, Sum: engine.Sum{Bytes: bytes, BitsPerSecond: bps}}}
-	r.End = engine.End{Seconds: secs, SumSent: engine.Sum{Bytes: bytes, BitsPerSecond: bps},
-		SumReceived: engine.Received{Bytes: bytes, BitsPerSecond: bps}}
+	r.Intervals = []result.Interval{{Start: 0, End: secs, Sum: result.Sum{Bytes: bytes, BitsPerSecond: bps}}}
+	r.End = result.End{Seconds: secs, SumSent: result.Sum{Bytes: bytes, BitsPerSecond: bps},
+		SumReceived: result.Received{Bytes: bytes, BitsPerSecond: bps}}
 	return r
 }

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/result"
 )
 
 // Progress is the Reporter the CLI uses. On a terminal it keeps one
@@ -43,7 +43,7 @@ func (p *Progress) RunStarting(i, n int, pt Point, eta time.Duration) {
 }
 
 // Interval prints one interval of the run in progress.
-func (p *Progress) Interval(i int, iv engine.Interval) {
+func (p *Progress) Interval(i int, iv result.Interval) {
 	p.println(IntervalLine(iv))
 }
 
@@ -88,7 +88,7 @@ func clock(d time.Duration) string {
 
 // IntervalLine writes one interval as a human line: time, goodput,
 // retransmits, and the busiest CPUs of each end.
-func IntervalLine(iv engine.Interval) string {
+func IntervalLine(iv result.Interval) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "  %6.2f-%-6.2f s  %7.2f Gbit/s  retr %-5d", iv.Start, iv.End, iv.Sum.BitsPerSecond/1e9, iv.Sum.Retransmits)
 	if iv.Omitted {
@@ -104,10 +104,10 @@ func IntervalLine(iv engine.Interval) string {
 }
 
 // busiest lists the n busiest CPUs: "cpu0 97% (si 31%)".
-func busiest(per map[string]engine.CPUSample, n int) string {
+func busiest(per map[string]result.CPUSample, n int) string {
 	type c struct {
 		cpu string
-		s   engine.CPUSample
+		s   result.CPUSample
 	}
 	var cs []c
 	for k, s := range per {
@@ -128,7 +128,7 @@ func busiest(per map[string]engine.CPUSample, n int) string {
 	return strings.Join(parts, ", ")
 }
 
-func sameSamples(a, b map[string]engine.CPUSample) bool {
+func sameSamples(a, b map[string]result.CPUSample) bool {
 	if len(a) != len(b) {
 		return false
 	}

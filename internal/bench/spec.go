@@ -9,6 +9,7 @@ import (
 
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/result"
 )
 
 // Placement is an -A pair: the CPUs of the client's and the server's
@@ -36,7 +37,7 @@ func (p Placement) String() string {
 }
 
 // ParsePlacement reads an -A pair the way -A takes it
-// (engine.ParseAffinity): "6,7", "0-3,4-7", "0,2/1,3", "6," or "6" (the
+// (ParseAffinity): "6,7", "0-3,4-7", "0,2/1,3", "6," or "6" (the
 // client only), ",7" or "/7" (the server only). "auto" or "" asks for
 // nothing.
 func ParsePlacement(s string) (Placement, error) {
@@ -44,7 +45,7 @@ func ParsePlacement(s string) (Placement, error) {
 	if s == "" || s == "auto" {
 		return Placement{}, nil
 	}
-	c, v, err := engine.ParseAffinity(s)
+	c, v, err := ParseAffinity(s)
 	if err != nil {
 		return Placement{}, fmt.Errorf("placement %q: %w", s, err)
 	}
@@ -100,10 +101,10 @@ type Params struct {
 	Duration  time.Duration    `json:"duration"`
 	Omit      time.Duration    `json:"omit"`
 	Interval  time.Duration    `json:"interval"`
-	Direction engine.Direction `json:"direction"`
+	Direction result.Direction `json:"direction"`
 	Window    int              `json:"window,omitempty"`
 	// The native engine's sending options (-Z, -C, --fq-rate).
-	ZeroCopy   engine.ZeroCopy `json:"zerocopy,omitempty"`
+	ZeroCopy   result.ZeroCopy `json:"zerocopy,omitempty"`
 	Congestion string          `json:"congestion,omitempty"`
 	FQRate     uint64          `json:"fq_rate_bps,omitempty"`
 	// NoTelemetry turns the external drivers' per-CPU sampling off (to
@@ -125,7 +126,7 @@ func (p Params) withDefaults() Params {
 		p.Interval = time.Second
 	}
 	if p.Direction == "" {
-		p.Direction = engine.Send
+		p.Direction = result.Send
 	}
 	return p
 }
@@ -251,9 +252,9 @@ func (s Spec) commandLine(streams []int, places []Placement, repeat int, alwaysP
 		args = append(args, "--repeat", strconv.Itoa(repeat))
 	}
 	switch r.Direction {
-	case engine.Receive:
+	case result.Receive:
 		args = append(args, "--reverse")
-	case engine.Bidir:
+	case result.Bidir:
 		args = append(args, "--bidir")
 	}
 	if r.Window > 0 {
@@ -273,9 +274,9 @@ func (s Spec) commandLine(streams []int, places []Placement, repeat int, alwaysP
 func engineArgs(r Params) []string {
 	var a []string
 	switch r.ZeroCopy {
-	case engine.Sendfile:
+	case result.Sendfile:
 		a = append(a, "--zerocopy")
-	case engine.NoZeroCopy:
+	case result.NoZeroCopy:
 	default:
 		a = append(a, "--zerocopy="+string(r.ZeroCopy))
 	}
@@ -313,7 +314,7 @@ func perftestFlags(p PerftestParams) []string {
 // RunCommand rebuilds the `linerate bench` command of one recorded run
 // from its start section. Placement is given with -A only when the user
 // chose it: an automatic placement is reproduced by choosing again.
-func RunCommand(r *engine.Result, label string) string {
+func RunCommand(r *result.Result, label string) string {
 	st := r.Start
 	p := Params{Streams: st.Streams, Duration: secondsOf(st.DurationS), Omit: secondsOf(st.OmitS),
 		Interval: secondsOf(st.IntervalS), Direction: st.Direction, Window: st.Window.Requested,

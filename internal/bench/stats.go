@@ -108,7 +108,9 @@ func relChange(a, b float64) float64 {
 // the same bucket); the median absolute deviation would not do, as the
 // buckets themselves inflate it (seed 000's 65/84/99 Gbit/s runs have a
 // MAD of 15 Gbit/s). The 5% floor keeps tight points from splitting on
-// noise. Two runs never split: one gap is its own median.
+// noise. Fewer than four runs never split: one gap is its own median, and
+// three times the median of two gaps, 1.5 × (g1 + g2), exceeds the larger
+// of them; so a campaign needs four repeats or more to show buckets.
 func bucketGap(gbps []float64) float64 {
 	s := slices.Clone(gbps)
 	slices.Sort(s)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/statedir"
@@ -36,7 +37,7 @@ type TargetConfig struct {
 	// host at it for external tools).
 	Interval time.Duration
 	// Base carries the native engine's settings a campaign does not vary.
-	Base engine.Config
+	Base agent.Config
 	// PerftestTest names the perftest tool, for the driver's check.
 	PerftestTest string
 	// Stderr receives the lab agent's diagnostics (with -V); nil keeps them
@@ -137,7 +138,7 @@ func externalDriver(cfg TargetConfig, h Hosts) Driver {
 
 func agentTarget(ctx context.Context, cfg TargetConfig) (*Target, error) {
 	if len(cfg.Token) == 0 {
-		return nil, fmt.Errorf("no token: pass --token-file FILE or set %s (the agent printed its token when it started)", engine.TokenEnv)
+		return nil, fmt.Errorf("no token: pass --token-file FILE or set %s (the agent printed its token when it started)", agent.TokenEnv)
 	}
 	peer := withDefaultPort(cfg.Peer, cfg.Port)
 	t := &Target{}
@@ -154,7 +155,7 @@ func agentTarget(ctx context.Context, cfg TargetConfig) (*Target, error) {
 	if t.ClientDoctor, err = LiveDoctor(me.Iface); err != nil {
 		t.Notes = append(t.Notes, "doctor on this host: "+err.Error())
 	}
-	doc, host, err := engine.FetchDoctor(ctx, peer, cfg.Token)
+	doc, host, err := agent.FetchDoctor(ctx, peer, cfg.Token)
 	switch {
 	case err == nil:
 		t.ServerDoctor, t.ServerTune = doc, host.TuneJournal
@@ -179,17 +180,17 @@ func agentDriver(cfg TargetConfig, peer string) Driver {
 // withDefaultPort adds port to a peer written without one.
 func withDefaultPort(peer string, port int) string {
 	if port == 0 {
-		port = engine.DefaultPort
+		port = agent.DefaultPort
 	}
-	return engine.WithPort(peer, port)
+	return agent.WithPort(peer, port)
 }
 
 // agentUnusable reports whether err means no run could work either: the
 // agent cannot be reached, refuses the token, or is busy.
 func agentUnusable(err error) bool {
-	var pe *engine.PeerError
+	var pe *agent.PeerError
 	var op *net.OpError
-	return errors.Is(err, engine.ErrAuth) || errors.As(err, &pe) && pe.Busy ||
+	return errors.Is(err, agent.ErrAuth) || errors.As(err, &pe) && pe.Busy ||
 		errors.As(err, &op) && op.Op == "dial" || ctxDone(err)
 }
 

@@ -1,7 +1,7 @@
 package bench
 
 import (
-	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
 )
 
@@ -47,7 +47,7 @@ func attachServer(r *Run, srv ServerProc) {
 	}
 }
 
-func setServer(iv *engine.Interval, s telemetry.Sample) {
+func setServer(iv *result.Interval, s telemetry.Sample) {
 	iv.CPU.Server = s.PerCPU
 	total := s.Total
 	iv.CPUTotal.Server = &total

@@ -26,6 +26,10 @@ type ToolServer struct {
 	CPUs     []int          `json:"cpus,omitempty"` // pin the server here; empty: unpinned
 	Perftest PerftestParams `json:"perftest,omitzero"`
 	Streams  int            `json:"streams,omitempty"` // perftest queue pairs
+
+	// extra are the credentials' arguments the agent adds (toolauth.go);
+	// never from the client's description.
+	extra []string
 }
 
 // Argv checks t against the allowlist and returns its command line.
@@ -43,9 +47,9 @@ func (t ToolServer) Argv() ([]string, error) {
 	}
 	switch {
 	case t.Tool == "iperf3":
-		return t.withNet([]string{"iperf3", "-s", "-1"}, "-p", "-B"), nil
+		return append(t.withNet([]string{"iperf3", "-s", "-1"}, "-p", "-B"), t.extra...), nil
 	case t.Tool == "iperf":
-		return t.withNet([]string{"iperf", "-s"}, "-p", "-B"), nil
+		return append(t.withNet([]string{"iperf", "-s"}, "-p", "-B"), t.extra...), nil
 	case slices.Contains(perftestTools, t.Tool):
 		return t.perftestArgv()
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/hostfs"
 )
 
@@ -46,9 +47,7 @@ func TestToolServerAllowlist(t *testing.T) {
 // TestStartToolServerPins starts an iperf3 server on loopback pinned to
 // the last CPU and reads its affinity back from /proc.
 func TestStartToolServerPins(t *testing.T) {
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Skip("iperf3 not installed")
-	}
+	needTool(t, "iperf3")
 	cpu := 0
 	if b, err := os.ReadFile("/sys/devices/system/cpu/online"); err == nil {
 		f := strings.FieldsFunc(strings.TrimSpace(string(b)), func(r rune) bool { return r == '-' || r == ',' })
@@ -88,27 +87,30 @@ func TestStartToolServerPins(t *testing.T) {
 // and the bind address is the agent's own, whatever the client wrote.
 func TestAgentToolsRefuse(t *testing.T) {
 	lo := netip.MustParseAddr("127.0.0.1")
+	secret := make([]byte, 32)
+	req := func(spec string) agent.ToolRequest {
+		return agent.ToolRequest{Spec: json.RawMessage(spec), Bind: lo, Secret: secret, Length: time.Second}
+	}
 	for _, spec := range []string{
 		`{"tool":"iperf3","port":22}`,
 		`{"tool":"sh"}`,
 		`{"tool":"iperf3","cpus":[-1]}`,
+		`{"tool":"ib_write_bw"}`, // perftest, not allowed
 		`not json`,
 	} {
-		if p, argv, err := (AgentTools{}).StartTool(json.RawMessage(spec), lo); err == nil {
+		if p, st, err := (AgentTools{}).StartTool(req(spec)); err == nil {
 			p.Stop()
-			t.Errorf("%s started: %q", spec, argv)
+			t.Errorf("%s started: %q", spec, st.Argv)
 		}
 	}
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Fatal("iperf3 is not installed: apt-get install iperf3")
-	}
-	p, argv, err := (AgentTools{}).StartTool(json.RawMessage(`{"tool":"iperf3","port":5299,"bind":"0.0.0.0"}`), lo)
+	needTool(t, "iperf3")
+	p, st, err := (AgentTools{}).StartTool(req(`{"tool":"iperf3","port":5299,"bind":"0.0.0.0"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Stop()
-	if got := strings.Join(argv, " "); got != "iperf3 -s -1 -p 5299 -B 127.0.0.1" {
-		t.Errorf("argv %q: the tool must bind where the agent listens", got)
+	if got := strings.Join(st.Argv, " "); !strings.HasPrefix(got, "iperf3 -s -1 -p 5299 -B 127.0.0.1 --rsa-private-key-path ") {
+		t.Errorf("argv %q: the tool must bind where the agent listens, with credentials", got)
 	}
 }
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 )
 
-// Thresholds of nic.temperature_high (DESIGN.md).
+// Thresholds of nic.temperature_high (docs/architecture.md, "Finding IDs").
 const (
 	tempWarnC       = 70.0
 	tempCritMarginC = 10.0

@@ -1,5 +1,5 @@
 // Package doctor judges a host's inventory: one small rule per finding ID
-// of DESIGN.md's table, each saying what limits the link, the evidence,
+// of docs/architecture.md's table, each saying what limits the link, the evidence,
 // and the exact fix. It reads facts only (package inventory) and the
 // physics (package limits); it changes nothing and probes nothing — the
 // caller runs the path-MTU probe and passes its result in.

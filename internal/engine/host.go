@@ -8,40 +8,19 @@ import (
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/inventory"
+	"github.com/linerate/linerate/internal/placement"
+	"github.com/linerate/linerate/internal/result"
 )
 
-// HostInfo describes one end of a test: the machine and the interface the
-// test runs over.
-type HostInfo struct {
-	Hostname string `json:"hostname"`
-	Kernel   string `json:"kernel"`
-	// BootID tells two ends on the same machine apart from two machines
-	// (/proc/sys/kernel/random/boot_id; network namespaces share it).
-	BootID string `json:"boot_id,omitempty"`
-	Iface  string `json:"iface,omitempty"`
-	PCI    string `json:"pci,omitempty"`
-	// NICIRQs are the interrupts of the interface's PCI function (found
-	// by PCI address, as doctor finds them); IRQCPUs the CPUs they are
-	// routed to.
-	NICIRQs []int `json:"nic_irqs,omitempty"`
-	IRQCPUs []int `json:"irq_cpus,omitempty"`
-	// CPUs the engine may pin to (the process's affinity) and, in order of
-	// preference, those it would pick for stream threads.
-	CPUs       []int `json:"cpus"`
-	Candidates []int `json:"candidates"`
-	// TuneJournal is the ID of the `linerate tune --apply` journal in
-	// effect on this host's network namespace when the run started (its
-	// changes applied and not reverted); "" when none. The report pairs
-	// runs before and after a tuning by it.
-	TuneJournal string `json:"tune_journal,omitempty"`
-}
-
-// hostFacts collects HostInfo for the interface holding local.
-func hostFacts(fs *hostfs.FS, local netip.Addr) (HostInfo, []string) {
+// HostFacts describes this host as one end of a test over the interface
+// holding local: its CPUs, the NIC's interrupts and where they are
+// routed, the CPUs to prefer for stream threads. The notes say what could
+// not be read.
+func HostFacts(fs *hostfs.FS, local netip.Addr) (result.HostInfo, []string) {
 	var notes []string
-	h := HostInfo{}
+	h := result.HostInfo{}
 	h.BootID, _ = fs.ReadString("proc/sys/kernel/random/boot_id")
-	allowed, err := allowedCPUs()
+	allowed, err := AllowedCPUs()
 	if err != nil {
 		notes = append(notes, err.Error())
 	}
@@ -119,20 +98,17 @@ func irqCPUs(nic *inventory.NIC) []int {
 	return slices.Compact(out)
 }
 
-// candidates orders the CPUs stream threads should use (DESIGN.md): CPUs
-// local to the NIC; among them first those sharing an L3 cache with its
-// interrupt CPUs but not serving interrupts themselves (the data is warm
-// in that cache, and the thread does not compete with the softirq), then
-// the other local CPUs without interrupts, then whatever is allowed.
+// candidates orders the CPUs stream threads should use
+// (docs/architecture.md, "Thread placement"): CPUs local to the NIC, as
+// package placement defines them for doctor and tune; among them first
+// those sharing an L3 cache with its interrupt CPUs but not serving
+// interrupts themselves (the data is warm in that cache, and the thread
+// does not compete with the softirq), then the other local CPUs without
+// interrupts, then whatever is allowed.
 func candidates(allowed []int, cpu *inventory.CPU, nic *inventory.NIC, irq []int) []int {
 	local := allowed
 	if nic != nil {
-		switch {
-		case len(nic.LocalCPUs) > 0:
-			local = nonEmpty(cpulist.Intersect(allowed, nic.LocalCPUs), allowed)
-		case nic.NUMANode != nil && *nic.NUMANode >= 0:
-			local = nonEmpty(cpulist.Intersect(allowed, cpu.NodeCPUs(*nic.NUMANode)), allowed)
-		}
+		local = nonEmpty(cpulist.Intersect(allowed, placement.LocalCPUs(cpu, nic)), allowed)
 	}
 	if len(irq) == 0 {
 		return local
@@ -169,10 +145,10 @@ func nonEmpty(a, fallback []int) []int {
 	return a
 }
 
-// split gives the client and the agent disjoint CPUs when both run on
+// Split gives the client and the agent disjoint CPUs when both run on
 // one machine (a sender and a receiver sharing a core run up to 2×
 // slower). A side the user placed keeps its CPUs; the other avoids them.
-func split(client, server []int, cands, allowed []int) ([]int, []int) {
+func Split(client, server []int, cands, allowed []int) ([]int, []int) {
 	switch {
 	case client != nil && server != nil:
 		return client, server
@@ -203,9 +179,9 @@ func subtractUnsorted(a, b []int) []int {
 	return out
 }
 
-// assign gives n stream threads a CPU each, round-robin over cpus; an
+// Assign gives n stream threads a CPU each, round-robin over cpus; an
 // empty list leaves them unpinned (-1).
-func assign(n int, cpus []int) []int {
+func Assign(n int, cpus []int) []int {
 	out := make([]int, n)
 	for i := range out {
 		out[i] = -1
@@ -216,8 +192,8 @@ func assign(n int, cpus []int) []int {
 	return out
 }
 
-// used returns the distinct CPUs of an assignment, in first-use order.
-func used(assigned []int) []int {
+// Used returns the distinct CPUs of an assignment, in first-use order.
+func Used(assigned []int) []int {
 	out := []int{}
 	for _, c := range assigned {
 		if c >= 0 && !slices.Contains(out, c) {
@@ -232,7 +208,7 @@ func used(assigned []int) []int {
 // NIC's interrupts, the CPUs to prefer. Nothing is sent to peer: a UDP
 // socket's connect only picks the route. The notes say what could not be
 // read. A nil fs is the live host.
-func LocalFacts(fs *hostfs.FS, peer string) (HostInfo, []string) {
+func LocalFacts(fs *hostfs.FS, peer string) (result.HostInfo, []string) {
 	if fs == nil {
 		fs = hostfs.Live()
 	}
@@ -242,12 +218,25 @@ func LocalFacts(fs *hostfs.FS, peer string) (HostInfo, []string) {
 	}
 	var local netip.Addr
 	if c, err := net.Dial("udp", net.JoinHostPort(host, "9")); err == nil {
-		local = addrPort(c.LocalAddr()).Addr()
+		local = AddrPort(c.LocalAddr()).Addr()
 		c.Close()
 	}
-	h, notes := hostFacts(fs, local)
+	h, notes := HostFacts(fs, local)
 	if !local.IsValid() {
 		notes = append(notes, "no route to "+host+": the interface under test is unknown")
 	}
 	return h, notes
+}
+
+// AddrPort returns a TCP or UDP address as a netip.AddrPort (the zero
+// value for other kinds).
+func AddrPort(a net.Addr) netip.AddrPort {
+	switch t := a.(type) {
+	case *net.TCPAddr:
+		return t.AddrPort()
+	case *net.UDPAddr:
+		return t.AddrPort()
+	}
+	ap, _ := netip.ParseAddrPort(a.String())
+	return ap
 }

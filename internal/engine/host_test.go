@@ -72,46 +72,18 @@ func TestSplit(t *testing.T) {
 		{"one CPU", nil, nil, []int{0}, []int{0}, []int{0}, []int{0}},
 	}
 	for _, tt := range tests {
-		c, s := split(tt.client, tt.server, tt.cands, tt.allowed)
+		c, s := Split(tt.client, tt.server, tt.cands, tt.allowed)
 		if !slices.Equal(c, tt.wantClient) || !slices.Equal(s, tt.wantSrv) {
 			t.Errorf("%s: split = %v, %v; want %v, %v", tt.name, c, s, tt.wantClient, tt.wantSrv)
 		}
 	}
-	if got := assign(5, []int{4, 5}); !slices.Equal(got, []int{4, 5, 4, 5, 4}) {
+	if got := Assign(5, []int{4, 5}); !slices.Equal(got, []int{4, 5, 4, 5, 4}) {
 		t.Errorf("assign = %v", got)
 	}
-	if got := assign(2, nil); !slices.Equal(got, []int{-1, -1}) {
+	if got := Assign(2, nil); !slices.Equal(got, []int{-1, -1}) {
 		t.Errorf("assign unpinned = %v", got)
 	}
-	if got := used([]int{5, 4, 5, -1}); !slices.Equal(got, []int{5, 4}) {
+	if got := Used([]int{5, 4, 5, -1}); !slices.Equal(got, []int{5, 4}) {
 		t.Errorf("used = %v", got)
-	}
-}
-
-func TestParseAffinity(t *testing.T) {
-	tests := []struct {
-		in           string
-		client, serv []int
-		bad          bool
-	}{
-		{in: "0,1", client: []int{0}, serv: []int{1}},
-		{in: "0-3,4-7", client: []int{0, 1, 2, 3}, serv: []int{4, 5, 6, 7}},
-		{in: "0,2/1,3", client: []int{0, 2}, serv: []int{1, 3}},
-		{in: "6", client: []int{6}},
-		{in: "/5", serv: []int{5}},
-		{in: "0,1,2", bad: true},
-		{in: "x,1", bad: true},
-	}
-	for _, tt := range tests {
-		c, s, err := ParseAffinity(tt.in)
-		if tt.bad != (err != nil) || !slices.Equal(c, tt.client) || !slices.Equal(s, tt.serv) {
-			t.Errorf("ParseAffinity(%q) = %v, %v, %v", tt.in, c, s, err)
-		}
-		if err == nil {
-			c2, s2, err := ParseAffinity(FormatAffinity(c, s))
-			if err != nil || !slices.Equal(c2, c) || !slices.Equal(s2, s) {
-				t.Errorf("%q does not survive FormatAffinity: %q", tt.in, FormatAffinity(c, s))
-			}
-		}
 	}
 }

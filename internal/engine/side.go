@@ -8,14 +8,16 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
 )
 
-// side is one end's half of a running test: its stream threads, its
+// Side is one end's half of a running test: its stream threads, its
 // interval clock and its samples. Client and agent run the same code.
-type side struct {
-	p       params
-	streams []*stream // connection i is stream id i+1
+// A Side is driven from one goroutine (its stream threads aside).
+type Side struct {
+	p       Params
+	streams []*Stream // connection i is stream id i+1
 	snd     sender
 	host    *telemetry.Sampler
 	tag     string // thread name prefix: "lrc" (client) or "lrs" (agent)
@@ -39,19 +41,20 @@ type mark struct {
 	tcp     tcpInfo
 }
 
-// sideSample is what one end measured over one interval.
-type sideSample struct {
-	Index   int                  `json:"index"`
-	Start   float64              `json:"start"` // seconds, from the start of the phase (warm-up or measured)
-	End     float64              `json:"end"`
-	Omitted bool                 `json:"omitted"`
-	Streams []streamSample       `json:"streams"`
-	CPU     map[string]CPUSample `json:"cpu"`
-	Total   CPUSample            `json:"total"`
+// Sample is what one end measured over one interval. It crosses the
+// agent's wire as it is (the interval message).
+type Sample struct {
+	Index   int                         `json:"index"`
+	Start   float64                     `json:"start"` // seconds, from the start of the phase (warm-up or measured)
+	End     float64                     `json:"end"`
+	Omitted bool                        `json:"omitted"`
+	Streams []StreamSample              `json:"streams"`
+	CPU     map[string]result.CPUSample `json:"cpu"`
+	Total   result.CPUSample            `json:"total"`
 }
 
-// streamSample is one stream over one interval, from one end's socket.
-type streamSample struct {
+// StreamSample is one stream over one interval, from one end's socket.
+type StreamSample struct {
 	ID           int    `json:"id"`
 	Bytes        uint64 `json:"bytes"`
 	RTT          uint32 `json:"rtt_us"`
@@ -61,56 +64,87 @@ type streamSample struct {
 	DeliveryRate uint64 `json:"delivery_rate"` // bytes per second
 }
 
-func newSide(p params, streams []*stream, snd sender, host *telemetry.Sampler, tag string) *side {
-	s := &side{p: p, streams: streams, snd: snd, host: host, tag: tag}
-	s.bounds, s.nOmit = schedule(p.omit(), p.duration(), p.interval())
+// NewSide prepares one end of test p over streams, whose descriptors it
+// takes: Close closes them, and so does a failure here. host samples this
+// end's CPUs at each boundary (nil: none); tag prefixes the thread names
+// ("lrc" for the client, "lrs" for the agent).
+func NewSide(p Params, streams []*Stream, host *telemetry.Sampler, tag string) (*Side, error) {
+	snd, err := newSender(p.ZeroCopy)
+	if err != nil {
+		CloseStreams(streams)
+		return nil, err
+	}
+	s := &Side{p: p, streams: streams, snd: snd, host: host, tag: tag}
+	s.bounds, s.nOmit = Schedule(p.Omit, p.Duration, p.Interval)
 	s.last = make([]mark, len(streams))
 	s.atOmit = make([]mark, len(streams))
-	return s
+	return s, nil
 }
 
-// begin starts every stream thread and the interval clock.
-func (s *side) begin() {
+// CloseStreams closes the descriptors of streams no Side took.
+func CloseStreams(streams []*Stream) {
+	for _, s := range streams {
+		CloseFD(s.FD)
+	}
+}
+
+// Begin starts every stream thread and the interval clock.
+func (s *Side) Begin() {
 	reserveProcs(len(s.streams))
 	s.t0 = time.Now()
 	s.prevAt, s.omitAt = s.t0, s.t0
 	s.cpuAtOmit = cpuSeconds()
 	for _, st := range s.streams {
 		dir := "rx"
-		if st.send {
+		if st.Send {
 			dir = "tx"
 		}
-		st.run(&s.wg, s.snd, &s.halt, fmt.Sprintf("%s-%s-%d", s.tag, dir, st.id))
+		st.run(&s.wg, s.snd, &s.halt, fmt.Sprintf("%s-%s-%d", s.tag, dir, st.ID))
 	}
 }
 
-// due returns when the next interval ends, and false after the last.
-func (s *side) due() (time.Time, bool) {
+// Due returns when the next interval ends, and false after the last.
+func (s *Side) Due() (time.Time, bool) {
 	if s.next >= len(s.bounds) {
 		return time.Time{}, false
 	}
 	return s.t0.Add(s.bounds[s.next]), true
 }
 
-// done reports whether every interval has been sampled.
-func (s *side) done() bool { return s.next >= len(s.bounds) }
+// Done reports whether every interval has been sampled.
+func (s *Side) Done() bool { return s.next >= len(s.bounds) }
 
-// sample ends the current interval now and returns what it measured.
-func (s *side) sample() sideSample {
+// Halt tells the senders to finish; Finish waits for them.
+func (s *Side) Halt() { s.halt.Store(true) }
+
+// EndNow makes the next Sample the last: the other end stopped the test
+// (the agent's clock may be a little behind the client's).
+func (s *Side) EndNow() {
+	if !s.Done() {
+		s.next = len(s.bounds) - 1
+	}
+}
+
+// MeasuredSeconds is the length of the measured window so far: from the
+// end of the warm-up to the last sample.
+func (s *Side) MeasuredSeconds() float64 { return result.Round3(s.prevAt.Sub(s.omitAt).Seconds()) }
+
+// Sample ends the current interval now and returns what it measured.
+func (s *Side) Sample() Sample {
 	now := time.Now()
 	k := s.next
 	s.next++
-	out := sideSample{Index: k, Omitted: k < s.nOmit, Streams: make([]streamSample, len(s.streams))}
+	out := Sample{Index: k, Omitted: k < s.nOmit, Streams: make([]StreamSample, len(s.streams))}
 	phase := s.omitAt
 	if out.Omitted {
 		phase = s.t0
 	}
-	out.Start = round3(s.prevAt.Sub(phase).Seconds())
-	out.End = round3(now.Sub(phase).Seconds())
+	out.Start = result.Round3(s.prevAt.Sub(phase).Seconds())
+	out.End = result.Round3(now.Sub(phase).Seconds())
 	for i, st := range s.streams {
 		m := s.markOf(st)
-		out.Streams[i] = streamSample{
-			ID: st.id, Bytes: m.bytes - s.last[i].bytes,
+		out.Streams[i] = StreamSample{
+			ID: st.ID, Bytes: m.bytes - s.last[i].bytes,
 			RTT: m.tcp.RTT, RTTVar: m.tcp.RTTVar, Cwnd: m.tcp.Cwnd,
 			Retransmits:  m.retrans - s.last[i].retrans,
 			DeliveryRate: m.tcp.DeliveryRate,
@@ -131,18 +165,18 @@ func (s *side) sample() sideSample {
 
 // markOf reads a stream's counters. TCP_INFO may fail once the peer has
 // gone; the byte count never does.
-func (s *side) markOf(st *stream) mark {
+func (s *Side) markOf(st *Stream) mark {
 	m := mark{bytes: st.bytes.Load()}
-	if ti, err := readTCPInfo(st.fd); err == nil {
+	if ti, err := readTCPInfo(st.FD); err == nil {
 		m.tcp, m.retrans = ti, ti.TotalRetrans
 	}
 	return m
 }
 
-// finish tells the senders to stop and waits up to grace for every stream
+// Finish tells the senders to stop and waits up to grace for every stream
 // thread to end (receivers end when their peer's sender does). Threads
 // still running then have their sockets shut down, which ends them.
-func (s *side) finish(grace time.Duration) {
+func (s *Side) Finish(grace time.Duration) {
 	s.halt.Store(true)
 	ch := make(chan struct{})
 	go func() { s.wg.Wait(); close(ch) }()
@@ -151,25 +185,35 @@ func (s *side) finish(grace time.Duration) {
 		return
 	case <-time.After(grace):
 	}
-	s.shutdown()
+	s.Shutdown()
 	<-ch
 }
 
-// shutdown ends every stream at once (an aborted test).
-func (s *side) shutdown() {
+// Shutdown ends every stream at once (an aborted test).
+func (s *Side) Shutdown() {
 	s.halt.Store(true)
 	for _, st := range s.streams {
-		_ = unix.Shutdown(st.fd, unix.SHUT_RDWR)
+		_ = unix.Shutdown(st.FD, unix.SHUT_RDWR)
 	}
 }
 
-// totals returns this end's byte counts once the stream threads ended.
-func (s *side) totals() []streamTotal {
-	out := make([]streamTotal, len(s.streams))
+// StreamTotal is one end's byte counts of one stream at the end of a
+// test. It crosses the agent's wire as it is (the end message).
+type StreamTotal struct {
+	ID       int    `json:"id"`
+	Sent     uint64 `json:"sent"`      // bytes written, if this end sends
+	SentOmit uint64 `json:"sent_omit"` // bytes written during the warm-up
+	Received uint64 `json:"received"`  // bytes read, if this end receives
+	Retrans  uint32 `json:"retrans"`   // retransmitted segments after the warm-up, if this end sends
+}
+
+// Totals returns this end's byte counts once the stream threads ended.
+func (s *Side) Totals() []StreamTotal {
+	out := make([]StreamTotal, len(s.streams))
 	for i, st := range s.streams {
 		m := s.markOf(st)
-		t := streamTotal{ID: st.id}
-		if st.send {
+		t := StreamTotal{ID: st.ID}
+		if st.Send {
 			t.Sent, t.SentOmit = m.bytes, s.atOmit[i].bytes
 			t.Retrans = m.retrans - s.atOmit[i].retrans
 		} else {
@@ -180,11 +224,11 @@ func (s *side) totals() []streamTotal {
 	return out
 }
 
-// measuredCPU is the CPU time this process used since the warm-up ended.
-func (s *side) measuredCPU() float64 { return round3(cpuSeconds() - s.cpuAtOmit) }
+// MeasuredCPU is the CPU time this process used since the warm-up ended.
+func (s *Side) MeasuredCPU() float64 { return result.Round3(cpuSeconds() - s.cpuAtOmit) }
 
-// errors lists what went wrong in the stream threads.
-func (s *side) errors() []string {
+// Errors lists what went wrong in the stream threads.
+func (s *Side) Errors() []string {
 	var out []string
 	for _, st := range s.streams {
 		if st.err != nil {
@@ -194,8 +238,8 @@ func (s *side) errors() []string {
 	return out
 }
 
-// zeroCopy sums the MSG_ZEROCOPY counters of this end's senders.
-func (s *side) zeroCopy() (sends, completions, copied uint64) {
+// ZeroCopy sums the MSG_ZEROCOPY counters of this end's senders.
+func (s *Side) ZeroCopy() (sends, completions, copied uint64) {
 	for _, st := range s.streams {
 		sends += st.zc.sends.Load()
 		completions += st.zc.completions.Load()
@@ -204,11 +248,9 @@ func (s *side) zeroCopy() (sends, completions, copied uint64) {
 	return sends, completions, copied
 }
 
-// closeAll closes the sockets; every thread must have ended.
-func (s *side) closeAll() {
-	for _, st := range s.streams {
-		unix.Close(st.fd)
-	}
+// Close closes the sockets; every thread must have ended (Finish).
+func (s *Side) Close() {
+	CloseStreams(s.streams)
 	if z, ok := s.snd.(*sendfileSender); ok {
 		z.close()
 	}
@@ -223,14 +265,12 @@ func cpuSeconds() float64 {
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
-func round3(x float64) float64 { return float64(int64(x*1000+0.5)) / 1000 }
-
 // newSender returns the sender for a zero-copy method.
-func newSender(z ZeroCopy) (sender, error) {
+func newSender(z result.ZeroCopy) (sender, error) {
 	switch z {
-	case Sendfile:
+	case result.Sendfile:
 		return newSendfileSender()
-	case MsgZeroCopy:
+	case result.MsgZeroCopy:
 		return msgZCSender{}, nil
 	}
 	return copySender{}, nil

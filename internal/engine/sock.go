@@ -10,47 +10,38 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// SockBufs are the socket buffer sizes one end's data sockets got, as
-// getsockopt reports them (Linux doubles what was asked, for its own
-// bookkeeping), and the sysctls that capped them, if any.
-type SockBufs struct {
-	Sndbuf   int      `json:"sndbuf"`
-	Rcvbuf   int      `json:"rcvbuf"`
-	CappedBy []string `json:"capped_by,omitempty"` // "net.core.wmem_max=212992"
+// SockOpts are the per-socket settings of a test (Params.SockOpts).
+type SockOpts struct {
+	Window     int    // SO_SNDBUF and SO_RCVBUF; 0 leaves autotuning on
+	Congestion string // TCP_CONGESTION; "" keeps the default
+	Pacing     uint64 // SO_MAX_PACING_RATE in bytes per second; 0 none
+	ZeroCopy   bool   // SO_ZEROCOPY, for MSG_ZEROCOPY sends
 }
 
-// sockOpts are the per-socket settings of a test.
-type sockOpts struct {
-	window     int    // SO_SNDBUF and SO_RCVBUF; 0 leaves autotuning on
-	congestion string // TCP_CONGESTION; "" keeps the default
-	pacing     uint64 // SO_MAX_PACING_RATE in bytes per second; 0 none
-	zerocopy   bool   // SO_ZEROCOPY, for MSG_ZEROCOPY sends
-}
-
-// apply sets the options on fd. The window must be set before connect on
+// Apply sets the options on fd. The window must be set before connect on
 // the client (so the window scale covers it); the agent sets it on
 // accepted sockets, where Linux has already chosen a window scale from
 // the largest buffer the sysctls allow.
-func (o sockOpts) apply(fd int) error {
-	if o.window > 0 {
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, o.window); err != nil {
-			return fmt.Errorf("setting SO_SNDBUF to %d: %w", o.window, err)
+func (o SockOpts) Apply(fd int) error {
+	if o.Window > 0 {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, o.Window); err != nil {
+			return fmt.Errorf("setting SO_SNDBUF to %d: %w", o.Window, err)
 		}
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, o.window); err != nil {
-			return fmt.Errorf("setting SO_RCVBUF to %d: %w", o.window, err)
-		}
-	}
-	if o.congestion != "" {
-		if err := unix.SetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, o.congestion); err != nil {
-			return fmt.Errorf("congestion control %q: %w (is it in net.ipv4.tcp_allowed_congestion_control? try 'modprobe tcp_%s')", o.congestion, err, o.congestion)
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, o.Window); err != nil {
+			return fmt.Errorf("setting SO_RCVBUF to %d: %w", o.Window, err)
 		}
 	}
-	if o.pacing > 0 {
-		if err := unix.SetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_MAX_PACING_RATE, o.pacing); err != nil {
+	if o.Congestion != "" {
+		if err := unix.SetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, o.Congestion); err != nil {
+			return fmt.Errorf("congestion control %q: %w (is it in net.ipv4.tcp_allowed_congestion_control? try 'modprobe tcp_%s')", o.Congestion, err, o.Congestion)
+		}
+	}
+	if o.Pacing > 0 {
+		if err := unix.SetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_MAX_PACING_RATE, o.Pacing); err != nil {
 			return fmt.Errorf("setting SO_MAX_PACING_RATE: %w", err)
 		}
 	}
-	if o.zerocopy {
+	if o.ZeroCopy {
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ZEROCOPY, 1); err != nil {
 			return fmt.Errorf("enabling SO_ZEROCOPY: %w (MSG_ZEROCOPY needs Linux 4.14)", err)
 		}
@@ -58,10 +49,10 @@ func (o sockOpts) apply(fd int) error {
 	return nil
 }
 
-// control adapts apply to net.Dialer.Control.
-func (o sockOpts) control(_, _ string, rc syscall.RawConn) error {
+// Control adapts Apply to net.Dialer.Control.
+func (o SockOpts) Control(_, _ string, rc syscall.RawConn) error {
 	var err error
-	if cerr := rc.Control(func(fd uintptr) { err = o.apply(int(fd)) }); cerr != nil {
+	if cerr := rc.Control(func(fd uintptr) { err = o.Apply(int(fd)) }); cerr != nil {
 		return cerr
 	}
 	return err
@@ -78,12 +69,12 @@ func bufSizes(fd int) (snd, rcv int, err error) {
 	return snd, rcv, nil
 }
 
-// detach takes a connection out of Go's poller: it duplicates the
+// Detach takes a connection out of Go's poller: it duplicates the
 // descriptor, closes the net.Conn (which also removes it from epoll) and
 // makes the duplicate blocking. The stream's thread then sleeps in the
 // kernel when the socket is full or empty, as iperf3's does, instead of
 // parking and being woken through the poller.
-func detach(c net.Conn) (int, error) {
+func Detach(c net.Conn) (int, error) {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		c.Close()
@@ -155,10 +146,10 @@ func nameThread(name string) {
 	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(p)), 0, 0, 0) // cosmetic
 }
 
-// allowedCPUs returns the CPUs this process may run on: the calling
+// AllowedCPUs returns the CPUs this process may run on: the calling
 // thread's affinity. Only stream threads are pinned, and they run nothing
 // but their stream, so any other goroutine sees the process's mask.
-func allowedCPUs() ([]int, error) {
+func AllowedCPUs() ([]int, error) {
 	for n := 1024; n <= 1<<20; n *= 4 {
 		set := unix.NewCPUSet(n)
 		err := unix.SchedGetaffinityDynamic(0, set)
@@ -179,8 +170,8 @@ func allowedCPUs() ([]int, error) {
 	return nil, errors.New("reading the CPU affinity: mask too large")
 }
 
-// closeFD closes a descriptor the engine owns; -1 is no descriptor.
-func closeFD(fd int) {
+// CloseFD closes a descriptor the engine owns; -1 is no descriptor.
+func CloseFD(fd int) {
 	if fd >= 0 {
 		_ = unix.Close(fd)
 	}

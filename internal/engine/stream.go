@@ -21,12 +21,12 @@ const (
 	recvSize = 128 << 10
 )
 
-// stream is one TCP connection of a test, seen from one end.
-type stream struct {
-	id   int  // 1-based, as reports number streams
-	send bool // this end writes; otherwise it reads
-	cpu  int  // CPU its thread is pinned to; -1 unpinned
-	fd   int  // blocking descriptor, owned by the session
+// Stream is one TCP connection of a test, seen from one end.
+type Stream struct {
+	ID   int  // 1-based, as reports number streams
+	Send bool // this end writes; otherwise it reads
+	CPU  int  // CPU its thread is pinned to; -1 unpinned
+	FD   int  // blocking descriptor (Detach), owned by the Side once it has it
 
 	bytes atomic.Uint64 // moved so far; read by the sampler
 	zc    zcStats
@@ -42,19 +42,19 @@ type zcStats struct {
 
 // sender says how a sending stream moves its bytes.
 type sender interface {
-	loop(s *stream, stop *atomic.Bool) error
+	loop(s *Stream, stop *atomic.Bool) error
 }
 
 // run starts the stream's thread: locked, pinned and named, moving bytes
 // until stop is set (sending) or the peer closes (receiving). The thread
 // is never unlocked, so it exits with the goroutine and its affinity and
 // name go with it instead of leaking to other goroutines.
-func (s *stream) run(wg *sync.WaitGroup, snd sender, stop *atomic.Bool, name string) {
+func (s *Stream) run(wg *sync.WaitGroup, snd sender, stop *atomic.Bool, name string) {
 	wg.Add(1)
 	go s.thread(wg, snd, stop, name)
 }
 
-func (s *stream) thread(wg *sync.WaitGroup, snd sender, stop *atomic.Bool, name string) {
+func (s *Stream) thread(wg *sync.WaitGroup, snd sender, stop *atomic.Bool, name string) {
 	runtime.LockOSThread()
 	if unix.Gettid() == unix.Getpid() {
 		// The main thread never exits: the runtime parks it when its
@@ -65,27 +65,27 @@ func (s *stream) thread(wg *sync.WaitGroup, snd sender, stop *atomic.Bool, name 
 		return
 	}
 	defer wg.Done()
-	if err := pinThread(s.cpu); err != nil {
+	if err := pinThread(s.CPU); err != nil {
 		s.err = err
 		return
 	}
 	nameThread(name)
-	if s.send {
+	if s.Send {
 		s.err = snd.loop(s, stop)
 		// Tell the receiver no more is coming; it reads to EOF.
-		_ = unix.Shutdown(s.fd, unix.SHUT_WR)
+		_ = unix.Shutdown(s.FD, unix.SHUT_WR)
 		return
 	}
 	s.err = s.recvLoop()
 }
 
 // recvLoop reads until the peer closes.
-func (s *stream) recvLoop() error {
+func (s *Stream) recvLoop() error {
 	buf := make([]byte, recvSize)
 	var y yielder
 	for {
 		y.tick()
-		n, err := unix.Read(s.fd, buf)
+		n, err := unix.Read(s.FD, buf)
 		switch {
 		case n > 0:
 			s.bytes.Add(uint64(n))
@@ -93,7 +93,7 @@ func (s *stream) recvLoop() error {
 			return nil // EOF: the sender is done
 		case err == unix.EINTR:
 		default:
-			return fmt.Errorf("stream %d: receiving: %w", s.id, err)
+			return fmt.Errorf("stream %d: receiving: %w", s.ID, err)
 		}
 	}
 }
@@ -101,13 +101,13 @@ func (s *stream) recvLoop() error {
 // copySender writes from a buffer: the kernel copies every byte.
 type copySender struct{}
 
-func (copySender) loop(s *stream, stop *atomic.Bool) error {
+func (copySender) loop(s *Stream, stop *atomic.Bool) error {
 	buf := make([]byte, sendSize)
 	fillPattern(buf)
 	var y yielder
 	for !stop.Load() {
 		y.tick()
-		n, err := unix.Write(s.fd, buf)
+		n, err := unix.Write(s.FD, buf)
 		if n > 0 {
 			s.bytes.Add(uint64(n))
 		}
@@ -120,11 +120,11 @@ func (copySender) loop(s *stream, stop *atomic.Bool) error {
 
 // sendErr reports a send error, unless the test was stopping anyway and
 // the agent shut the socket down.
-func sendErr(s *stream, stop *atomic.Bool, err error) error {
+func sendErr(s *Stream, stop *atomic.Bool, err error) error {
 	if stop.Load() && (errors.Is(err, unix.EPIPE) || errors.Is(err, unix.ECONNRESET)) {
 		return nil
 	}
-	return fmt.Errorf("stream %d: sending: %w", s.id, err)
+	return fmt.Errorf("stream %d: sending: %w", s.ID, err)
 }
 
 // fillPattern fills b with a non-zero, non-repeating-per-page pattern, so

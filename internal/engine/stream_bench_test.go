@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/linerate/linerate/internal/result"
 )
 
 // BenchmarkStream measures the hot loop: one stream over loopback, the
@@ -14,23 +16,23 @@ import (
 // (as `-A 0,1`), one write (sendSize) per op. Compare with
 // scripts/bench-engine.sh, which runs iperf3 on the same path.
 func BenchmarkStream(b *testing.B) {
-	for _, m := range []ZeroCopy{NoZeroCopy, Sendfile, MsgZeroCopy} {
+	for _, m := range []result.ZeroCopy{result.NoZeroCopy, result.Sendfile, result.MsgZeroCopy} {
 		name := string(m)
-		if m == NoZeroCopy {
+		if m == result.NoZeroCopy {
 			name = "copy"
 		}
 		b.Run(name, func(b *testing.B) { benchStream(b, m) })
 	}
 }
 
-func benchStream(b *testing.B, m ZeroCopy) {
-	cpus, err := allowedCPUs()
+func benchStream(b *testing.B, m result.ZeroCopy) {
+	cpus, err := AllowedCPUs()
 	if err != nil {
 		b.Fatal(err)
 	}
 	txCPU, rxCPU := cpus[0], cpus[len(cpus)-1]
-	tx, rx := streamPair(b, m == MsgZeroCopy)
-	tx.cpu, rx.cpu = txCPU, rxCPU
+	tx, rx := streamPair(b, m == result.MsgZeroCopy)
+	tx.CPU, rx.CPU = txCPU, rxCPU
 	snd, err := newSender(m)
 	if err != nil {
 		b.Fatal(err)
@@ -58,8 +60,8 @@ func benchStream(b *testing.B, m ZeroCopy) {
 	b.ReportMetric(float64(got)*8/secs/1e9, "Gbit/s")
 	stop.Store(true)
 	wg.Wait()
-	closeFD(tx.fd)
-	closeFD(rx.fd)
+	CloseFD(tx.FD)
+	CloseFD(rx.FD)
 	if tx.err != nil || rx.err != nil {
 		b.Fatal(tx.err, rx.err)
 	}
@@ -69,14 +71,14 @@ func benchStream(b *testing.B, m ZeroCopy) {
 }
 
 // streamPair connects two detached sockets over loopback.
-func streamPair(tb testing.TB, zerocopy bool) (tx, rx *stream) {
+func streamPair(tb testing.TB, zerocopy bool) (tx, rx *Stream) {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer ln.Close()
-	d := net.Dialer{Control: sockOpts{zerocopy: zerocopy}.control}
+	d := net.Dialer{Control: SockOpts{ZeroCopy: zerocopy}.Control}
 	c, err := d.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		tb.Fatal(err)
@@ -85,13 +87,13 @@ func streamPair(tb testing.TB, zerocopy bool) (tx, rx *stream) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cfd, err := detach(c)
+	cfd, err := Detach(c)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	sfd, err := detach(s)
+	sfd, err := Detach(s)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &stream{id: 1, send: true, fd: cfd, cpu: -1}, &stream{id: 1, fd: sfd, cpu: -1}
+	return &Stream{ID: 1, Send: true, FD: cfd, CPU: -1}, &Stream{ID: 1, FD: sfd, CPU: -1}
 }

@@ -10,37 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ZeroCopy names a way to send without copying from user memory.
-type ZeroCopy string
-
-// Zero-copy methods.
-const (
-	// NoZeroCopy writes from a buffer (the kernel copies it).
-	NoZeroCopy ZeroCopy = ""
-	// Sendfile sends a memfd's pages with sendfile(2), as iperf3 -Z does.
-	// It is the default for --zerocopy: faster than MSG_ZEROCOPY in every
-	// measurement in docs/benchmarks.md, and never copied by the kernel.
-	Sendfile ZeroCopy = "sendfile"
-	// MsgZeroCopy sends with sendmsg(MSG_ZEROCOPY) and reaps completions
-	// from the socket's error queue. The kernel copies anyway when the
-	// packets are delivered locally (loopback, veth) or the device cannot
-	// gather; the result says how often (end.zerocopy.copied).
-	MsgZeroCopy ZeroCopy = "msg_zerocopy"
-)
-
-// ParseZeroCopy accepts "", "sendfile" and "msg_zerocopy" (or "msg").
-func ParseZeroCopy(s string) (ZeroCopy, error) {
-	switch s {
-	case "", "none":
-		return NoZeroCopy, nil
-	case "sendfile":
-		return Sendfile, nil
-	case "msg", "msg_zerocopy":
-		return MsgZeroCopy, nil
-	}
-	return "", fmt.Errorf("unknown zero-copy method %q (sendfile or msg_zerocopy)", s)
-}
-
 // sendfileSender sends the pages of one memfd, shared by every stream of
 // the test: they are only read, by the kernel.
 type sendfileSender struct{ memfd int }
@@ -61,10 +30,10 @@ func newSendfileSender() (*sendfileSender, error) {
 
 func (z *sendfileSender) close() { unix.Close(z.memfd) }
 
-func (z *sendfileSender) loop(s *stream, stop *atomic.Bool) error {
+func (z *sendfileSender) loop(s *Stream, stop *atomic.Bool) error {
 	for !stop.Load() {
 		var off int64
-		n, err := unix.Sendfile(s.fd, z.memfd, &off, sendSize)
+		n, err := unix.Sendfile(s.FD, z.memfd, &off, sendSize)
 		if n > 0 {
 			s.bytes.Add(uint64(n))
 		}
@@ -75,23 +44,53 @@ func (z *sendfileSender) loop(s *stream, stop *atomic.Bool) error {
 	return nil
 }
 
-// zcRing is how many blocks a MSG_ZEROCOPY stream may have in flight: 16
-// × 512 KiB = 8 MiB, twice the kernel's default tcp_wmem maximum, so the
-// ring never stalls a socket whose buffer could take more.
-const zcRing = 16
+// The ring of a MSG_ZEROCOPY stream: blocks of sendSize it may have in
+// flight, the kernel holding each until it reports it sent. A socket
+// whose buffer holds more than the ring stalls on the ring, not on the
+// network, so the ring is sized from the socket's send buffer when the
+// stream starts: SO_SNDBUF, which is exact when the test set a window
+// (-w; Linux reports twice what was asked) and the initial size under
+// autotuning (which then grows up to tcp_wmem's maximum, 4 MiB by
+// default). At least zcMinRing blocks (16 × 128 KiB = 2 MiB), at most
+// zcMaxRing (32 MiB); a power of two, so that a block's index follows
+// the kernel's 32-bit notification ids across their wrap.
+const (
+	zcMinRing = 16
+	zcMaxRing = 256
+)
+
+// zcRingFor returns the ring size for socket fd.
+func zcRingFor(fd int) int {
+	snd, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
+	if err != nil {
+		return zcMinRing
+	}
+	return ringBlocks(snd)
+}
+
+// ringBlocks is the power of two of blocks that holds bufBytes, within
+// [zcMinRing, zcMaxRing].
+func ringBlocks(bufBytes int) int {
+	n := zcMinRing
+	for n < zcMaxRing && n*sendSize < bufBytes {
+		n *= 2
+	}
+	return n
+}
 
 // msgZCSender sends with MSG_ZEROCOPY from a ring of blocks in memory of
 // its own (mmap, out of the Go heap), reusing a block only after the
 // kernel said it is done with it.
 type msgZCSender struct{}
 
-func (msgZCSender) loop(s *stream, stop *atomic.Bool) error {
-	mem, err := unix.Mmap(-1, 0, zcRing*sendSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+func (msgZCSender) loop(s *Stream, stop *atomic.Bool) error {
+	ring := zcRingFor(s.FD)
+	mem, err := unix.Mmap(-1, 0, ring*sendSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
-		return fmt.Errorf("stream %d: mapping zero-copy buffers: %w", s.id, err)
+		return fmt.Errorf("stream %d: mapping zero-copy buffers: %w", s.ID, err)
 	}
 	fillPattern(mem)
-	z := &zcState{s: s}
+	z := &zcState{s: s, busy: make([]bool, ring)}
 	err = z.sendAll(mem, stop)
 	// The kernel may still read blocks in flight: wait for them before
 	// the memory goes (a bounded wait; if the peer vanished, the pages
@@ -103,25 +102,28 @@ func (msgZCSender) loop(s *stream, stop *atomic.Bool) error {
 }
 
 // zcState tracks MSG_ZEROCOPY sends by the kernel's notification ids: the
-// nth send that moved data has id n-1 (mod 2^32), and uses block id % zcRing.
+// nth send that moved data has id n-1 (mod 2^32), and uses block id %
+// len(busy).
 type zcState struct {
-	s       *stream
-	next    uint32       // id of the next send
-	busy    [zcRing]bool // block still referenced by the kernel
+	s       *Stream
+	next    uint32 // id of the next send
+	busy    []bool // block still referenced by the kernel; a power of two of them
 	pending int
 	oob     [256]byte
 }
 
+func (z *zcState) slot(id uint32) uint32 { return id % uint32(len(z.busy)) }
+
 func (z *zcState) sendAll(mem []byte, stop *atomic.Bool) error {
 	for !stop.Load() {
-		slot := z.next % zcRing
+		slot := z.slot(z.next)
 		for z.busy[slot] {
 			if err := z.wait(); err != nil {
 				return err
 			}
 		}
 		block := mem[int(slot)*sendSize : int(slot+1)*sendSize]
-		n, err := unix.SendmsgN(z.s.fd, block, nil, nil, unix.MSG_ZEROCOPY)
+		n, err := unix.SendmsgN(z.s.FD, block, nil, nil, unix.MSG_ZEROCOPY)
 		if n > 0 {
 			z.busy[slot] = true
 			z.pending++
@@ -147,9 +149,9 @@ func (z *zcState) sendAll(mem []byte, stop *atomic.Bool) error {
 
 // wait blocks until a notification arrives (POLLERR), then reaps.
 func (z *zcState) wait() error {
-	fds := []unix.PollFd{{Fd: int32(z.s.fd)}}
+	fds := []unix.PollFd{{Fd: int32(z.s.FD)}}
 	if _, err := unix.Poll(fds, 1000); err != nil && err != unix.EINTR {
-		return fmt.Errorf("stream %d: waiting for zero-copy completions: %w", z.s.id, err)
+		return fmt.Errorf("stream %d: waiting for zero-copy completions: %w", z.s.ID, err)
 	}
 	return z.reap()
 }
@@ -157,12 +159,12 @@ func (z *zcState) wait() error {
 // reap reads every queued notification without blocking.
 func (z *zcState) reap() error {
 	for z.pending > 0 {
-		_, oobn, _, _, err := unix.Recvmsg(z.s.fd, nil, z.oob[:], unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+		_, oobn, _, _, err := unix.Recvmsg(z.s.FD, nil, z.oob[:], unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
 		if err == unix.EAGAIN || err == unix.EINTR {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("stream %d: reading zero-copy completions: %w", z.s.id, err)
+			return fmt.Errorf("stream %d: reading zero-copy completions: %w", z.s.ID, err)
 		}
 		if err := z.complete(z.oob[:oobn]); err != nil {
 			return err
@@ -175,7 +177,7 @@ func (z *zcState) reap() error {
 func (z *zcState) complete(oob []byte) error {
 	msgs, err := unix.ParseSocketControlMessage(oob)
 	if err != nil {
-		return fmt.Errorf("stream %d: zero-copy notification: %w", z.s.id, err)
+		return fmt.Errorf("stream %d: zero-copy notification: %w", z.s.ID, err)
 	}
 	for _, m := range msgs {
 		if len(m.Data) < int(unsafe.Sizeof(unix.SockExtendedErr{})) {
@@ -184,14 +186,14 @@ func (z *zcState) complete(oob []byte) error {
 		ee := (*unix.SockExtendedErr)(unsafe.Pointer(&m.Data[0]))
 		if ee.Origin != unix.SO_EE_ORIGIN_ZEROCOPY {
 			if ee.Errno != 0 {
-				return fmt.Errorf("stream %d: socket error: %w", z.s.id, unix.Errno(ee.Errno))
+				return fmt.Errorf("stream %d: socket error: %w", z.s.ID, unix.Errno(ee.Errno))
 			}
 			continue
 		}
 		n := ee.Data - ee.Info + 1 // ids Info..Data, inclusive (mod 2^32)
 		for id := ee.Info; id != ee.Data+1; id++ {
-			if z.busy[id%zcRing] {
-				z.busy[id%zcRing] = false
+			if z.busy[z.slot(id)] {
+				z.busy[z.slot(id)] = false
 				z.pending--
 			}
 		}

@@ -1,7 +1,7 @@
 package hosttree
 
 // HOST.md texts of the committed trees. Severities and IDs are those of
-// DESIGN.md's finding table.
+// the finding table in docs/architecture.md.
 
 const docRyzen9900X = `# ryzen-9900x-cx5-x4
 

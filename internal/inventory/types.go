@@ -6,7 +6,7 @@
 // Facts only: judging them is package doctor's work. A fact that could not
 // be read is null (nil) in JSON, and Inventory.Notes says why — "unknown"
 // is always an answer, a guess never is. JSON names follow the
-// linerate.doctor/v1 contract in DESIGN.md.
+// linerate.doctor/v1 contract (docs/schema/doctor-v1.schema.json).
 package inventory
 
 import (

@@ -267,7 +267,7 @@ type spec struct {
 // The rate of capped-10g.
 const rate10G Rate = 10_000_000_000
 
-// The small-buffers maximum (64 KiB, DESIGN.md) and the scenarios' MTUs.
+// The small-buffers maximum (64 KiB, docs/architecture.md) and the scenarios' MTUs.
 const (
 	smallBufferMax = 65536
 	jumboMTU       = 9000

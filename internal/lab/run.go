@@ -121,7 +121,7 @@ type demo struct {
 }
 
 // linerateIn runs `linerate ARGS` inside host h. Exit 1 means the command
-// worked and found something (DESIGN.md's exit codes); other non-zero exits
+// worked and found something (docs/architecture.md, "Exit codes"); other non-zero exits
 // are failures, described by the last line the command wrote to stderr.
 func linerateIn(h Host, args ...string) func(context.Context, *demo, io.Writer) (bool, error) {
 	return func(ctx context.Context, d *demo, out io.Writer) (bool, error) {

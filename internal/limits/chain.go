@@ -64,8 +64,8 @@ type Limits struct {
 // effective bandwidth; and TCP goodput = min(line rate × Payload/Wire at the
 // MTU, PCIe effective), naming the stage that binds.
 //
-// Comparing PCIe effective bandwidth with TCP goodput (as DESIGN.md's
-// contract does) is generous to PCIe: the bus also carries Ethernet headers,
+// Comparing PCIe effective bandwidth with TCP goodput (as the doctor/v1
+// contract does, docs/architecture.md) is generous to PCIe: the bus also carries Ethernet headers,
 // descriptors and completion entries, so a PCIe-bound port does somewhat
 // less than the number shown. A tie goes to the line rate.
 //

@@ -5,7 +5,7 @@
 //
 // Hand-written: no Go library models PCIe line coding and TLP overhead or
 // Ethernet framing costs. The formulas and their worked numbers are in
-// shared/research/tuning-anchors.md §5; each function states its model.
+// docs/architecture.md, "The physics"; each function states its model.
 //
 // Rates are in Gbit/s (10^9 bit/s) throughout, as Ethernet and PCIe quote
 // them. The package does no I/O.

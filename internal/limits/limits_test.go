@@ -19,7 +19,7 @@ func TestPCIe(t *testing.T) {
 		raw, eff  float64
 		detailHas string
 	}{
-		// tuning-anchors.md §5 and DESIGN.md's doctor example.
+		// docs/architecture.md, "The physics" (Gen3 x4: 31.51 raw, 28.60 effective).
 		{"gen1 x1", PCIeLink{GTs: 2.5, Width: 1}, "1.0", "8b/10b", 2.00, 1.82, "2.5 GT/s x1"},
 		{"gen2 x4", PCIeLink{GTs: 5, Width: 4}, "2.0", "8b/10b", 16.00, 14.52, "5.0 GT/s x4, 8b/10b, MPS 256"},
 		{"gen3 x4", PCIeLink{GTs: 8, Width: 4}, "3.0", "128b/130b", 31.51, 28.60, "8.0 GT/s x4, 128b/130b, MPS 256"},
@@ -153,7 +153,7 @@ func TestTCPGoodput(t *testing.T) {
 		payload, wire int
 		want          map[Gbps]float64 // line rate → goodput
 	}{
-		// tuning-anchors.md §5's table.
+		// The table of docs/architecture.md, "The physics".
 		{1500, v4, 1448, 1538, map[Gbps]float64{10: 9.41, 25: 23.54, 40: 37.66, 100: 94.15, 200: 188.3}},
 		{1500, v4NoTS, 1460, 1538, map[Gbps]float64{10: 9.49, 25: 23.73, 40: 37.97, 100: 94.93, 200: 189.86}},
 		{1500, v6, 1428, 1538, map[Gbps]float64{10: 9.28, 25: 23.21, 40: 37.14, 100: 92.85, 200: 185.7}},

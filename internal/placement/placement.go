@@ -1,6 +1,6 @@
 // Package placement decides where a NIC's IRQs and its application run.
 // The rule is ours (no prior tool places IRQs by L3 domain and the
-// application's CPUs; see the research notes): a NIC's IRQs go to CPUs of
+// application's CPUs; docs/architecture.md): a NIC's IRQs go to CPUs of
 // its NUMA node, inside the L3 domain the application runs in, but never on
 // the application's own CPUs. Seed 000: the application on CPU 6 (L3 domain
 // 6-11), IRQs on 7-11, gave a steady 98.5 Gbit/s where irqbalance's spread
@@ -131,9 +131,17 @@ func (pl placer) placeFree(p Placement, nic *inventory.NIC, local, avoid []int) 
 	return p, []string{fmt.Sprintf("%s's L3 domain %s holds one core: its IRQs share it with the application", nic.Interface, cpulist.Format(p.L3Domain))}
 }
 
-// LocalCPUs returns the CPUs of the NIC's NUMA node, or every online CPU
-// when the node is unknown (-1) or not reported.
+// LocalCPUs returns the CPUs local to the NIC: the kernel's
+// local_cpulist for its PCI function where it reports one (the online
+// CPUs of it), else the CPUs of its NUMA node, else every online CPU
+// (node unknown, -1, or not reported). Doctor, tune and the engine's
+// thread placement all use it, so they agree on what "local" is.
 func LocalCPUs(cpu *inventory.CPU, n *inventory.NIC) []int {
+	if len(n.LocalCPUs) > 0 {
+		if c := cpulist.Intersect(n.LocalCPUs, cpu.Online); len(c) > 0 {
+			return c
+		}
+	}
 	if n.NUMANode != nil && *n.NUMANode >= 0 {
 		if c := cpu.NodeCPUs(*n.NUMANode); len(c) > 0 {
 			return c

@@ -78,3 +78,26 @@ func TestRoundRobin(t *testing.T) {
 		t.Errorf("RoundRobin = %v", got)
 	}
 }
+
+// TestLocalCPUs: the kernel's local_cpulist first (its online CPUs), then
+// the NUMA node, then every online CPU.
+func TestLocalCPUs(t *testing.T) {
+	cpu := epyc()
+	cpu.Online = cpulist.MustParse("0-14") // CPU 15 offline
+	tests := []struct {
+		name string
+		nic  *inventory.NIC
+		want string
+	}{
+		{"local_cpulist", &inventory.NIC{NUMANode: ip(0), LocalCPUs: cpulist.MustParse("4-7,12-15")}, "4-7,12-14"},
+		{"local_cpulist all offline", &inventory.NIC{NUMANode: ip(0), LocalCPUs: []int{15}}, "0-3,8-11"},
+		{"node", nicOn(1), "4-7,12-15"},
+		{"node unknown", nicOn(-1), "0-14"},
+		{"nothing", &inventory.NIC{}, "0-14"},
+	}
+	for _, tt := range tests {
+		if got := cpulist.Format(LocalCPUs(cpu, tt.nic)); got != tt.want {
+			t.Errorf("%s: LocalCPUs = %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}

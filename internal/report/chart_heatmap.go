@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/result"
 )
 
 // heatColumn is one CPU column of a heatmap; domain indexes l3 (-1: none).
@@ -36,14 +36,14 @@ func heatColumns(l3 [][]int, seen []int) []heatColumn {
 type metric struct {
 	name  string
 	class string
-	value func(engine.CPUSample) float64
+	value func(result.CPUSample) float64
 }
 
 func metrics() []metric {
 	return []metric{
-		{"busy", "hm-busy", func(s engine.CPUSample) float64 { return s.Busy }},
-		{"softirq", "hm-softirq", func(s engine.CPUSample) float64 { return s.SoftIRQ }},
-		{"irq", "hm-irq", func(s engine.CPUSample) float64 { return s.IRQ }},
+		{"busy", "hm-busy", func(s result.CPUSample) float64 { return s.Busy }},
+		{"softirq", "hm-softirq", func(s result.CPUSample) float64 { return s.SoftIRQ }},
+		{"irq", "hm-irq", func(s result.CPUSample) float64 { return s.IRQ }},
 	}
 }
 
@@ -56,7 +56,7 @@ func (b *builder) heatmapChart(id, role string, groups []runGroup) (*chart, erro
 		return nil, nil
 	}
 	host := hostOf(groups[0].runs[0], role)
-	avgs := make([]map[int]engine.CPUSample, len(groups))
+	avgs := make([]map[int]result.CPUSample, len(groups))
 	var seen []int
 	for i, g := range groups {
 		avgs[i] = cpuAverages(g.runs, role)
@@ -157,7 +157,7 @@ func (b *builder) heatHeader(s *scene, g heatGeom, cols []heatColumn, xs []float
 }
 
 // heatGroup draws one group's three rows.
-func (b *builder) heatGroup(s *scene, g heatGeom, gi int, grp runGroup, role string, cols []heatColumn, xs []float64, avg map[int]engine.CPUSample) {
+func (b *builder) heatGroup(s *scene, g heatGeom, gi int, grp runGroup, role string, cols []heatColumn, xs []float64, avg map[int]result.CPUSample) {
 	y0 := g.top + float64(gi)*g.groupH
 	s.text("hm-group", 8, y0+g.cellH-5, "start", clip(grp.label, 16))
 	app, irq := placementOf(grp.runs, role)

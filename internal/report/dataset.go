@@ -3,11 +3,11 @@ package report
 import (
 	"github.com/linerate/linerate/internal/c2c"
 	"github.com/linerate/linerate/internal/doctor"
-	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/result"
 )
 
 // Dataset is everything a report is built from, in the shapes of the JSON
-// contracts (DESIGN.md): doctor reports of the hosts involved, bench runs,
+// contracts (docs/architecture.md): doctor reports of the hosts involved, bench runs,
 // campaigns, perftest results, tune journals and the tools used. Every
 // part is optional; a section without data is left out with a one-line note.
 type Dataset struct {
@@ -38,7 +38,7 @@ type Dataset struct {
 
 // Run is one bench run and its context.
 type Run struct {
-	Result engine.Result `json:"result"`
+	Result result.Result `json:"result"`
 	// Label is the --label it was run with.
 	Label string `json:"label,omitempty"`
 	// TuneID is the tune journal in effect during the run; "" for none.

@@ -7,13 +7,13 @@
 // each bucket, the tuning applied with the bench before and after, the
 // environment, and the commands that reproduce every run.
 //
-// Build turns a Dataset — the JSON contracts of DESIGN.md: doctor reports,
+// Build turns a Dataset — the JSON contracts of docs/architecture.md: doctor reports,
 // bench runs, campaigns, perftest results, tune journals — into a Model;
 // WriteHTML writes it as one self-contained HTML file and WriteMarkdown as
 // Markdown with each chart in an SVG file beside it. Sections without
 // data are left out with a one-line note.
 //
-// Charts are hand-rolled SVG (research §6: no chart library writes
+// Charts are hand-rolled SVG (docs/architecture.md: no chart library writes
 // deterministic, dependency-free SVG we could golden-test): each chart
 // computes its geometry in Go as a list of shapes, and one html/template
 // renders them, escaping every label. Colours live in CSS variables

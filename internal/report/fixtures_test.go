@@ -13,10 +13,10 @@ import (
 
 	"github.com/linerate/linerate/internal/c2c"
 	"github.com/linerate/linerate/internal/doctor"
-	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/hosttree"
 	"github.com/linerate/linerate/internal/inventory"
+	"github.com/linerate/linerate/internal/result"
 )
 
 // The fixtures under testdata are recorded once and committed: the golden
@@ -151,15 +151,15 @@ func wobble(a, b int64) float64 {
 // makeRun builds a linerate.bench/v1 result from a spec.
 func makeRun(s runSpec) Run {
 	start := time.Date(2025, 1, 18, 20, 0, 0, 0, time.UTC).Add(time.Duration(s.id) * time.Minute)
-	host := func(name string, irq []int) engine.HostInfo {
-		return engine.HostInfo{Hostname: name, Kernel: "6.8.0-51-generic", Iface: "enp1s0f0np0", PCI: "0000:01:00.0",
+	host := func(name string, irq []int) result.HostInfo {
+		return result.HostInfo{Hostname: name, Kernel: "6.8.0-51-generic", Iface: "enp1s0f0np0", PCI: "0000:01:00.0",
 			NICIRQs: []int{98, 99, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119}, IRQCPUs: irq,
 			CPUs: seq(0, s.nCPU-1), Candidates: seq(0, s.nCPU-1)}
 	}
-	res := engine.Result{Schema: engine.Schema, RunID: s.id, Engine: s.engine,
-		Start: engine.Start{Peer: "192.168.88.3", Port: 5201, Timestamp: start, Streams: s.streams, DurationS: float64(len(s.rates)),
-			IntervalS: 1, Direction: engine.Send, Placement: engine.Placement{Client: s.clientCPUs, Server: s.serverCPUs, Source: s.source},
-			Window: engine.Window{Granted: 425984}, Congestion: "cubic",
+	res := result.Result{Schema: result.Schema, RunID: s.id, Engine: s.engine,
+		Start: result.Start{Peer: "192.168.88.3", Port: 5201, Timestamp: start, Streams: s.streams, DurationS: float64(len(s.rates)),
+			IntervalS: 1, Direction: result.Send, Placement: result.Placement{Client: s.clientCPUs, Server: s.serverCPUs, Source: s.source},
+			Window: result.Window{Granted: 425984}, Congestion: "cubic",
 			Client: host("crow", s.clientIRQ), Server: host("vulture", s.serverIRQ)}}
 	var bytes, retr uint64
 	var sum float64
@@ -167,35 +167,35 @@ func makeRun(s runSpec) Run {
 		bps := g * 1e9
 		b := uint64(bps / 8)
 		r := s.retr[i%len(s.retr)]
-		iv := engine.Interval{Start: float64(i), End: float64(i + 1),
-			Sum: engine.Sum{Bytes: b, BitsPerSecond: bps, Retransmits: r},
-			CPU: engine.HostCPUs{Client: cpuSamples(s.id, i, s.nCPU, s.clientHot), Server: cpuSamples(s.id+1000, i, s.nCPU, s.serverHot)}}
+		iv := result.Interval{Start: float64(i), End: float64(i + 1),
+			Sum: result.Sum{Bytes: b, BitsPerSecond: bps, Retransmits: r},
+			CPU: result.HostCPUs{Client: cpuSamples(s.id, i, s.nCPU, s.clientHot), Server: cpuSamples(s.id+1000, i, s.nCPU, s.serverHot)}}
 		for k := 1; k <= s.streams; k++ {
-			iv.Streams = append(iv.Streams, engine.StreamInterval{ID: k, Sender: "client", Bytes: b / uint64(s.streams),
+			iv.Streams = append(iv.Streams, result.StreamInterval{ID: k, Sender: "client", Bytes: b / uint64(s.streams),
 				BitsPerSecond: bps / float64(s.streams), RTTus: uint32(40 + 10*k), CwndBytes: 8 << 20, Retransmits: r / uint64(s.streams)})
 		}
 		res.Intervals = append(res.Intervals, iv)
 		bytes, retr, sum = bytes+b, retr+r, sum+bps
 	}
 	mean := sum / float64(len(s.rates))
-	res.End = engine.End{Seconds: float64(len(s.rates)),
-		SumSent:     engine.Sum{Bytes: bytes, BitsPerSecond: mean, Retransmits: retr},
-		SumReceived: engine.Received{Bytes: bytes, BitsPerSecond: mean},
-		CPU:         engine.EndCPU{ClientSeconds: busySeconds(s.clientHot, s.clientCPUs, len(s.rates)), ServerSeconds: busySeconds(s.serverHot, s.serverCPUs, len(s.rates))}}
+	res.End = result.End{Seconds: float64(len(s.rates)),
+		SumSent:     result.Sum{Bytes: bytes, BitsPerSecond: mean, Retransmits: retr},
+		SumReceived: result.Received{Bytes: bytes, BitsPerSecond: mean},
+		CPU:         result.EndCPU{ClientSeconds: busySeconds(s.clientHot, s.clientCPUs, len(s.rates)), ServerSeconds: busySeconds(s.serverHot, s.serverCPUs, len(s.rates))}}
 	return Run{Result: res, Label: s.label, TuneID: s.tune}
 }
 
 // cpuSamples gives every CPU a little background load and the hot CPUs
 // theirs, each varying a little per interval.
-func cpuSamples(run int64, iv, n int, hot []loadCPU) map[string]engine.CPUSample {
-	m := map[string]engine.CPUSample{}
+func cpuSamples(run int64, iv, n int, hot []loadCPU) map[string]result.CPUSample {
+	m := map[string]result.CPUSample{}
 	for c := 0; c < n; c++ {
 		w := wobble(run*131+int64(c), int64(iv))
-		m[strconv.Itoa(c)] = engine.CPUSample{Busy: round1(1.2 + 0.8*w), SoftIRQ: round1(0.1 + 0.1*w)}
+		m[strconv.Itoa(c)] = result.CPUSample{Busy: round1(1.2 + 0.8*w), SoftIRQ: round1(0.1 + 0.1*w)}
 	}
 	for _, h := range hot {
 		w := wobble(run*17+int64(h.cpu), int64(iv)+7)
-		m[strconv.Itoa(h.cpu)] = engine.CPUSample{Busy: round1(math.Min(100, h.busy+1.5*w)),
+		m[strconv.Itoa(h.cpu)] = result.CPUSample{Busy: round1(math.Min(100, h.busy+1.5*w)),
 			SoftIRQ: round1(math.Max(0, h.softirq+1.2*w)), IRQ: round1(math.Max(0, h.hirq+0.3*w))}
 	}
 	return m

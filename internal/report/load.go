@@ -18,7 +18,7 @@ import (
 	"github.com/linerate/linerate/internal/bench"
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/doctor"
-	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
 	"github.com/linerate/linerate/internal/tune"
 )
@@ -222,8 +222,8 @@ func decodeRun(row *store.Run) (*storedRun, error) {
 	if err := json.Unmarshal(row.Result, r); err != nil {
 		return nil, fmt.Errorf("run %d: its stored result is not valid linerate.bench/v1 JSON: %w", row.ID, err)
 	}
-	if r.Schema != engine.Schema {
-		return nil, fmt.Errorf("run %d: its stored result has schema %q, not %s (written by another linerate version?)", row.ID, r.Schema, engine.Schema)
+	if r.Schema != result.Schema {
+		return nil, fmt.Errorf("run %d: its stored result has schema %q, not %s (written by another linerate version?)", row.ID, r.Schema, result.Schema)
 	}
 	r.RunID = row.ID // the store numbers runs; the document holds 0
 	if r.Label == "" {
@@ -249,7 +249,7 @@ func (l *loader) add(row *store.Run, r *storedRun) error {
 
 // tuneOf is the tune journal in effect during a run: the server's, else
 // the client's.
-func tuneOf(r *engine.Result) string {
+func tuneOf(r *result.Result) string {
 	if id := r.Start.Server.TuneJournal; id != "" {
 		return id
 	}
@@ -546,7 +546,7 @@ func loadTunes(dir string, runs []*storedRun) []TuneJournal {
 	hostOf := map[string]string{}
 	var ids []string
 	for _, r := range runs {
-		for _, h := range []engine.HostInfo{r.Start.Server, r.Start.Client} {
+		for _, h := range []result.HostInfo{r.Start.Server, r.Start.Client} {
 			if h.TuneJournal == "" {
 				continue
 			}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/linerate/linerate/internal/bench"
 	"github.com/linerate/linerate/internal/doctor"
-	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
 	"github.com/linerate/linerate/internal/tune"
 )
@@ -500,9 +500,9 @@ func TestReportLoadPerftestAndHosts(t *testing.T) {
 	}
 	// A perftest run as the perftest driver records it.
 	avg, peak, rate := 55.86, 55.87, 0.00666
-	res := engine.Result{Schema: engine.Schema, Engine: "perftest", Start: engine.Start{Peer: "10.0.0.1", Streams: 1,
-		Client: engine.HostInfo{Hostname: "mark1amd"}, Server: engine.HostInfo{Hostname: "mark1nvidia"}},
-		End: engine.End{SumReceived: engine.Received{BitsPerSecond: avg * 1e9}}}
+	res := result.Result{Schema: result.Schema, Engine: "perftest", Start: result.Start{Peer: "10.0.0.1", Streams: 1,
+		Client: result.HostInfo{Hostname: "mark1amd"}, Server: result.HostInfo{Hostname: "mark1nvidia"}},
+		End: result.End{SumReceived: result.Received{BitsPerSecond: avg * 1e9}}}
 	br := bench.Run{Result: res, Tool: &bench.Tool{Name: "perftest", Client: []string{"taskset", "-c", "6", "ib_write_bw", "--size=1048576", "-d", "rocep5s0", "10.0.0.1"},
 		Server: []string{"ib_write_bw", "--size=1048576", "-d", "rocep3s0"}},
 		Perftest: &bench.PerftestResult{Test: "RDMA_Write BW Test", Device: "rocep5s0", MsgBytes: 1 << 20, Iterations: 5000,
@@ -534,9 +534,9 @@ func TestReportLoadPerftestAndHosts(t *testing.T) {
 		if i == 1 {
 			server = labRep(4194304)
 		}
-		lr := engine.Result{Schema: engine.Schema, Engine: "native", Start: engine.Start{Peer: "198.18.0.2", Streams: 1,
-			Client: engine.HostInfo{Hostname: "lab", Iface: "lab0"}, Server: engine.HostInfo{Hostname: "lab", Iface: "lab0"}},
-			End: engine.End{Seconds: 1, SumReceived: engine.Received{BitsPerSecond: 9e9}}}
+		lr := result.Result{Schema: result.Schema, Engine: "native", Start: result.Start{Peer: "198.18.0.2", Streams: 1,
+			Client: result.HostInfo{Hostname: "lab", Iface: "lab0"}, Server: result.HostInfo{Hostname: "lab", Iface: "lab0"}},
+			End: result.End{Seconds: 1, SumReceived: result.Received{BitsPerSecond: 9e9}}}
 		doc, _ := json.Marshal(bench.Run{Result: lr})
 		if err := st.AddRun(ctx, &store.Run{Engine: "native", Peer: "198.18.0.2", Streams: 1, Gbps: 9, Result: doc,
 			ClientDoctor: labRep(212992), ServerDoctor: server}); err != nil {

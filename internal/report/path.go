@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/linerate/linerate/internal/doctor"
-	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/limits"
+	"github.com/linerate/linerate/internal/result"
 )
 
 // end is one end of the tested path: a host's doctor report and the NIC the
@@ -98,7 +98,7 @@ func (p *path) hostsText() string {
 
 // endFor finds the doctor report and NIC of one end of a run: the report
 // of that hostname holding the interface, else of that hostname.
-func (b *builder) endFor(role string, h engine.HostInfo) *end {
+func (b *builder) endFor(role string, h result.HostInfo) *end {
 	var byName *doctor.Report
 	for i := range b.ds.Hosts {
 		rep := &b.ds.Hosts[i]
@@ -217,7 +217,7 @@ func chainDetail(l limits.Limits, name string) string {
 
 // runGbps is a run's throughput: what the receivers got, as iperf3 users
 // read it, else what was sent.
-func runGbps(r *engine.Result) float64 {
+func runGbps(r *result.Result) float64 {
 	if r.End.SumReceived.BitsPerSecond > 0 {
 		return r.End.SumReceived.BitsPerSecond / 1e9
 	}

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/result"
 )
 
 // resultsSection shows each campaign's points, every run, and perftest's
@@ -170,7 +170,7 @@ func (b *builder) runsTable() *table {
 		cl, sv, _ := cpuCost([]*Run{r})
 		g := runGbps(res)
 		eng := orDash(res.Engine)
-		if d := res.Start.Direction; d != "" && d != engine.Send {
+		if d := res.Start.Direction; d != "" && d != result.Send {
 			eng += ", " + string(d)
 		}
 		t.Rows = append(t.Rows, []string{strconv.FormatInt(res.RunID, 10), orDash(r.Label), eng,

@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/linerate/linerate/internal/doctor"
-	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/result"
 )
 
 // Thresholds of the verdict.
@@ -116,7 +116,7 @@ func lineText(g float64) string {
 type hot struct {
 	host, role string
 	cpu        int
-	sample     engine.CPUSample
+	sample     result.CPUSample
 }
 
 // hottest finds the CPU with the highest average busy share over the runs'
@@ -175,8 +175,8 @@ func hostOf(r *Run, role string) string {
 // cpuAverages averages each CPU's samples of one end over the runs'
 // measured (not omitted) intervals; a CPU missing from an interval counts
 // as idle there.
-func cpuAverages(runs []*Run, role string) map[int]engine.CPUSample {
-	sum := map[int]engine.CPUSample{}
+func cpuAverages(runs []*Run, role string) map[int]result.CPUSample {
+	sum := map[int]result.CPUSample{}
 	n := 0
 	for _, r := range runs {
 		for i := range r.Result.Intervals {
@@ -203,7 +203,7 @@ func cpuAverages(runs []*Run, role string) map[int]engine.CPUSample {
 		}
 	}
 	for c, t := range sum {
-		sum[c] = engine.CPUSample{Busy: t.Busy / float64(n), SoftIRQ: t.SoftIRQ / float64(n), IRQ: t.IRQ / float64(n)}
+		sum[c] = result.CPUSample{Busy: t.Busy / float64(n), SoftIRQ: t.SoftIRQ / float64(n), IRQ: t.IRQ / float64(n)}
 	}
 	return sum
 }

@@ -1,10 +1,9 @@
 // Package statedir says where linerate keeps state that must outlive one
 // command: lab records, tune journals, the result database.
 //
-// Decision (the design is silent): $LINERATE_STATE_DIR wins; otherwise
-// root uses /var/lib/linerate (journals must survive a reboot to be
-// reverted), and other users $XDG_STATE_HOME/linerate
-// (~/.local/state/linerate).
+// Decision (docs/architecture.md, "State"): $LINERATE_STATE_DIR wins; otherwise root
+// uses /var/lib/linerate (journals must survive a reboot to be reverted),
+// and other users $XDG_STATE_HOME/linerate (~/.local/state/linerate).
 //
 // What is kept here decides what linerate does as root later (tune revert
 // writes the values a journal names), so Private refuses state that

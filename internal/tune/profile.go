@@ -11,7 +11,7 @@ import (
 // (Notes). Settings marked "finding" are made only when doctor raised it.
 //
 //	setting                         throughput                       latency                          source
-//	rmem_max, wmem_max,             2 × BDP, power of two ≥ 4 MiB     BDP (line rate × RTT)            finding sysctl.socket_buffers_small; DESIGN.md (2 × BDP);
+//	rmem_max, wmem_max,             2 × BDP, power of two ≥ 4 MiB     BDP (line rate × RTT)            finding sysctl.socket_buffers_small; docs/architecture.md (2 × BDP);
 //	tcp_rmem/tcp_wmem max           (limits.BufferSize)              — no raise beyond need           fasterdata 100G (buffers up to 2 GB); tuned network-throughput (16 MiB)
 //	tcp_slow_start_after_idle       0                                —                                tuned network-throughput (2026, Cloudflare)
 //	net.core.busy_read, busy_poll   —                                50 µs                            tuned network-latency

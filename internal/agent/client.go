@@ -1,0 +1,354 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/linerate/linerate/internal/cpulist"
+	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/result"
+	"github.com/linerate/linerate/internal/telemetry"
+)
+
+// Timeouts of the client's steps.
+const (
+	dialTimeout  = 5 * time.Second
+	setupTimeout = 15 * time.Second // the agent collects its facts and accepts N connections
+	endGrace     = 10 * time.Second // after the last interval, for the streams to drain
+)
+
+// client is one Run in progress.
+type client struct {
+	cfg  Config
+	p    engine.Params
+	log  *slog.Logger
+	fs   *hostfs.FS
+	ctrl *conn
+	me   result.HostInfo
+	peer result.HostInfo
+	res  *result.Result
+	side *engine.Side
+	mine []engine.Sample // this end's samples, one per interval
+	keys sessionKeys
+}
+
+// Run runs one test against the agent at cfg.Peer and returns its result.
+// Progress, if set, sees each event as it happens. Cancelling ctx ends the
+// test early with ctx's error.
+func Run(ctx context.Context, cfg Config) (*result.Result, error) {
+	c := &client{cfg: cfg, p: cfg.Params(), log: cfg.Logger, fs: cfg.Host}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.fs == nil {
+		c.fs = hostfs.Live()
+	}
+	if err := newRequest(c.p, cfg.ServerCPUs).validate(24 * time.Hour); err != nil { // the agent applies its own, lower bound
+		return nil, err
+	}
+	if err := clientToken(cfg.Token); err != nil {
+		return nil, err
+	}
+	cc, err := c.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cc.Close()
+	unwatch := context.AfterFunc(ctx, func() { cc.Close() })
+	defer unwatch()
+	res, err := c.run(ctx)
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("test interrupted: %w", context.Cause(ctx))
+	}
+	return res, err
+}
+
+func (c *client) dial(ctx context.Context) (net.Conn, error) {
+	addr := WithPort(c.cfg.Peer, DefaultPort)
+	d := net.Dialer{Timeout: dialTimeout}
+	cc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the agent at %s: %w (is 'linerate serve' running there?)", addr, err)
+	}
+	c.ctrl = newConn(cc)
+	return cc, nil
+}
+
+// WithPort adds port to a peer written without one: "h" and "10.0.0.1"
+// become "h:port" and "10.0.0.1:port", "fe80::1" and "[fe80::1]" become
+// "[fe80::1]:port"; a peer with a port is returned as it is.
+func WithPort(peer string, port int) string {
+	if _, _, err := net.SplitHostPort(peer); err == nil {
+		return peer
+	}
+	host := strings.TrimSuffix(strings.TrimPrefix(peer, "["), "]")
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+func (c *client) run(ctx context.Context) (*result.Result, error) {
+	peer, keys, err := clientHandshake(c.ctrl, c.cfg.Token)
+	if err != nil {
+		return nil, err
+	}
+	c.peer, c.keys = *peer, keys
+	local := engine.AddrPort(c.ctrl.c.LocalAddr())
+	var notes []string
+	c.me, notes = engine.HostFacts(c.fs, local.Addr())
+	clientCPUs, serverCPUs, source, err := c.placement()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.ctrl.send(newRequest(c.p, serverCPUs), handshakeTimeout); err != nil {
+		return nil, fmt.Errorf("sending the test request: %w", err)
+	}
+	acc, err := expect(c.ctrl, msgAccept, setupTimeout, func(m *acceptMsg) error { return m.check(c.p.Connections()) })
+	if err != nil {
+		return nil, fmt.Errorf("the agent did not accept the test: %w", err)
+	}
+	streams, err := c.openStreams(ctx, *acc, engine.Assign(c.p.Connections(), clientCPUs))
+	if err != nil {
+		return nil, err
+	}
+	c.res = c.startResult(*acc, streams, source, notes)
+	ready, err := expect(c.ctrl, msgReady, setupTimeout, (*readyMsg).check)
+	if err != nil {
+		engine.CloseStreams(streams)
+		return nil, fmt.Errorf("waiting for the agent's data connections: %w", err)
+	}
+	c.finishStart(streams, ready.Window)
+	return c.measure(ctx, streams)
+}
+
+// placement decides the CPUs of both ends' stream threads.
+func (c *client) placement() (client, server []int, source string, err error) {
+	for _, cpu := range c.cfg.ClientCPUs {
+		if len(c.me.CPUs) > 0 && !cpulist.Contains(c.me.CPUs, cpu) {
+			return nil, nil, "", fmt.Errorf("-A: CPU %d is not available to this process (it may use %s)", cpu, cpulist.Format(c.me.CPUs))
+		}
+	}
+	switch {
+	case c.cfg.ClientCPUs != nil && c.cfg.ServerCPUs != nil:
+		source = "user"
+	case c.cfg.ClientCPUs == nil && c.cfg.ServerCPUs == nil:
+		source = "auto"
+	default:
+		source = "user+auto"
+	}
+	if c.me.BootID != "" && c.me.BootID == c.peer.BootID {
+		client, server = engine.Split(c.cfg.ClientCPUs, c.cfg.ServerCPUs, c.me.Candidates, c.me.CPUs)
+		return client, server, source, nil
+	}
+	client = c.cfg.ClientCPUs
+	if client == nil {
+		client = c.me.Candidates
+	}
+	return client, c.cfg.ServerCPUs, source, nil // nil: the agent picks its own
+}
+
+// openStreams makes the data connections, each announced by its
+// preamble (data.go), with the socket options set before connect.
+func (c *client) openStreams(ctx context.Context, acc acceptMsg, cpus []int) ([]*engine.Stream, error) {
+	remote := engine.AddrPort(c.ctrl.c.RemoteAddr())
+	addr := netip.AddrPortFrom(remote.Addr(), uint16(acc.Port)).String()
+	var streams []*engine.Stream
+	for i := range c.p.Connections() {
+		d := net.Dialer{Timeout: dialTimeout, Control: c.p.SockOpts(c.p.ClientSends(i)).Control}
+		nc, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			engine.CloseStreams(streams)
+			return nil, fmt.Errorf("data connection %d to %s: %w", i+1, addr, err)
+		}
+		nc.SetWriteDeadline(time.Now().Add(dialTimeout))
+		if _, err := nc.Write(preamble(c.keys.data, acc.TestID, uint32(i))); err != nil {
+			nc.Close()
+			engine.CloseStreams(streams)
+			return nil, fmt.Errorf("data connection %d: %w", i+1, err)
+		}
+		fd, err := engine.Detach(nc)
+		if err != nil {
+			engine.CloseStreams(streams)
+			return nil, err
+		}
+		streams = append(streams, &engine.Stream{ID: i + 1, Send: c.p.ClientSends(i), CPU: cpus[i], FD: fd})
+	}
+	return streams, nil
+}
+
+// measure runs the test: both ends' streams, the interval clock, the
+// agent's reports, and the end.
+func (c *client) measure(ctx context.Context, streams []*engine.Stream) (*result.Result, error) {
+	var err error
+	c.side, err = engine.NewSide(c.p, streams, telemetry.NewSampler(c.fs, c.me.NICIRQs), "lrc")
+	if err != nil {
+		return nil, err
+	}
+	defer c.side.Close()
+	c.emit(result.Event{Event: "start", Data: &c.res.Start})
+	rd := newReader(c.ctrl, c.p)
+	c.side.Begin()
+	if err := c.ctrl.send(bareMsg{Type: msgStart}, handshakeTimeout); err != nil {
+		c.side.Finish(0)
+		return nil, fmt.Errorf("starting the test: %w", err)
+	}
+	if err := c.intervals(ctx, rd); err != nil {
+		c.side.Finish(0)
+		return nil, err
+	}
+	return c.end(rd)
+}
+
+// intervals samples this end at every boundary and merges the agent's
+// sample of the same interval into one report.
+func (c *client) intervals(ctx context.Context, rd *reader) error {
+	wait := min(c.p.Interval/2, 500*time.Millisecond)
+	for !c.side.Done() {
+		due, _ := c.side.Due()
+		t := time.NewTimer(time.Until(due))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return context.Cause(ctx)
+		case err := <-rd.errc:
+			t.Stop()
+			return fmt.Errorf("the agent's control connection: %w", err)
+		case <-t.C:
+		}
+		cs := c.side.Sample()
+		if c.side.Done() {
+			// The agent takes its last sample when told to stop.
+			c.side.Halt()
+			if err := c.ctrl.send(bareMsg{Type: msgStop}, handshakeTimeout); err != nil {
+				return fmt.Errorf("stopping the test: %w", err)
+			}
+			wait = endGrace
+		}
+		iv := c.merge(cs, rd.await(cs.Index, wait))
+		c.mine = append(c.mine, cs)
+		c.res.Intervals = append(c.res.Intervals, iv)
+		c.emit(result.Event{Event: "interval", Data: &c.res.Intervals[len(c.res.Intervals)-1]})
+	}
+	return nil
+}
+
+func (c *client) emit(e result.Event) {
+	if c.cfg.Progress != nil {
+		c.cfg.Progress(e)
+	}
+}
+
+// end waits for the streams to drain and the agent's totals.
+func (c *client) end(rd *reader) (*result.Result, error) {
+	c.side.Finish(endGrace)
+	var em *endMsg
+	select {
+	case em = <-rd.endc:
+	case err := <-rd.errc:
+		return nil, fmt.Errorf("waiting for the agent's totals: %w", err)
+	case <-time.After(endGrace):
+		return nil, errors.New("the agent sent no totals within 10 s of the end")
+	}
+	c.lateSamples(rd)
+	c.res.End = c.totals(em)
+	c.emit(result.Event{Event: "end", Data: &c.res.End})
+	return c.res, nil
+}
+
+// lateSamples merges the agent's samples that came after the client had
+// moved on from their interval (a busy host answers late): the live
+// output went without them, the result does not.
+func (c *client) lateSamples(rd *reader) {
+drain:
+	for {
+		select {
+		case s := <-rd.ivc:
+			rd.late[s.Index] = s
+		default:
+			break drain
+		}
+	}
+	for k, s := range rd.late {
+		if k < len(c.res.Intervals) && k < len(c.mine) && c.res.Intervals[k].CPUTotal.Server == nil {
+			c.res.Intervals[k] = c.merge(c.mine[k], s)
+		}
+	}
+}
+
+// reader reads the agent's messages during a test.
+type reader struct {
+	c       *conn
+	samples map[int]*engine.Sample // arrived before the client sampled their interval
+	late    map[int]*engine.Sample // arrived after
+	ivc     chan *engine.Sample
+	endc    chan *endMsg
+	errc    chan error
+	n       int // the test's connections
+}
+
+func newReader(c *conn, p engine.Params) *reader {
+	r := &reader{c: c, samples: map[int]*engine.Sample{}, late: map[int]*engine.Sample{}, ivc: make(chan *engine.Sample, 64),
+		endc: make(chan *endMsg, 1), errc: make(chan error, 1), n: p.Connections()}
+	limit := p.Omit + p.Duration + 2*endGrace + setupTimeout
+	go r.loop(time.Now().Add(limit))
+	return r
+}
+
+func (r *reader) loop(deadline time.Time) {
+	for {
+		typ, body, err := r.c.recv(time.Until(deadline))
+		if err != nil {
+			r.errc <- err
+			return
+		}
+		if typ == msgInterval {
+			m, err := decode(typ, body, msgInterval, func(m *intervalMsg) error { return m.check(r.n) })
+			if err != nil {
+				r.errc <- err
+				return
+			}
+			r.ivc <- &m.Sample
+			continue
+		}
+		m, err := decode(typ, body, msgEnd, func(m *endMsg) error { return m.check(r.n) })
+		if err != nil {
+			r.errc <- err
+			return
+		}
+		r.endc <- m
+		return
+	}
+}
+
+// await returns the agent's sample of interval k, waiting up to d for it;
+// nil if it did not come.
+func (r *reader) await(k int, d time.Duration) *engine.Sample {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		if s, ok := r.samples[k]; ok {
+			delete(r.samples, k)
+			return s
+		}
+		select {
+		case s := <-r.ivc:
+			if s.Index >= k {
+				r.samples[s.Index] = s
+			} else {
+				r.late[s.Index] = s
+			}
+		case <-t.C:
+			return nil
+		}
+	}
+}
+
+// isEOF tells a peer that hung up from other failures.
+func isEOF(err error) bool { return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) }

@@ -1,0 +1,259 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	mrand "math/rand/v2"
+	"net"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/linerate/linerate/internal/engine"
+)
+
+// FuzzRequest feeds the agent's request decoder and bounds arbitrary
+// bodies: what passes validate must make an engine.Params within the
+// engine's bounds, with no overflowed duration.
+func FuzzRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"request","streams":1,"duration_ms":1000,"interval_ms":1000,"direction":"send"}`,
+		`{"type":"request","streams":129,"duration_ms":1000,"interval_ms":1000,"direction":"send"}`,
+		`{"type":"request","streams":4,"duration_ms":1000,"omit_ms":9300000000000,"interval_ms":100,"direction":"bidir"}`,
+		`{"type":"request","streams":1,"duration_ms":9223372036854775807,"interval_ms":1000,"direction":"receive"}`,
+		`{"type":"request","streams":2,"duration_ms":500,"interval_ms":100,"direction":"send","server_cpus":[1099511627776,-1]}`,
+		`{"type":"request","streams":1,"duration_ms":1000,"interval_ms":1000,"direction":"send","congestion":"bbr","zerocopy":"msg_zerocopy","window":4194304}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		typ, err := messageType(body)
+		if err != nil {
+			return
+		}
+		r, err := decode(typ, body, msgRequest, func(r *requestMsg) error { return r.validate(time.Hour) })
+		if err != nil {
+			return
+		}
+		p := r.params()
+		switch {
+		case p.Streams < 1 || p.Streams > engine.MaxStreams:
+			t.Fatalf("streams %d passed", p.Streams)
+		case p.Duration < minDuration || p.Duration > time.Hour || p.Omit < 0 || p.Omit > time.Hour:
+			t.Fatalf("duration %s, omit %s passed", p.Duration, p.Omit)
+		case p.Interval < MinInterval || p.Interval > MaxInterval:
+			t.Fatalf("interval %s passed", p.Interval)
+		case p.Window < 0:
+			t.Fatalf("window %d passed", p.Window)
+		}
+		for _, c := range r.ServerCPUs {
+			if c < 0 || c >= maxCPUs {
+				t.Fatalf("server CPU %d passed", c)
+			}
+		}
+		if b, _ := engine.Schedule(p.Omit, p.Duration, p.Interval); len(b) > maxIntervals+2 {
+			t.Fatalf("%d intervals passed", len(b))
+		}
+	})
+}
+
+// FuzzToolRequest feeds the agent's tool request decoder and bounds.
+func FuzzToolRequest(f *testing.F) {
+	f.Add([]byte(`{"type":"tool","server":{"tool":"iperf3","port":5201},"duration_ms":10000,"interval_ms":1000}`))
+	f.Add([]byte(`{"type":"tool","server":{},"duration_ms":-1,"interval_ms":1000}`))
+	f.Add([]byte(`{"type":"tool","server":"x","duration_ms":9223372036854775807,"interval_ms":0}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		typ, err := messageType(body)
+		if err != nil {
+			return
+		}
+		m, err := decode(typ, body, msgTool, func(m *toolMsg) error { return m.check(time.Hour) })
+		if err != nil {
+			return
+		}
+		if len(m.Server) == 0 || len(m.Server) > maxToolSpec || m.DurationMS > time.Hour.Milliseconds() || m.IntervalMS < 100 {
+			t.Fatalf("tool request passed: %+v", m)
+		}
+	})
+}
+
+// FuzzClientMessages feeds every decoder of what a client reads from the
+// agent (accept, ready, interval, end, the tool session's messages, the
+// doctor report, error and busy): none may panic, and what passes its
+// check is within bounds for a test of n connections.
+func FuzzClientMessages(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"accept","port":5301,"test_id":"AAAAAAAAAAAAAAAAAAAAAA==","placement":[0,1]}`,
+		`{"type":"accept","port":70000,"test_id":"AA==","placement":[-2]}`,
+		`{"type":"ready","window":{"sndbuf":425984,"rcvbuf":131072,"capped_by":["net.core.wmem_max=212992"]}}`,
+		`{"type":"interval","index":0,"start":0,"end":1,"omitted":false,"streams":[{"id":1,"bytes":100},{"id":2,"bytes":5}],"cpu":{"0":{"busy":99}},"total":{}}`,
+		`{"type":"interval","index":-1,"streams":null}`,
+		`{"type":"end","streams":[{"id":1,"received":10},{"id":2,"sent":3,"sent_omit":1}],"cpu_seconds":1.5,"errors":["stream 1: x"]}`,
+		`{"type":"end","streams":[],"cpu_seconds":-1}`,
+		`{"type":"tool_started","argv":["iperf3","-s","-1"],"auth":{"rsa_public_key":"x"}}`,
+		`{"type":"tool_end","cpu_seconds":0.25,"output":"done"}`,
+		`{"type":"doctor_report","report":{"schema":"linerate.doctor/v1"},"host":{}}`,
+		`{"type":"doctor_report","report":"{"}`,
+		`{"type":"error","reason":"authentication failed"}`,
+		`{"type":"busy","reason":"a test from 198.18.0.1:40000 is running"}`,
+	} {
+		f.Add([]byte(s), uint8(2))
+	}
+	f.Fuzz(func(t *testing.T, body []byte, n uint8) {
+		conns := int(n%8) + 1
+		typ, err := messageType(body)
+		if err != nil {
+			return
+		}
+		if m, err := decode(typ, body, msgAccept, func(m *acceptMsg) error { return m.check(conns) }); err == nil {
+			if len(m.TestID) != testIDSize || len(m.Placement) != conns || m.Port < 1 || m.Port > 65535 {
+				t.Fatalf("accept passed: %+v", m)
+			}
+		}
+		decode(typ, body, msgReady, (*readyMsg).check)
+		if m, err := decode(typ, body, msgInterval, func(m *intervalMsg) error { return m.check(conns) }); err == nil {
+			if len(m.Streams) != conns || m.Index < 0 {
+				t.Fatalf("interval passed: %+v", m)
+			}
+		}
+		if m, err := decode(typ, body, msgEnd, func(m *endMsg) error { return m.check(conns) }); err == nil {
+			if len(m.Streams) != conns || len(m.Errors) > conns {
+				t.Fatalf("end passed: %+v", m)
+			}
+		}
+		decode(typ, body, msgToolStarted, (*toolStartedMsg).check)
+		decode(typ, body, msgToolEnd, (*toolEndMsg).check)
+		decode(typ, body, msgInterval, (*toolSample).check)
+		if m, err := decode(typ, body, msgDoctorReport, (*doctorReportMsg).check); err == nil && !json.Valid(m.Report) {
+			t.Fatal("a doctor report that is not JSON passed")
+		}
+		if err := decodeAs(typ, body, "none", nil); err != nil {
+			if pe, ok := err.(*PeerError); ok && len(pe.Reason) > maxReason+len("…") {
+				t.Fatalf("a reason of %d bytes passed", len(pe.Reason))
+			}
+		}
+	})
+}
+
+// FuzzPreamble feeds the agent's data preamble reader: nothing without
+// the key proves a test.
+func FuzzPreamble(f *testing.F) {
+	key, id := bytes.Repeat([]byte{7}, keySize), bytes.Repeat([]byte{9}, testIDSize)
+	f.Add(preamble(key, id, 0))
+	f.Add(preamble(key, id, 1<<31))
+	f.Add(append([]byte("LRDATA01"), make([]byte, dataPreambleLen-8)...))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := parsePreamble(b)
+		if err != nil {
+			return
+		}
+		if !bytes.Equal(b, preamble(key, id, h.index)) && h.proves(key, id) {
+			t.Fatal("a preamble not made with the key proves the test")
+		}
+	})
+}
+
+// FuzzSealed feeds the reader of MACed frames: only the frames the
+// sender made pass, in order.
+func FuzzSealed(f *testing.F) {
+	k, _ := deriveKeys(testToken, bytes.Repeat([]byte{3}, nonceSize), bytes.Repeat([]byte{4}, nonceSize))
+	s := &sealing{key: k.clientToAgent}
+	body := []byte(`{"type":"stop"}`)
+	good := append(bytes.Clone(body), s.tag(body)...)
+	f.Add(good)
+	f.Add(good[:len(good)-1])
+	f.Add([]byte(`{"type":"stop"}`))
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		in := &sealing{key: k.clientToAgent}
+		got, err := in.open(frame)
+		if err == nil && !bytes.Equal(frame, good) {
+			t.Fatalf("a frame the client never sent passed: %q", got)
+		}
+	})
+}
+
+// TestRandomFrames throws random frames at a live agent for a bounded
+// time, before and after a handshake (random bodies, random lengths, valid
+// JSON of random types, truncated frames), from many connections at once.
+// The agent must not crash, must serve a client afterwards, and must be
+// back to the goroutines it had before.
+func TestRandomFrames(t *testing.T) {
+	srv := &Server{authBudget: 500 * time.Millisecond}
+	addr, _ := agent(t, srv)
+	time.Sleep(100 * time.Millisecond)
+	before := runtime.NumGoroutine()
+	d := 2 * time.Second
+	if testing.Short() {
+		d = 500 * time.Millisecond
+	}
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := mrand.New(mrand.NewPCG(uint64(w), 42))
+			for time.Now().Before(deadline) {
+				randomSession(addr, r)
+			}
+		}()
+	}
+	wg.Wait()
+	if _, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Duration: 200 * time.Millisecond, Interval: 100 * time.Millisecond}); err != nil {
+		t.Fatalf("a good client after the random frames: %v", err)
+	}
+	// Every connection of the storm ends within its budget.
+	var after int
+	for range 50 {
+		if after = runtime.NumGoroutine(); after <= before {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	buf := make([]byte, 1<<20)
+	t.Errorf("%d goroutines before the random frames, %d after:\n%s", before, after, buf[:runtime.Stack(buf, true)])
+}
+
+// randomSession makes one connection of random frames: sometimes after a
+// real handshake, so that the sealed reader sees them too.
+func randomSession(addr string, r *mrand.Rand) {
+	nc, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(time.Second))
+	if r.IntN(4) == 0 {
+		if _, _, err := clientHandshake(newConn(nc), testToken); err != nil {
+			return
+		}
+	}
+	types := []string{msgHello, msgAuth, msgRequest, msgStart, msgStop, msgTool, msgDoctor, msgEnd, "x"}
+	for range r.IntN(4) + 1 {
+		var b []byte
+		switch r.IntN(5) {
+		case 0: // random bytes
+			b = make([]byte, r.IntN(200))
+			rand.Read(b)
+		case 1: // a huge or odd length prefix
+			b = binary.BigEndian.AppendUint32(nil, r.Uint32())
+		case 2: // a valid frame of a random type with random fields
+			body := []byte(`{"type":"` + types[r.IntN(len(types))] + `","streams":` + string(rune('0'+r.IntN(10))) + `,"nonce":"AAAA"}`)
+			b = append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+		case 3: // a frame announcing more than it sends
+			b = append(binary.BigEndian.AppendUint32(nil, uint32(10+r.IntN(1000))), `{"type":`...)
+		default: // a data preamble with random contents
+			b = make([]byte, dataPreambleLen)
+			rand.Read(b)
+			copy(b, dataMagic)
+		}
+		if _, err := nc.Write(b); err != nil {
+			return
+		}
+	}
+	nc.Read(make([]byte, 64))
+}

@@ -1,0 +1,156 @@
+package agent
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/result"
+)
+
+// startResult fills what is known once the data connections are open.
+func (c *client) startResult(acc acceptMsg, streams []*engine.Stream, source string, notes []string) *result.Result {
+	now := time.Now()
+	res := &result.Result{Schema: result.Schema, RunID: now.UnixMilli(), Engine: "native", Intervals: []result.Interval{}}
+	st := &res.Start
+	st.Peer, st.Port, st.Timestamp = c.cfg.Peer, acc.Port, now.UTC().Round(time.Millisecond)
+	if h, _, err := net.SplitHostPort(c.cfg.Peer); err == nil {
+		st.Peer = h
+	}
+	st.Streams, st.Direction = c.p.Streams, c.p.Direction
+	st.DurationS, st.OmitS, st.IntervalS = c.p.Duration.Seconds(), c.p.Omit.Seconds(), c.p.Interval.Seconds()
+	st.Congestion, st.FQRate, st.ZeroCopy = c.p.Congestion, c.p.FQRate, c.p.ZeroCopy
+	st.Client, st.Server = c.me, c.peer
+	st.Notes = notes
+	mine := make([]int, len(streams))
+	for i, s := range streams {
+		mine[i] = s.CPU
+		srv := -1
+		if i < len(acc.Placement) {
+			srv = acc.Placement[i]
+		}
+		st.Connections = append(st.Connections, result.Connection{ID: s.ID, Sender: senderName(s.Send), ClientCPU: s.CPU, ServerCPU: srv})
+	}
+	st.Placement = result.Placement{Client: engine.Used(mine), Server: engine.Used(acc.Placement), Source: source}
+	return res
+}
+
+func senderName(clientSends bool) string {
+	if clientSends {
+		return "client"
+	}
+	return "server"
+}
+
+// finishStart adds the socket buffers both ends got, and says when a
+// kernel capped them.
+func (c *client) finishStart(streams []*engine.Stream, server result.SockBufs) {
+	st := &c.res.Start
+	st.Window.Requested = c.p.Window
+	st.Window.Client = engine.Buffers(c.fs, streams[0].FD, c.p.Window)
+	st.Window.Server = server
+	w := &st.Window
+	switch c.p.Direction {
+	case result.Send:
+		w.Granted = min(w.Client.Sndbuf, w.Server.Rcvbuf)
+	case result.Receive:
+		w.Granted = min(w.Server.Sndbuf, w.Client.Rcvbuf)
+	default:
+		w.Granted = min(w.Client.Sndbuf, w.Server.Rcvbuf, w.Server.Sndbuf, w.Client.Rcvbuf)
+	}
+	for _, end := range []struct {
+		name string
+		b    result.SockBufs
+	}{{"client", w.Client}, {"server", w.Server}} {
+		for _, cap := range end.b.CappedBy {
+			st.Notes = append(st.Notes, fmt.Sprintf("window: asked for %d bytes, the %s's kernel capped it at %s: raise it there (sysctl -w %s=%d)",
+				c.p.Window, end.name, cap, sysctlKey(cap), c.p.Window))
+		}
+	}
+}
+
+// merge joins this end's and the agent's sample of one interval. Bytes
+// are the client's; the TCP fields come from whichever end sends.
+func (c *client) merge(mine engine.Sample, theirs *engine.Sample) result.Interval {
+	iv := result.Interval{Start: mine.Start, End: mine.End, Omitted: mine.Omitted,
+		Streams: make([]result.StreamInterval, len(mine.Streams))}
+	secs := mine.End - mine.Start
+	iv.CPU.Client = mine.CPU
+	iv.CPUTotal.Client = mine.Total
+	iv.CPU.Server = map[string]result.CPUSample{}
+	if theirs != nil {
+		iv.CPU.Server = theirs.CPU
+		total := theirs.Total
+		iv.CPUTotal.Server = &total
+	}
+	for i, ms := range mine.Streams {
+		send := c.p.ClientSends(i)
+		tcp := ms
+		if !send {
+			tcp = engine.StreamSample{}
+			if theirs != nil && i < len(theirs.Streams) {
+				tcp = theirs.Streams[i]
+			}
+		}
+		si := result.StreamInterval{ID: ms.ID, Sender: senderName(send), Bytes: ms.Bytes,
+			BitsPerSecond: bps(ms.Bytes, secs), RTTus: tcp.RTT, RTTVarUs: tcp.RTTVar, CwndBytes: tcp.Cwnd,
+			Retransmits: uint64(tcp.Retransmits), DeliveryRateBps: float64(tcp.DeliveryRate) * 8}
+		iv.Streams[i] = si
+		iv.Sum.Bytes += si.Bytes
+		iv.Sum.Retransmits += si.Retransmits
+	}
+	iv.Sum.BitsPerSecond = bps(iv.Sum.Bytes, secs)
+	return iv
+}
+
+// totals computes the measured bytes of each stream. A receiver's count is
+// what arrived beyond the bytes its sender wrote during the warm-up: the
+// two ends' clocks differ, byte offsets in one TCP stream do not.
+func (c *client) totals(em *endMsg) result.End {
+	mine := c.side.Totals()
+	e := result.End{Seconds: c.side.MeasuredSeconds()}
+	for i, m := range mine {
+		var theirs engine.StreamTotal
+		if i < len(em.Streams) {
+			theirs = em.Streams[i]
+		}
+		snd, rcv := m, theirs
+		if !c.p.ClientSends(i) {
+			snd, rcv = theirs, m
+		}
+		se := result.StreamEnd{ID: m.ID, Sender: senderName(c.p.ClientSends(i)),
+			SentBytes: snd.Sent - min(snd.SentOmit, snd.Sent), ReceivedBytes: rcv.Received - min(snd.SentOmit, rcv.Received),
+			Retransmits: uint64(snd.Retrans)}
+		e.Streams = append(e.Streams, se)
+		e.SumSent.Bytes += se.SentBytes
+		e.SumSent.Retransmits += se.Retransmits
+		e.SumReceived.Bytes += se.ReceivedBytes
+	}
+	e.SumSent.BitsPerSecond = bps(e.SumSent.Bytes, e.Seconds)
+	e.SumReceived.BitsPerSecond = bps(e.SumReceived.Bytes, e.Seconds)
+	e.CPU = result.EndCPU{ClientSeconds: c.side.MeasuredCPU(), ServerSeconds: em.CPUSeconds}
+	e.Errors = append(c.side.Errors(), em.Errors...)
+	if c.p.ZeroCopy != result.NoZeroCopy {
+		e.ZeroCopy = &result.ZCReport{Method: c.p.ZeroCopy}
+		e.ZeroCopy.Sends, e.ZeroCopy.Completions, e.ZeroCopy.Copied = c.side.ZeroCopy()
+		e.ZeroCopy.Sends += em.ZCSends
+		e.ZeroCopy.Completions += em.ZCCompletions
+		e.ZeroCopy.Copied += em.ZCCopied
+	}
+	return e
+}
+
+func bps(bytes uint64, secs float64) float64 {
+	if secs <= 0 {
+		return 0
+	}
+	return float64(int64(float64(bytes) * 8 / secs))
+}
+
+// sysctlKey is the key of a "key=value" the engine reported.
+func sysctlKey(kv string) string {
+	k, _, _ := strings.Cut(kv, "=")
+	return k
+}

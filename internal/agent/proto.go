@@ -1,0 +1,426 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/result"
+	"github.com/linerate/linerate/internal/telemetry"
+)
+
+// protoVersion is the control protocol's version; both ends must agree.
+// Version 2 added session keys (every frame after the handshake is
+// MACed), data preambles bound to them, and tool-server credentials.
+const protoVersion = 2
+
+// The messages of the protocol, in one place: each type, who sends it,
+// and the bounds its reader checks (the check and validate methods below
+// the structs). To add a message: a constant and a line here, a struct
+// with its bounds, a seed in FuzzMessages.
+//
+//	type           sender  when                     bounds checked by the reader
+//	hello          client  first                    version
+//	challenge      agent   after hello              nonce: 32 bytes
+//	auth           client  after challenge          nonce: 32 bytes (first of all), MAC
+//	welcome        agent   after auth               MAC over the nonces and the host facts
+//	request        client  a native test            requestMsg.validate: every field (milliseconds, CPUs, caps)
+//	accept         agent   after request            acceptMsg.check: port, test ID, one CPU per connection
+//	ready          agent   data connections in      readyMsg.check: buffer sizes, sysctl names
+//	start, stop    client  the test's clock         none (type only)
+//	interval       agent   every interval           intervalMsg.check: index, one sample per connection, CPU count
+//	end            agent   after stop               endMsg.check: one total per connection, errors
+//	tool           client  a tool session           toolMsg.check: description size, milliseconds
+//	tool_started   agent   after tool               toolStartedMsg.check: argv and credentials sizes
+//	tool_end       agent   after stop               toolEndMsg.check: output size
+//	doctor         client  a doctor report          none (type only)
+//	doctor_report  agent   after doctor             doctorReportMsg.check: the report is JSON
+//	error, busy    either  instead of the answer    reason shown at most maxReason bytes
+//
+// Every frame is bounded before it is read (frame.go): 4 KiB before
+// authentication, 1 MiB after, 16 MiB for a doctor report the client
+// asked for.
+const (
+	msgHello        = "hello"
+	msgChallenge    = "challenge"
+	msgAuth         = "auth"
+	msgWelcome      = "welcome"
+	msgRequest      = "request"
+	msgAccept       = "accept"
+	msgBusy         = "busy"
+	msgError        = "error"
+	msgReady        = "ready"
+	msgStart        = "start"
+	msgInterval     = "interval"
+	msgStop         = "stop"
+	msgEnd          = "end"
+	msgTool         = "tool"
+	msgToolStarted  = "tool_started"
+	msgToolEnd      = "tool_end"
+	msgDoctor       = "doctor"
+	msgDoctorReport = "doctor_report"
+)
+
+// messageTypes lists every type; any other is refused as it is read.
+var messageTypes = map[string]bool{
+	msgHello: true, msgChallenge: true, msgAuth: true, msgWelcome: true, msgRequest: true,
+	msgAccept: true, msgBusy: true, msgError: true, msgReady: true, msgStart: true,
+	msgInterval: true, msgStop: true, msgEnd: true, msgTool: true, msgToolStarted: true,
+	msgToolEnd: true, msgDoctor: true, msgDoctorReport: true,
+}
+
+// Bounds of the messages' contents.
+const (
+	maxReason     = 1 << 10  // of an error's reason, as shown
+	maxCPUs       = 1 << 16  // CPU numbers (the kernel's NR_CPUS is at most 8192)
+	maxCPUMap     = 8192     // CPUs in one sample
+	maxErrorText  = 4 << 10  // of one stream error in an end message
+	maxToolSpec   = 4 << 10  // of a tool server description
+	maxToolArgs   = 64       // arguments of a tool server's command line
+	maxToolArg    = 4 << 10  // bytes of one argument
+	maxToolAuth   = 16 << 10 // of a tool server's credentials (a public key)
+	maxToolOutput = 64 << 10 // of a tool server's output sent back (its tail)
+)
+
+// PeerError is a refusal or failure the other end reported ("busy",
+// "error" messages).
+type PeerError struct {
+	Busy   bool   // the agent is running another test
+	Reason string // the peer's own words
+}
+
+func (e *PeerError) Error() string {
+	if e.Busy {
+		return "the agent is busy running another test (" + e.Reason + "); try again when it ends"
+	}
+	return "the peer refused: " + e.Reason
+}
+
+type helloMsg struct {
+	Type    string `json:"type"`
+	Version int    `json:"version"`
+}
+
+type challengeMsg struct {
+	Type    string `json:"type"`
+	Version int    `json:"version"`
+	Nonce   []byte `json:"nonce"`
+}
+
+type authMsg struct {
+	Type  string `json:"type"`
+	Nonce []byte `json:"nonce"`
+	MAC   []byte `json:"mac"`
+}
+
+type welcomeMsg struct {
+	Type string          `json:"type"`
+	MAC  []byte          `json:"mac"`
+	Host json.RawMessage `json:"host"` // result.HostInfo, as the MAC covers it
+}
+
+type errorMsg struct {
+	Type   string `json:"type"`
+	Reason string `json:"reason"`
+}
+
+// bareMsg is a message with nothing but its type ("start", "stop",
+// "doctor").
+type bareMsg struct {
+	Type string `json:"type"`
+}
+
+// requestMsg is a test as it crosses the wire: what the agent must know.
+// The agent checks every field against its bounds (validate) before it
+// becomes an engine.Params.
+type requestMsg struct {
+	Type       string           `json:"type"`
+	Streams    int              `json:"streams"`
+	DurationMS int64            `json:"duration_ms"`
+	OmitMS     int64            `json:"omit_ms"`
+	IntervalMS int64            `json:"interval_ms"`
+	Direction  result.Direction `json:"direction"`
+	Window     int              `json:"window"`
+	Congestion string           `json:"congestion,omitempty"`
+	FQRate     uint64           `json:"fq_rate,omitempty"`
+	ZeroCopy   result.ZeroCopy  `json:"zerocopy,omitempty"`
+	ServerCPUs []int            `json:"server_cpus,omitempty"`
+}
+
+// validate checks r against the bounds; maxDuration is the agent's. Times
+// are checked as the integers of milliseconds they are on the wire,
+// before any becomes a time.Duration (which a large one would overflow).
+func (r requestMsg) validate(maxDuration time.Duration) error {
+	maxMS := maxDuration.Milliseconds()
+	switch {
+	case r.Streams < 1 || r.Streams > engine.MaxStreams:
+		return fmt.Errorf("streams %d: must be 1 to %d", r.Streams, engine.MaxStreams)
+	case r.DurationMS < minDuration.Milliseconds():
+		return fmt.Errorf("duration %d ms: must be at least %s", r.DurationMS, minDuration)
+	case r.DurationMS > maxMS:
+		return fmt.Errorf("duration %s is over this agent's limit of %s (linerate serve --max-duration)", msText(r.DurationMS), maxDuration)
+	case r.OmitMS < 0 || r.OmitMS > maxMS:
+		return fmt.Errorf("omit %d ms: must be 0 to %s", r.OmitMS, maxDuration)
+	case r.IntervalMS < MinInterval.Milliseconds() || r.IntervalMS > MaxInterval.Milliseconds():
+		return fmt.Errorf("interval %d ms: must be %s to %s", r.IntervalMS, MinInterval, MaxInterval)
+	case (r.OmitMS+r.DurationMS)/r.IntervalMS > maxIntervals:
+		return fmt.Errorf("%s at %s intervals makes over %d reports: use a longer interval", msText(r.OmitMS+r.DurationMS), msText(r.IntervalMS), maxIntervals)
+	case r.Window < 0 || r.Window > engine.MaxWindow:
+		return fmt.Errorf("window %d: must be 0 to %d bytes (2 GiB - 1)", r.Window, engine.MaxWindow)
+	case len(r.ServerCPUs) > engine.MaxStreams*2:
+		return fmt.Errorf("%d server CPUs: at most one per connection (%d)", len(r.ServerCPUs), engine.MaxStreams*2)
+	}
+	for _, c := range r.ServerCPUs {
+		if c < 0 || c >= maxCPUs {
+			return fmt.Errorf("server CPU %d: out of range", c)
+		}
+	}
+	if r.Direction != result.Send && r.Direction != result.Receive && r.Direction != result.Bidir {
+		return fmt.Errorf("direction %q: must be send, receive or bidir", r.Direction)
+	}
+	if _, err := result.ParseZeroCopy(string(r.ZeroCopy)); err != nil {
+		return err
+	}
+	return checkCongestion(r.Congestion)
+}
+
+// msText writes milliseconds from the wire as a duration, or as
+// milliseconds when a Duration would overflow.
+func msText(ms int64) string {
+	if ms > int64(math.MaxInt64/time.Millisecond) || ms < 0 {
+		return fmt.Sprintf("%d ms", ms)
+	}
+	return (time.Duration(ms) * time.Millisecond).String()
+}
+
+type acceptMsg struct {
+	Type      string `json:"type"`
+	Port      int    `json:"port"`
+	TestID    []byte `json:"test_id"`   // names the test in the data preambles (data.go)
+	Placement []int  `json:"placement"` // the agent's CPU for each connection, in stream order; -1 unpinned
+}
+
+// check bounds an accept for a test of n connections.
+func (m acceptMsg) check(n int) error {
+	switch {
+	case m.Port < 1 || m.Port > 65535:
+		return fmt.Errorf("%w: accept names port %d", errBadMessage, m.Port)
+	case len(m.TestID) != testIDSize:
+		return fmt.Errorf("%w: accept's test ID of %d bytes", errBadMessage, len(m.TestID))
+	case len(m.Placement) != n:
+		return fmt.Errorf("%w: accept places %d connections of %d", errBadMessage, len(m.Placement), n)
+	}
+	for _, c := range m.Placement {
+		if c < -1 || c >= maxCPUs {
+			return fmt.Errorf("%w: accept places a connection on CPU %d", errBadMessage, c)
+		}
+	}
+	return nil
+}
+
+type readyMsg struct {
+	Type   string          `json:"type"`
+	Window result.SockBufs `json:"window"`
+}
+
+func (m readyMsg) check() error {
+	w := m.Window
+	if w.Sndbuf < 0 || w.Rcvbuf < 0 || len(w.CappedBy) > 2 {
+		return fmt.Errorf("%w: ready's buffers %+v", errBadMessage, w)
+	}
+	for _, s := range w.CappedBy {
+		if len(s) > 64 {
+			return fmt.Errorf("%w: ready names a sysctl of %d bytes", errBadMessage, len(s))
+		}
+	}
+	return nil
+}
+
+type intervalMsg struct {
+	Type string `json:"type"`
+	engine.Sample
+}
+
+// check bounds an interval of a test of n connections.
+func (m intervalMsg) check(n int) error {
+	switch {
+	case m.Index < 0 || m.Index > maxIntervals:
+		return fmt.Errorf("%w: interval index %d", errBadMessage, m.Index)
+	case len(m.Streams) != n:
+		return fmt.Errorf("%w: interval of %d streams, the test has %d", errBadMessage, len(m.Streams), n)
+	case len(m.CPU) > maxCPUMap:
+		return fmt.Errorf("%w: interval of %d CPUs", errBadMessage, len(m.CPU))
+	}
+	return nil
+}
+
+type endMsg struct {
+	Type       string               `json:"type"`
+	Streams    []engine.StreamTotal `json:"streams"`
+	CPUSeconds float64              `json:"cpu_seconds"`
+	Errors     []string             `json:"errors,omitempty"`
+	// MSG_ZEROCOPY counters of the agent's senders.
+	ZCSends       uint64 `json:"zc_sends,omitempty"`
+	ZCCompletions uint64 `json:"zc_completions,omitempty"`
+	ZCCopied      uint64 `json:"zc_copied,omitempty"`
+}
+
+// check bounds an end of a test of n connections.
+func (m endMsg) check(n int) error {
+	switch {
+	case len(m.Streams) != n:
+		return fmt.Errorf("%w: end of %d streams, the test has %d", errBadMessage, len(m.Streams), n)
+	case len(m.Errors) > n:
+		return fmt.Errorf("%w: end with %d errors for %d streams", errBadMessage, len(m.Errors), n)
+	case m.CPUSeconds < 0:
+		return fmt.Errorf("%w: end with %g CPU seconds", errBadMessage, m.CPUSeconds)
+	}
+	for _, e := range m.Errors {
+		if len(e) > maxErrorText {
+			return fmt.Errorf("%w: end with an error of %d bytes", errBadMessage, len(e))
+		}
+	}
+	return nil
+}
+
+type toolMsg struct {
+	Type       string          `json:"type"`
+	Server     json.RawMessage `json:"server"`
+	DurationMS int64           `json:"duration_ms"`
+	IntervalMS int64           `json:"interval_ms"`
+}
+
+// check bounds a tool request; maxDur is the agent's.
+func (m toolMsg) check(maxDur time.Duration) error {
+	switch {
+	case len(m.Server) == 0 || len(m.Server) > maxToolSpec:
+		return fmt.Errorf("tool server description of %d bytes (1 to %d)", len(m.Server), maxToolSpec)
+	case m.DurationMS < minDuration.Milliseconds() || m.DurationMS > maxDur.Milliseconds():
+		return fmt.Errorf("duration %d ms: this agent allows %s to %s (its --max-duration)", m.DurationMS, minDuration, maxDur)
+	case m.IntervalMS < MinInterval.Milliseconds() || m.IntervalMS > MaxInterval.Milliseconds():
+		return fmt.Errorf("interval %d ms: %s to %s", m.IntervalMS, MinInterval, MaxInterval)
+	}
+	return nil
+}
+
+type toolStartedMsg struct {
+	Type string   `json:"type"`
+	Argv []string `json:"argv"`
+	// Auth is what the client needs to use the server, besides what both
+	// ends derive from the session (ToolStart.Auth); opaque to the agent.
+	Auth json.RawMessage `json:"auth,omitempty"`
+}
+
+func (m toolStartedMsg) check() error {
+	if len(m.Argv) == 0 || len(m.Argv) > maxToolArgs || len(m.Auth) > maxToolAuth {
+		return fmt.Errorf("%w: tool_started with %d arguments, %d bytes of credentials", errBadMessage, len(m.Argv), len(m.Auth))
+	}
+	for _, a := range m.Argv {
+		if len(a) > maxToolArg {
+			return fmt.Errorf("%w: tool_started with an argument of %d bytes", errBadMessage, len(a))
+		}
+	}
+	return nil
+}
+
+type toolEndMsg struct {
+	Type       string  `json:"type"`
+	CPUSeconds float64 `json:"cpu_seconds"`
+	Output     string  `json:"output"`
+	Error      string  `json:"error,omitempty"`
+}
+
+func (m toolEndMsg) check() error {
+	if len(m.Output) > maxToolOutput || len(m.Error) > maxErrorText || m.CPUSeconds < 0 {
+		return fmt.Errorf("%w: tool_end with %d bytes of output, %d of error, %g CPU seconds", errBadMessage, len(m.Output), len(m.Error), m.CPUSeconds)
+	}
+	return nil
+}
+
+// toolSample is one interval of the agent's host while its tool runs.
+type toolSample struct {
+	Type  string                         `json:"type"`
+	Index int                            `json:"index"`
+	CPU   map[string]telemetry.CPUSample `json:"cpu"`
+	Total telemetry.CPUSample            `json:"total"`
+}
+
+func (m toolSample) check() error {
+	if m.Index < 0 || len(m.CPU) > maxCPUMap {
+		return fmt.Errorf("%w: tool interval %d of %d CPUs", errBadMessage, m.Index, len(m.CPU))
+	}
+	return nil
+}
+
+type doctorReportMsg struct {
+	Type   string          `json:"type"`
+	Report json.RawMessage `json:"report"`
+	Host   result.HostInfo `json:"host"`
+}
+
+func (m doctorReportMsg) check() error {
+	if !json.Valid(m.Report) {
+		return fmt.Errorf("%w: the agent's doctor report is not JSON", errBadMessage)
+	}
+	return nil
+}
+
+// messageType returns the "type" of a frame body, which must be one of
+// the protocol's.
+func messageType(body []byte) (string, error) {
+	var env struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		return "", fmt.Errorf("%w: not a JSON object: %v", errBadMessage, err)
+	}
+	if env.Type == "" {
+		return "", fmt.Errorf("%w: no \"type\"", errBadMessage)
+	}
+	if !messageTypes[env.Type] {
+		return "", fmt.Errorf("%w: unknown type %.40q", errBadMessage, env.Type)
+	}
+	return env.Type, nil
+}
+
+// errBadMessage is a frame that is not a message of the protocol.
+var errBadMessage = errors.New("malformed message")
+
+// decodeAs decodes body (of type typ) into v if typ is want. "error" and
+// "busy" become a *PeerError; other types are protocol errors.
+func decodeAs(typ string, body []byte, want string, v any) error {
+	switch {
+	case typ == want:
+		if err := json.Unmarshal(body, v); err != nil {
+			return fmt.Errorf("%w: %s: %v", errBadMessage, typ, err)
+		}
+		return nil
+	case typ == msgError || typ == msgBusy:
+		var m errorMsg
+		_ = json.Unmarshal(body, &m) // a reason we cannot read is still a refusal
+		r := m.Reason
+		if len(r) > maxReason {
+			r = r[:maxReason] + "…"
+		}
+		return &PeerError{Busy: typ == msgBusy, Reason: r}
+	}
+	return fmt.Errorf("%w: got %q, want %q", errBadMessage, typ, want)
+}
+
+// decode decodes body (of type typ) as a message of type want and checks
+// its bounds: what every reader of the peer's messages goes through.
+func decode[T any](typ string, body []byte, want string, check func(*T) error) (*T, error) {
+	m := new(T)
+	if err := decodeAs(typ, body, want, m); err != nil {
+		return nil, err
+	}
+	if check != nil {
+		if err := check(m); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}

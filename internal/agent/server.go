@@ -1,0 +1,386 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/result"
+)
+
+// ListeningPrefix starts the line `linerate serve` prints on stdout once
+// it accepts connections ("Listening on 198.18.0.2:5301").
+const ListeningPrefix = "Listening on "
+
+// Server is the peer agent (`linerate serve`): it authenticates clients
+// and runs their tests, one at a time.
+type Server struct {
+	// Token is the shared secret clients must prove they hold.
+	Token []byte
+	// MaxDuration bounds a test's duration and warm-up; 0 means
+	// DefaultMaxDuration.
+	MaxDuration time.Duration
+	// Once makes Serve return after the first test that started, however
+	// it ended (a refused request does not count), as iperf3 -1 does.
+	Once bool
+	// Logger receives one line per test and per refusal, with the reason;
+	// nil discards. Refusals are summarised: see refusals.
+	Logger *slog.Logger
+	// Host is where telemetry and placement facts are read; nil is the
+	// live host.
+	Host *hostfs.FS
+	// Tools starts external tool servers (iperf3, iperf, perftest) for
+	// clients that ask, so that bench's other drivers need no server
+	// started by hand; nil refuses such requests.
+	Tools ToolStarter
+	// Doctor, if set, answers a client's request for this host's doctor
+	// report (bench stores both hosts' reports with every run).
+	Doctor DoctorFunc
+	// DoctorBudget bounds one Doctor call; 0 means 10 s.
+	DoctorBudget time.Duration
+	// Annotate, if set, adds to what the agent tells an authenticated
+	// client about its host (the tune journal in effect).
+	Annotate func(*result.HostInfo)
+
+	// The connection budget (gate.go); zero values take the defaults.
+	authBudget           time.Duration
+	maxPending, perSrc   int
+	logWindow            time.Duration
+	factsBudget          time.Duration
+	collect              func(local netip.Addr) (result.HostInfo, []string) // nil: engine.HostFacts
+	acceptBackoffCeiling time.Duration
+
+	mu        sync.Mutex
+	active    *session // the test running, if any
+	nonces    nonceLog
+	doctoring atomic.Bool // a Doctor call is running
+	gate      *gate
+	refused   *refusals
+	facts     *hostFacts
+}
+
+// Serve accepts connections on ln until ctx is done (or, with Once, the
+// first test ended), then closes ln and returns once every connection it
+// took is finished.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if _, err := CheckToken(s.Token); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.init()
+	stop := context.AfterFunc(ctx, func() {
+		ln.Close()
+		s.gate.closeAll() // handshakes in progress end now, not at their budget
+	})
+	defer stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.refused.run(ctx)
+	}()
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			// EMFILE, ENFILE, ENOBUFS, ECONNABORTED: the agent cannot
+			// take a connection now, but may in a moment. Wait and try
+			// again, as net/http does, rather than exit.
+			backoff = min(max(2*backoff, 5*time.Millisecond), s.acceptBackoffCeiling)
+			s.refused.note(netip.Addr{}, kindAccept, err.Error(), "retry_in", backoff.String())
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return nil
+			}
+			continue
+		}
+		backoff = 0
+		p := s.gate.admit(nc)
+		if p == nil {
+			s.refused.note(engine.AddrPort(nc.RemoteAddr()).Addr().Unmap(), kindFull,
+				"too many connections waiting to authenticate, every one of them active")
+			nc.Close()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if ran := s.handle(ctx, p); ran && s.Once {
+				cancel()
+			}
+		}()
+	}
+}
+
+// init fills the defaults of the connection budget.
+func (s *Server) init() {
+	if s.authBudget == 0 {
+		s.authBudget = defaultAuthBudget
+	}
+	if s.maxPending == 0 {
+		s.maxPending = defaultMaxPending
+	}
+	if s.perSrc == 0 {
+		s.perSrc = defaultMaxPendingPerSource
+	}
+	if s.logWindow == 0 {
+		s.logWindow = 10 * time.Second
+	}
+	if s.factsBudget == 0 {
+		s.factsBudget = defaultFactsBudget
+	}
+	if s.acceptBackoffCeiling == 0 {
+		s.acceptBackoffCeiling = time.Second
+	}
+	collect := s.collect
+	if collect == nil {
+		collect = func(local netip.Addr) (result.HostInfo, []string) {
+			h, notes := engine.HostFacts(s.fs(), local)
+			if s.Annotate != nil {
+				s.Annotate(&h)
+			}
+			return h, notes
+		}
+	}
+	s.gate = newGate(s.maxPending, s.perSrc)
+	s.refused = newRefusals(s.logger(), s.logWindow)
+	s.facts = &hostFacts{collect: collect, budget: s.factsBudget}
+}
+
+func (s *Server) logger() *slog.Logger {
+	if s.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Logger
+}
+
+func (s *Server) fs() *hostfs.FS {
+	if s.Host == nil {
+		return hostfs.Live()
+	}
+	return s.Host
+}
+
+func (s *Server) maxDuration() time.Duration {
+	if s.MaxDuration <= 0 {
+		return DefaultMaxDuration
+	}
+	return s.MaxDuration
+}
+
+// handle serves one connection: a data connection for the running test,
+// or a control connection. It reports whether a test started on it.
+func (s *Server) handle(ctx context.Context, p *pending) (ran bool) {
+	nc := p.Conn
+	defer func() {
+		if v := recover(); v != nil {
+			// A bug, not the peer's doing: the agent keeps serving.
+			s.logger().Error("internal error serving a connection (please report it)", "peer", nc.RemoteAddr().String(), "panic", fmt.Sprint(v))
+			nc.Close()
+			ran = false
+		}
+	}()
+	defer s.gate.leave(p)
+	cutoff := time.Now().Add(s.authBudget)
+	var first [4]byte
+	nc.SetReadDeadline(cutoff)
+	if _, err := io.ReadFull(p, first[:]); err != nil {
+		s.refuse(p, fmt.Errorf("reading the first bytes: %w", err))
+		nc.Close()
+		return false
+	}
+	if string(first[:]) == dataMagic[:4] {
+		s.handleData(p, first[:])
+		return false
+	}
+	defer nc.Close()
+	c := newConn(p)
+	c.cutoff = cutoff
+	c.r = io.MultiReader(bytes.NewReader(first[:]), p)
+	hs, err := serverHandshake(c, s.Token, &s.nonces)
+	if err != nil {
+		s.refuse(p, err)
+		if errors.Is(err, ErrAuth) || errors.Is(err, errReplay) {
+			c.send(errorMsg{Type: msgError, Reason: "authentication failed"}, handshakeTimeout)
+		}
+		return false
+	}
+	// Authenticated: out of the budget, onto the raw connection (the
+	// first four bytes were read long ago).
+	s.gate.leave(p)
+	c.c, c.r, c.cutoff = nc, nc, time.Time{}
+	log := s.logger().With("peer", nc.RemoteAddr().String())
+	host, notes := s.facts.get(engine.AddrPort(nc.LocalAddr()).Addr())
+	if err := hs.sendWelcome(c, host); err != nil {
+		log.Warn("client left during the handshake", "reason", err.Error())
+		return false
+	}
+	for _, n := range notes {
+		log.Info("host fact unavailable", "reason", n)
+	}
+	sess, busy := s.claim(c, hs.keys, host, log)
+	if busy != nil {
+		s.refused.note(p.src, kindBusy, "busy: "+busy.Error())
+		c.send(errorMsg{Type: msgBusy, Reason: busy.Error()}, handshakeTimeout)
+		return false
+	}
+	defer s.release(sess)
+	return sess.run(ctx)
+}
+
+// refuse logs why a pending connection was turned away, by kind.
+func (s *Server) refuse(p *pending, err error) {
+	s.refused.note(p.src, refusalKind(p, err), err.Error())
+}
+
+// refusalKind sorts a failed handshake for the log's summaries.
+func refusalKind(p *pending, err error) string {
+	silent := p.sent.Load() == 0
+	switch {
+	case p.evicted.Load() || isTimeout(err) || isEOF(err) || errors.Is(err, io.ErrUnexpectedEOF):
+		if silent {
+			return kindSilent
+		}
+		if isTimeout(err) || p.evicted.Load() {
+			return kindSlow
+		}
+		return kindGarbage
+	case errors.Is(err, ErrAuth), errors.Is(err, errReplay):
+		return kindAuth
+	case errors.Is(err, errVersion):
+		return kindVersion
+	}
+	return kindGarbage
+}
+
+// claim makes c's session the running test, unless one runs.
+func (s *Server) claim(c *conn, keys sessionKeys, host result.HostInfo, log *slog.Logger) (*session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active != nil {
+		return nil, fmt.Errorf("a test from %s is running", s.active.ctrl.c.RemoteAddr())
+	}
+	s.active = &session{srv: s, ctrl: c, keys: keys, host: host, log: log}
+	return s.active, nil
+}
+
+// free ends the session's claim on the agent. Sessions call it before
+// their last message, so that a client that starts its next test the
+// moment it has the last one does not find the agent busy with the
+// session that just ended.
+func (ss *session) free() { ss.srv.release(ss) }
+
+func (s *Server) release(sess *session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active == sess {
+		s.active = nil
+	}
+}
+
+// handleData reads a data connection's preamble and hands it to the test
+// it names; anything else is dropped. A connection handed over leaves
+// the budget of pending connections: the test's own connections are
+// bounded by its request, not by what strangers hold.
+func (s *Server) handleData(p *pending, first []byte) {
+	nc := p.Conn
+	b := make([]byte, dataPreambleLen)
+	copy(b, first)
+	if _, err := io.ReadFull(p, b[len(first):]); err != nil {
+		s.refuse(p, fmt.Errorf("data connection: truncated preamble: %w", err))
+		nc.Close()
+		return
+	}
+	h, err := parsePreamble(b)
+	if err != nil {
+		s.refused.note(p.src, kindGarbage, err.Error())
+		nc.Close()
+		return
+	}
+	s.mu.Lock()
+	sess := s.active
+	if sess == nil || sess.testID == nil || !h.proves(sess.keys.data, sess.testID) {
+		err = errors.New("unknown test or wrong proof (no test expects it)")
+	} else {
+		s.gate.leave(p)
+		nc.SetReadDeadline(time.Time{})
+		err = sess.offer(h.index, nc)
+	}
+	s.mu.Unlock()
+	if err != nil {
+		s.refused.note(p.src, kindData, "data connection: "+err.Error())
+		nc.Close()
+	}
+}
+
+// session is the running test, seen from the agent.
+type session struct {
+	srv  *Server
+	ctrl *conn
+	keys sessionKeys
+	host result.HostInfo
+	log  *slog.Logger
+	p    engine.Params
+	// serverCPUs are the CPUs the client asked for this end's threads.
+	serverCPUs []int
+
+	// Guarded by srv.mu: the data connections expected and received.
+	testID []byte
+	got    map[uint32]bool
+	data   chan dataConn
+}
+
+type dataConn struct {
+	index int
+	nc    net.Conn
+}
+
+// offer takes data connection index for the test, once.
+func (ss *session) offer(index uint32, nc net.Conn) error {
+	switch {
+	case uint64(index) >= uint64(ss.p.Connections()):
+		return fmt.Errorf("stream index %d: the test has %d connections", index, ss.p.Connections())
+	case ss.got[index]:
+		return fmt.Errorf("stream index %d: already connected (a preamble replayed?)", index)
+	}
+	ss.got[index] = true
+	ss.data <- dataConn{index: int(index), nc: nc} // buffered for every index
+	return nil
+}
+
+// expectData opens the test (testID) to its data connections, or closes
+// it (nil).
+func (ss *session) expectData(testID []byte) {
+	ss.srv.mu.Lock()
+	defer ss.srv.mu.Unlock()
+	ss.testID = testID
+	if testID != nil {
+		ss.got = map[uint32]bool{}
+		ss.data = make(chan dataConn, ss.p.Connections())
+		return
+	}
+	for { // connections that came after a failed setup
+		select {
+		case dc := <-ss.data:
+			dc.nc.Close()
+		default:
+			return
+		}
+	}
+}

@@ -1,0 +1,271 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/linerate/linerate/internal/agent"
+	"github.com/linerate/linerate/internal/lab"
+	"github.com/linerate/linerate/internal/result"
+)
+
+// LabEngine says how to run the native engine across a lab: the agent
+// (`linerate serve --once`) in host b, the client (`linerate bench`) in
+// host a, each a process of its own in its host's namespaces, as on two
+// machines. Name "" means not in a lab.
+type LabEngine struct {
+	Name string // the lab, as `linerate lab up --name` made it
+	// Self is the linerate binary to run in the hosts; "" means
+	// /proc/self/exe, this very binary.
+	Self string
+	// Port is the agent's port; 0 means agent.DefaultPort.
+	Port int
+	// Stderr receives both processes' diagnostics; nil keeps them only
+	// for error messages.
+	Stderr io.Writer
+}
+
+// RunInLab runs cfg between hosts a (client) and b (agent) of a lab, with
+// a fresh token, and returns the client's result. cfg.Peer and cfg.Token
+// are ignored; Progress sees the client's events as they happen.
+func RunInLab(ctx context.Context, lr LabEngine, cfg agent.Config) (*result.Result, error) {
+	if err := lab.ValidateName(lr.Name); err != nil {
+		return nil, err
+	}
+	if lr.Self == "" {
+		lr.Self = "/proc/self/exe"
+	}
+	if lr.Port == 0 {
+		lr.Port = agent.DefaultPort
+	}
+	dir, err := os.MkdirTemp("", "linerate-lab-token-")
+	if err != nil {
+		return nil, fmt.Errorf("making a token directory: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	tokenFile := filepath.Join(dir, "token")
+	tok, err := agent.GenerateToken()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(tokenFile, tok, 0o600); err != nil {
+		return nil, fmt.Errorf("writing the token: %w", err)
+	}
+	var agentErr lockedBuffer
+	ap, err := startLabAgent(ctx, lr, cfg, tokenFile, &agentErr)
+	if err != nil {
+		return nil, err
+	}
+	defer ap.stop()
+	res, err := runLabClient(ctx, lr, cfg, tok)
+	if err != nil && agentErr.String() != "" {
+		err = fmt.Errorf("%w (agent in %s said: %s)", err, lab.Namespace(lr.Name, lab.B), finalLine(agentErr.String()))
+	}
+	return res, err
+}
+
+// agentProc is the agent running in host b.
+type agentProc struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// startLabAgent starts `linerate serve --once` in host b and waits until
+// it listens.
+func startLabAgent(ctx context.Context, lr LabEngine, cfg agent.Config, tokenFile string, errBuf *lockedBuffer) (*agentProc, error) {
+	maxDur := max(agent.DefaultMaxDuration, cfg.Duration+time.Second, cfg.Omit+time.Second)
+	cmd := exec.CommandContext(ctx, lr.Self, "serve", "--once", "--bind", lab.AddrB, "--port", strconv.Itoa(lr.Port),
+		"--token-file", tokenFile, "--max-duration", maxDur.String())
+	cmd.Stderr = teeTo(errBuf, lr.Stderr)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := lab.Start(lr.Name, lab.B, cmd); err != nil {
+		return nil, err
+	}
+	a := &agentProc{cmd: cmd, done: make(chan error, 1)}
+	listening := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		ok := false
+		for sc.Scan() {
+			if !ok && strings.HasPrefix(sc.Text(), agent.ListeningPrefix) {
+				ok = true
+				listening <- true
+			}
+		}
+		if !ok {
+			listening <- false
+		}
+		a.done <- cmd.Wait()
+	}()
+	select {
+	case ok := <-listening:
+		if ok {
+			return a, nil
+		}
+		err := <-a.done
+		return nil, fmt.Errorf("the agent in %s did not start: %v: %s", lab.Namespace(lr.Name, lab.B), err, finalLine(errBuf.String()))
+	case <-time.After(10 * time.Second):
+		a.stop()
+		return nil, fmt.Errorf("the agent in %s did not listen within 10 s", lab.Namespace(lr.Name, lab.B))
+	}
+}
+
+// stop waits briefly for the agent (it exits after its one test), then
+// ends it.
+func (a *agentProc) stop() {
+	select {
+	case <-a.done:
+		return
+	case <-time.After(2 * time.Second):
+	}
+	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	<-a.done
+}
+
+// runLabClient runs `linerate bench --json-stream` in host a and turns its
+// events back into a Result.
+func runLabClient(ctx context.Context, lr LabEngine, cfg agent.Config, tok []byte) (*result.Result, error) {
+	// The caller stores the result (or not): the client in host a keeps
+	// nothing and gathers no doctor reports of its own.
+	args := append([]string{"bench", lab.AddrB + ":" + strconv.Itoa(lr.Port), "--json-stream", "--no-store"}, benchArgs(cfg)...)
+	cmd := exec.CommandContext(ctx, lr.Self, args...)
+	cmd.Env = append(os.Environ(), agent.TokenEnv+"="+string(tok))
+	var errBuf lockedBuffer
+	cmd.Stderr = teeTo(&errBuf, lr.Stderr)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := lab.Start(lr.Name, lab.A, cmd); err != nil {
+		return nil, err
+	}
+	res, perr := readEvents(out, cfg.Progress)
+	io.Copy(io.Discard, out)
+	werr := cmd.Wait()
+	switch {
+	case perr != nil:
+		return nil, perr
+	case werr != nil:
+		msg := finalLine(errBuf.String())
+		return nil, fmt.Errorf("the client in %s failed: %v: %s", lab.Namespace(lr.Name, lab.A), werr, strings.TrimPrefix(msg, "linerate: "))
+	}
+	return res, nil
+}
+
+// readEvents assembles a Result from --json-stream lines.
+func readEvents(r io.Reader, progress func(result.Event)) (*result.Result, error) {
+	res := &result.Result{Schema: result.Schema, Engine: "native", Intervals: []result.Interval{}}
+	dec := json.NewDecoder(r)
+	sawEnd := false
+	for {
+		var raw struct {
+			Event string          `json:"event"`
+			Data  json.RawMessage `json:"data"`
+		}
+		if err := dec.Decode(&raw); err != nil {
+			if errors.Is(err, io.EOF) && sawEnd {
+				return res, nil
+			}
+			if errors.Is(err, io.EOF) {
+				return nil, nil // the client failed: its exit status says why
+			}
+			return nil, fmt.Errorf("reading the client's events: %w", err)
+		}
+		ev, err := decodeEvent(res, raw.Event, raw.Data)
+		if err != nil {
+			return nil, err
+		}
+		sawEnd = sawEnd || raw.Event == "end"
+		if progress != nil && ev.Data != nil {
+			progress(ev)
+		}
+	}
+}
+
+func decodeEvent(res *result.Result, kind string, data json.RawMessage) (result.Event, error) {
+	var target any
+	switch kind {
+	case "start":
+		target = &res.Start
+	case "interval":
+		res.Intervals = append(res.Intervals, result.Interval{})
+		target = &res.Intervals[len(res.Intervals)-1]
+	case "end":
+		target = &res.End
+	case "error":
+		var msg string
+		_ = json.Unmarshal(data, &msg)
+		return result.Event{}, fmt.Errorf("the client reported: %s", msg)
+	default:
+		return result.Event{}, nil // a newer client's event
+	}
+	if err := json.Unmarshal(data, target); err != nil {
+		return result.Event{}, fmt.Errorf("the client's %s event: %w", kind, err)
+	}
+	if kind == "start" {
+		res.RunID = res.Start.Timestamp.UnixMilli()
+	}
+	return result.Event{Event: kind, Data: target}, nil
+}
+
+// benchArgs writes cfg as `linerate bench` flags.
+func benchArgs(cfg agent.Config) []string {
+	p := cfg.Params()
+	a := []string{"-t", p.Duration.String(), "-P", strconv.Itoa(p.Streams), "-i", p.Interval.String()}
+	if p.Omit > 0 {
+		a = append(a, "-O", p.Omit.String())
+	}
+	switch p.Direction {
+	case result.Receive:
+		a = append(a, "--reverse")
+	case result.Bidir:
+		a = append(a, "--bidir")
+	}
+	if p.Window > 0 {
+		a = append(a, "--window", strconv.Itoa(p.Window))
+	}
+	if p.Congestion != "" {
+		a = append(a, "--congestion", p.Congestion)
+	}
+	if p.FQRate > 0 {
+		a = append(a, "--fq-rate", strconv.FormatUint(p.FQRate, 10))
+	}
+	if p.ZeroCopy != result.NoZeroCopy {
+		a = append(a, "--zerocopy="+string(p.ZeroCopy))
+	}
+	if cfg.ClientCPUs != nil || cfg.ServerCPUs != nil {
+		a = append(a, "-A", FormatAffinity(cfg.ClientCPUs, cfg.ServerCPUs))
+	}
+	return a
+}
+
+func teeTo(buf io.Writer, w io.Writer) io.Writer {
+	if w == nil {
+		return buf
+	}
+	return io.MultiWriter(buf, w)
+}
+
+// finalLine is the last line of a process's diagnostics.
+func finalLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}

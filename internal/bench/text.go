@@ -1,0 +1,185 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/linerate/linerate/internal/cpulist"
+	"github.com/linerate/linerate/internal/result"
+)
+
+// TextProgress returns a Progress function that writes a run as iperf3
+// does: a header, a line per interval ("[SUM] 0.00-1.00 sec 1.16 GBytes
+// 9.93 Gbits/sec 0 retr", with the busiest CPU of each end), a line per
+// stream too when verbose, and the totals. Units are iperf3's: bytes in
+// powers of 1024, bits per second in powers of 1000.
+func TextProgress(w io.Writer, verbose bool) func(result.Event) {
+	return func(e result.Event) {
+		switch d := e.Data.(type) {
+		case *result.Start:
+			writeStart(w, d)
+		case *result.Interval:
+			writeInterval(w, d, verbose)
+		case *result.End:
+			writeEnd(w, d)
+		}
+	}
+}
+
+// JSONStreamProgress returns a Progress function that writes each event
+// as one JSON object per line, as iperf3 --json-stream does.
+func JSONStreamProgress(w io.Writer) func(result.Event) {
+	enc := json.NewEncoder(w)
+	return func(e result.Event) { _ = enc.Encode(e) } // a closed stdout ends the run anyway
+}
+
+func writeStart(w io.Writer, s *result.Start) {
+	warm := ""
+	if s.OmitS > 0 {
+		warm = fmt.Sprintf(" after a %g s warm-up", s.OmitS)
+	}
+	fmt.Fprintf(w, "Connected to %s port %d: %d stream%s, %s, %g s%s\n", s.Peer, s.Port, s.Streams, plural(s.Streams), s.Direction, s.DurationS, warm)
+	fmt.Fprintf(w, "Placement (%s): client CPU %s, server CPU %s\n", s.Placement.Source, cpuList(s.Placement.Client), cpuList(s.Placement.Server))
+	win := "autotuned"
+	if s.Window.Requested > 0 {
+		win = fmt.Sprintf("asked %s", strings.TrimSpace(bytesText(uint64(s.Window.Requested))))
+	}
+	fmt.Fprintf(w, "Window: %s, granted %s", win, strings.TrimSpace(bytesText(uint64(s.Window.Granted))))
+	if s.ZeroCopy != result.NoZeroCopy {
+		fmt.Fprintf(w, "; zero copy: %s", s.ZeroCopy)
+	}
+	fmt.Fprintln(w)
+	for _, n := range s.Notes {
+		fmt.Fprintf(w, "Note: %s\n", n)
+	}
+	fmt.Fprintln(w, "[ ID] Interval           Transfer     Bitrate         Retr")
+}
+
+func writeInterval(w io.Writer, iv *result.Interval, verbose bool) {
+	tail := ""
+	if iv.Omitted {
+		tail = "  (omitted)"
+	}
+	if verbose {
+		for _, s := range iv.Streams {
+			fmt.Fprintf(w, "[%3d] %s  %s  %4d   cwnd %s  rtt %d us%s\n", s.ID, span(iv.Start, iv.End),
+				rate(s.Bytes, s.BitsPerSecond), s.Retransmits, bytesText(s.CwndBytes), s.RTTus, tail)
+		}
+	}
+	fmt.Fprintf(w, "[SUM] %s  %s  %4d retr%s%s\n", span(iv.Start, iv.End), rate(iv.Sum.Bytes, iv.Sum.BitsPerSecond),
+		iv.Sum.Retransmits, busiestCPU(" client", iv.CPU.Client), busiestCPU(" server", iv.CPU.Server)+tail)
+	if verbose {
+		writeCPUs(w, "client", iv.CPU.Client)
+		writeCPUs(w, "server", iv.CPU.Server)
+	}
+}
+
+// writeCPUs writes one line per CPU of one end: where the load, the
+// network softirqs and the NIC's interrupts were.
+func writeCPUs(w io.Writer, end string, cpus map[string]result.CPUSample) {
+	keys := make([]int, 0, len(cpus))
+	for k := range cpus {
+		if n, err := strconv.Atoi(k); err == nil {
+			keys = append(keys, n)
+		}
+	}
+	slices.Sort(keys)
+	for _, n := range keys {
+		c := cpus[strconv.Itoa(n)]
+		fmt.Fprintf(w, "      %s cpu%-3d busy %5.1f%%  irq %4.1f%%  softirq %5.1f%%  NET_RX %7d  NET_TX %7d  NIC IRQs %7d\n",
+			end, n, c.Busy, c.IRQ, c.SoftIRQ, c.NetRX, c.NetTX, c.NICIRQs)
+	}
+}
+
+func writeEnd(w io.Writer, e *result.End) {
+	fmt.Fprintln(w, "- - - - - - - - - - - - - - - - - - - - - - - - -")
+	fmt.Fprintf(w, "[SUM] %s  %s  %4d retr  sender\n", span(0, e.Seconds), rate(e.SumSent.Bytes, e.SumSent.BitsPerSecond), e.SumSent.Retransmits)
+	fmt.Fprintf(w, "[SUM] %s  %s            receiver\n", span(0, e.Seconds), rate(e.SumReceived.Bytes, e.SumReceived.BitsPerSecond))
+	fmt.Fprintf(w, "CPU time: client %.2f s, server %.2f s", e.CPU.ClientSeconds, e.CPU.ServerSeconds)
+	if g := e.SumReceived.BitsPerSecond / 1e9; g > 0 {
+		fmt.Fprintf(w, " (%.3f s per Gbit/s)", (e.CPU.ClientSeconds+e.CPU.ServerSeconds)/g)
+	}
+	fmt.Fprintln(w)
+	if z := e.ZeroCopy; z != nil && z.Method == result.MsgZeroCopy {
+		fmt.Fprintf(w, "Zero copy: %d sends, %d completed, %d copied by the kernel anyway", z.Sends, z.Completions, z.Copied)
+		if z.Copied > 0 {
+			fmt.Fprint(w, " (local delivery such as loopback or veth, or a device without scatter-gather)")
+		}
+		fmt.Fprintln(w)
+	}
+	for _, err := range e.Errors {
+		fmt.Fprintf(w, "Error: %s\n", err)
+	}
+}
+
+// busiestCPU names the busiest CPU of one end: "client cpu0 99% si 31%".
+func busiestCPU(label string, cpus map[string]result.CPUSample) string {
+	best, key := -1.0, ""
+	keys := make([]string, 0, len(cpus))
+	for k := range cpus {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if cpus[k].Busy > best {
+			best, key = cpus[k].Busy, k
+		}
+	}
+	if key == "" {
+		return ""
+	}
+	c := cpus[key]
+	return fmt.Sprintf(" %s cpu%s %3.0f%% si %2.0f%%", label, key, c.Busy, c.SoftIRQ)
+}
+
+func span(a, b float64) string { return fmt.Sprintf("%6.2f-%-6.2f sec", a, b) }
+
+func rate(bytes uint64, bps float64) string {
+	return fmt.Sprintf("%s  %s", bytesText(bytes), bitsText(bps))
+}
+
+// bytesText writes a byte count as iperf3 does ("1.16 GBytes").
+func bytesText(n uint64) string {
+	v, unit := float64(n), "Bytes"
+	for _, u := range []string{"KBytes", "MBytes", "GBytes", "TBytes"} {
+		if v < 1024 {
+			break
+		}
+		v, unit = v/1024, u
+	}
+	return fmt.Sprintf("%s %-6s", threeDigits(v), unit)
+}
+
+// bitsText writes a rate as iperf3 does ("9.93 Gbits/sec").
+func bitsText(bps float64) string {
+	v, unit := bps, "bits/sec"
+	for _, u := range []string{"Kbits/sec", "Mbits/sec", "Gbits/sec", "Tbits/sec"} {
+		if v < 1000 {
+			break
+		}
+		v, unit = v/1000, u
+	}
+	return fmt.Sprintf("%s %-9s", threeDigits(v), unit)
+}
+
+// threeDigits keeps three significant digits, as iperf3's unit_snprintf.
+func threeDigits(v float64) string {
+	switch {
+	case v < 9.995:
+		return fmt.Sprintf("%4.2f", v)
+	case v < 99.95:
+		return fmt.Sprintf("%4.1f", v)
+	}
+	return fmt.Sprintf("%4.0f", v)
+}
+
+func cpuList(cpus []int) string {
+	if len(cpus) == 0 {
+		return "any"
+	}
+	return cpulist.Format(sortedCopy(cpus))
+}

@@ -1,0 +1,195 @@
+package bench
+
+import (
+	"context"
+	"crypto/hkdf"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+)
+
+// One-time credentials of the tool servers an agent starts. Both ends of
+// an agent session hold a secret nobody else has (agent.ToolRequest.Secret,
+// agent.ToolSession.Secret); the credentials are derived from it, so no
+// password crosses the wire:
+//
+//   - iperf3 runs with RSA authentication: the agent writes a fresh
+//     authorized-users file holding the one user and the SHA-256 of
+//     "{user}password" (iperf3's format), and a private key; the client
+//     gets the public key in tool_started and passes --username,
+//     --rsa-public-key-path and the password in IPERF3_PASSWORD, which
+//     iperf3 encrypts with that key.
+//   - iperf2 runs with --permit-key: the server rejects every connection
+//     that does not carry the key. iperf2 sends it in clear and the
+//     server's command line shows it to local users (/proc/PID/cmdline):
+//     it keeps strangers off the server, not an eavesdropper.
+//   - perftest has no authentication at all: the agent starts it only
+//     when its operator allowed it (serve --allow-perftest).
+type toolCreds struct {
+	user, password, permitKey string
+}
+
+// credsFrom derives the credentials from a session's tool secret.
+func credsFrom(secret []byte) (toolCreds, error) {
+	if len(secret) < 16 {
+		return toolCreds{}, errors.New("no tool secret from the agent session (an agent of another version?)")
+	}
+	derive := func(label string, n int) (string, error) {
+		b, err := hkdf.Key(sha256.New, secret, nil, label, n)
+		return hex.EncodeToString(b), err
+	}
+	var c toolCreds
+	var err error
+	if c.user, err = derive("linerate iperf3 user", 6); err != nil {
+		return c, err
+	}
+	c.user = "lr" + c.user
+	if c.password, err = derive("linerate iperf3 password", 24); err != nil {
+		return c, err
+	}
+	if c.permitKey, err = derive("linerate iperf2 permit key", 16); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// authorizedUser is iperf3's authorized-users line for c: "user,sha256 of
+// {user}password" in hex (iperf_auth.c, check_authentication).
+func (c toolCreds) authorizedUser() string {
+	sum := sha256.Sum256([]byte("{" + c.user + "}" + c.password))
+	return c.user + "," + hex.EncodeToString(sum[:]) + "\n"
+}
+
+// toolAuth is the tool_started message's auth field.
+type toolAuth struct {
+	RSAPublicKey string `json:"rsa_public_key,omitempty"` // PEM, for iperf3's client
+}
+
+// The agent's RSA key for iperf3, made once per process: making one takes
+// a good part of a second, and its private half never leaves this host
+// (each session's server reads it from a file of its own, removed after).
+var (
+	iperf3KeyOnce sync.Once
+	iperf3Key     *rsa.PrivateKey
+	iperf3KeyErr  error
+)
+
+func agentRSAKey() (*rsa.PrivateKey, error) {
+	iperf3KeyOnce.Do(func() {
+		iperf3Key, iperf3KeyErr = rsa.GenerateKey(rand.Reader, 2048)
+	})
+	return iperf3Key, iperf3KeyErr
+}
+
+// serverAuth prepares the files an authenticated tool server reads, in a
+// directory of its own (mode 0700), and returns the server's extra
+// arguments, what the client gets, and the directory to remove after.
+func serverAuth(tool string, c toolCreds) (args []string, auth json.RawMessage, dir string, err error) {
+	switch tool {
+	case "iperf":
+		return []string{"--permit-key=" + c.permitKey}, nil, "", nil
+	case "iperf3":
+	default:
+		return nil, nil, "", nil
+	}
+	key, err := agentRSAKey()
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("making an RSA key for iperf3: %w", err)
+	}
+	priv, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	dir, err = os.MkdirTemp("", "linerate-iperf3-auth-")
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("making iperf3's credentials: %w", err)
+	}
+	keyPath, usersPath := filepath.Join(dir, "private.pem"), filepath.Join(dir, "users.csv")
+	err = errors.Join(
+		os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: priv}), 0o600),
+		os.WriteFile(usersPath, []byte(c.authorizedUser()), 0o600))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, "", fmt.Errorf("writing iperf3's credentials: %w", err)
+	}
+	auth, err = json.Marshal(toolAuth{RSAPublicKey: string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}))})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, "", err
+	}
+	return []string{"--rsa-private-key-path", keyPath, "--authorized-users-path", usersPath}, auth, dir, nil
+}
+
+// clientAuth is what a tool's client needs to use a server the agent
+// started for it: arguments after its own, environment variables, and a
+// directory to remove when the run ends.
+type clientAuth struct {
+	args, env []string
+	dir       string
+}
+
+// clientAuthFor prepares a client of tool for the agent's server.
+func clientAuthFor(tool string, secret []byte, auth json.RawMessage) (clientAuth, error) {
+	if tool != "iperf3" && tool != "iperf" {
+		return clientAuth{}, nil
+	}
+	c, err := credsFrom(secret)
+	if err != nil {
+		return clientAuth{}, err
+	}
+	if tool == "iperf" {
+		return clientAuth{args: []string{"--permit-key=" + c.permitKey}}, nil
+	}
+	var a toolAuth
+	if err := json.Unmarshal(auth, &a); err != nil || a.RSAPublicKey == "" {
+		return clientAuth{}, errors.New("the agent sent no public key for its iperf3 server (an agent of another version?)")
+	}
+	if b, _ := pem.Decode([]byte(a.RSAPublicKey)); b == nil || b.Type != "PUBLIC KEY" {
+		return clientAuth{}, errors.New("the agent's public key for iperf3 is not a PEM public key")
+	}
+	dir, err := os.MkdirTemp("", "linerate-iperf3-client-")
+	if err != nil {
+		return clientAuth{}, err
+	}
+	path := filepath.Join(dir, "public.pem")
+	if err := os.WriteFile(path, []byte(a.RSAPublicKey), 0o600); err != nil {
+		os.RemoveAll(dir)
+		return clientAuth{}, err
+	}
+	return clientAuth{args: []string{"--username", c.user, "--rsa-public-key-path", path},
+		env: []string{"IPERF3_PASSWORD=" + c.password}, dir: dir}, nil
+}
+
+// authOf returns the credentials a server needs from its client, if any.
+func authOf(srv ServerProc) clientAuth {
+	if a, ok := srv.(interface{ auth() clientAuth }); ok {
+		return a.auth()
+	}
+	return clientAuth{}
+}
+
+// command is the client's command: args, then the credentials'
+// arguments, with the credentials' environment.
+func (a clientAuth) command(ctx context.Context, args []string) *exec.Cmd {
+	full := append(slices.Clip(args), a.args...)
+	cmd := exec.CommandContext(ctx, full[0], full[1:]...)
+	if len(a.env) > 0 {
+		cmd.Env = append(os.Environ(), a.env...)
+	}
+	return cmd
+}

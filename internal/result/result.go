@@ -1,0 +1,186 @@
+package result
+
+import (
+	"time"
+
+	"github.com/linerate/linerate/internal/telemetry"
+)
+
+// Schema names the JSON document of one run (docs/architecture.md, "JSON
+// documents").
+const Schema = "linerate.bench/v1"
+
+// Result is one run, in the shape iperf3 users know. Field names follow
+// the linerate.bench/v1 contract.
+type Result struct {
+	Schema    string     `json:"schema"`
+	RunID     int64      `json:"run_id"` // Unix milliseconds of the start, until a store numbers runs
+	Engine    string     `json:"engine"` // "native"
+	Start     Start      `json:"start"`
+	Intervals []Interval `json:"intervals"`
+	End       End        `json:"end"`
+}
+
+// Start is what the test was and where it ran.
+type Start struct {
+	Peer        string       `json:"peer"`
+	Port        int          `json:"port"`
+	Timestamp   time.Time    `json:"timestamp"`
+	Streams     int          `json:"streams"`
+	DurationS   float64      `json:"duration_s"`
+	OmitS       float64      `json:"omit_s"`
+	IntervalS   float64      `json:"interval_s"`
+	Direction   Direction    `json:"direction"`
+	Placement   Placement    `json:"placement"`
+	Window      Window       `json:"window"`
+	Congestion  string       `json:"congestion,omitempty"`
+	FQRate      uint64       `json:"fq_rate_bps,omitempty"`
+	ZeroCopy    ZeroCopy     `json:"zerocopy,omitempty"`
+	Connections []Connection `json:"connections"`
+	Client      HostInfo     `json:"client"`
+	Server      HostInfo     `json:"server"`
+	// Notes are facts that could not be read, and limits the kernel
+	// imposed, in plain sentences.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Placement is where the stream threads ran: the CPUs of each end, in
+// first-use order.
+type Placement struct {
+	Client []int `json:"client"`
+	Server []int `json:"server"`
+	// Source says who chose: "user" (-A), "auto", or "user+auto" when -A
+	// named one end only.
+	Source string `json:"source"`
+}
+
+// Window is the socket buffer sizes asked for and granted.
+type Window struct {
+	Requested int `json:"requested"` // bytes; 0 when autotuning was left on
+	// Granted is the smallest buffer on the data path (the senders'
+	// SO_SNDBUF, the receivers' SO_RCVBUF) as getsockopt reports it at the
+	// start (Linux doubles the value asked for; autotuning grows it later).
+	Granted int      `json:"granted"`
+	Client  SockBufs `json:"client"`
+	Server  SockBufs `json:"server"`
+}
+
+// Connection is one stream's data connection.
+type Connection struct {
+	ID        int    `json:"id"`
+	Sender    string `json:"sender"` // "client" or "server"
+	ClientCPU int    `json:"client_cpu"`
+	ServerCPU int    `json:"server_cpu"`
+}
+
+// Interval is one report period.
+type Interval struct {
+	Start   float64          `json:"start"` // seconds; warm-up intervals count from the start, measured ones from the end of the warm-up
+	End     float64          `json:"end"`
+	Omitted bool             `json:"omitted"`
+	Streams []StreamInterval `json:"streams"`
+	Sum     Sum              `json:"sum"`
+	CPU     HostCPUs         `json:"cpu"`
+	// CPUTotal is each host's load over all its CPUs.
+	CPUTotal HostTotals `json:"cpu_total"`
+}
+
+// StreamInterval is one stream over one interval. Bytes are those the
+// client moved (sent or received); the TCP fields come from the sending
+// end's socket (TCP_INFO).
+type StreamInterval struct {
+	ID              int     `json:"id"`
+	Sender          string  `json:"sender"`
+	Bytes           uint64  `json:"bytes"`
+	BitsPerSecond   float64 `json:"bits_per_second"`
+	RTTus           uint32  `json:"rtt_us"`
+	RTTVarUs        uint32  `json:"rttvar_us"`
+	CwndBytes       uint64  `json:"cwnd_bytes"`
+	Retransmits     uint64  `json:"retransmits"`
+	DeliveryRateBps float64 `json:"delivery_rate_bps"`
+}
+
+// Sum totals the streams of an interval, or of a run.
+type Sum struct {
+	Bytes         uint64  `json:"bytes"`
+	BitsPerSecond float64 `json:"bits_per_second"`
+	Retransmits   uint64  `json:"retransmits"`
+}
+
+// Received totals what the receivers got.
+type Received struct {
+	Bytes         uint64  `json:"bytes"`
+	BitsPerSecond float64 `json:"bits_per_second"`
+}
+
+// HostCPUs is the per-CPU load of each end, keyed by CPU number.
+type HostCPUs struct {
+	Client map[string]CPUSample `json:"client"`
+	Server map[string]CPUSample `json:"server"`
+}
+
+// HostTotals is the whole-host load of each end.
+type HostTotals struct {
+	Client CPUSample  `json:"client"`
+	Server *CPUSample `json:"server"` // nil when the agent's sample did not arrive
+}
+
+// End is the measured part of the run.
+type End struct {
+	Seconds     float64     `json:"seconds"`
+	SumSent     Sum         `json:"sum_sent"`
+	SumReceived Received    `json:"sum_received"`
+	Streams     []StreamEnd `json:"streams"`
+	CPU         EndCPU      `json:"cpu"`
+	ZeroCopy    *ZCReport   `json:"zerocopy,omitempty"`
+	Errors      []string    `json:"errors,omitempty"`
+}
+
+// StreamEnd is one stream's bytes after the warm-up. The receiver's count
+// is what arrived of the bytes sent after the warm-up, so it never exceeds
+// the sender's.
+type StreamEnd struct {
+	ID            int    `json:"id"`
+	Sender        string `json:"sender"`
+	SentBytes     uint64 `json:"sent_bytes"`
+	ReceivedBytes uint64 `json:"received_bytes"`
+	Retransmits   uint64 `json:"retransmits"`
+}
+
+// EndCPU is the CPU time each end's process used while measuring
+// (getrusage: user + system; softirq work done on other threads' time is
+// in the per-CPU samples, not here).
+type EndCPU struct {
+	ClientSeconds float64 `json:"client_seconds"`
+	ServerSeconds float64 `json:"server_seconds"`
+}
+
+// ZCReport says what zero copy did: for MSG_ZEROCOPY, how many sends the
+// kernel completed and how many of those it copied after all.
+type ZCReport struct {
+	Method      ZeroCopy `json:"method"`
+	Sends       uint64   `json:"sends,omitempty"`
+	Completions uint64   `json:"completions,omitempty"`
+	Copied      uint64   `json:"copied,omitempty"`
+}
+
+// SockBufs are the socket buffer sizes one end's data sockets got, as
+// getsockopt reports them (Linux doubles what was asked, for its own
+// bookkeeping), and the sysctls that capped them, if any.
+type SockBufs struct {
+	Sndbuf   int      `json:"sndbuf"`
+	Rcvbuf   int      `json:"rcvbuf"`
+	CappedBy []string `json:"capped_by,omitempty"` // "net.core.wmem_max=212992"
+}
+
+// CPUSample is the load of one CPU, or of a whole host, over an interval
+// (package telemetry samples it; the name is here because it is part of
+// the document).
+type CPUSample = telemetry.CPUSample
+
+// Event is one step of a run as it happens; it marshals to the
+// --json-stream line {"event": "start"|"interval"|"end"|"error", "data": …}.
+type Event struct {
+	Event string `json:"event"`
+	Data  any    `json:"data"` // *Start, *Interval, *End, or an error string
+}
