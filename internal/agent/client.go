@@ -52,6 +52,9 @@ func Run(ctx context.Context, cfg Config) (*result.Result, error) {
 	if c.fs == nil {
 		c.fs = hostfs.Live()
 	}
+	if cfg.Probe != nil {
+		return runProbe(ctx, cfg)
+	}
 	if err := newRequest(c.p, cfg.ServerCPUs).validate(24 * time.Hour); err != nil { // the agent applies its own, lower bound
 		return nil, err
 	}

@@ -26,6 +26,8 @@ func (ss *session) run(ctx context.Context) bool {
 		return false
 	case typ == msgTool:
 		return ss.runTool(ctx, body)
+	case typ == msgProbe:
+		return ss.runProbe(ctx, body)
 	case typ == msgDoctor:
 		ss.serveDoctor()
 		return false

@@ -134,6 +134,10 @@ type End struct {
 	CPU         EndCPU      `json:"cpu"`
 	ZeroCopy    *ZCReport   `json:"zerocopy,omitempty"`
 	Errors      []string    `json:"errors,omitempty"`
+	// Latency is a ping-pong run's (bench --latency); UDP a UDP run's
+	// (bench --udp), as iperf3 -u's end.sum. Nil otherwise.
+	Latency *Latency `json:"latency,omitempty"`
+	UDP     *UDPSum  `json:"sum,omitempty"`
 }
 
 // StreamEnd is one stream's bytes after the warm-up. The receiver's count
