@@ -44,6 +44,15 @@ type benchFlags struct {
 	db         string
 	noStore    bool
 	perftest   bench.PerftestParams
+
+	// Latency and UDP tests (bench --latency, bench --udp).
+	latency   bool
+	udp       bool
+	size      int
+	rate      string
+	udpRate   string
+	udpLen    int
+	omitGiven bool
 }
 
 func newBenchCmd(env *cliEnv) *cobra.Command {
@@ -122,10 +131,20 @@ Exit status: 0 it ran, 2 it could not.`,
 	fl.IntVar(&f.perftest.Iters, "perftest-iters", 0, "perftest iterations (default 5000 for bandwidth, 10000 for latency)")
 	fl.StringVar(&f.perftest.Device, "rdma-device", "", "RDMA device for perftest (-d), e.g. rocep3s0")
 	fl.IntVar(&f.perftest.GID, "gid-index", 0, "RoCE GID index for perftest (-x)")
+	fl.BoolVar(&f.latency, "latency", false, "measure round trips: a ping-pong of one message at a time (TCP_NODELAY, or UDP with --udp), end.latency")
+	fl.BoolVarP(&f.udp, "udp", "u", false, "UDP: with --latency a UDP ping-pong; alone a UDP stream at -b (loss, jitter, packets per second, as iperf3 -u)")
+	fl.IntVar(&f.size, "size", 64, "--latency: message bytes (14 to 65507)")
+	fl.StringVar(&f.rate, "rate", "", "--latency: round trips per second, e.g. 10000 or 10k (default: as fast as replies come)")
+	fl.StringVarP(&f.udpRate, "bitrate", "b", "1M", "--udp: target bits per second, e.g. 1G or 500M; 0 unlimited")
+	fl.IntVarP(&f.udpLen, "length", "l", 1460, "--udp: datagram payload bytes (16 to 65507)")
 	return cmd
 }
 
 func runBench(cmd *cobra.Command, env *cliEnv, peer string, f benchFlags) error {
+	f.omitGiven = cmd.Flags().Changed("omit")
+	if err := f.checkProbe(cmd); err != nil {
+		return err
+	}
 	cfg, err := f.config()
 	if err != nil {
 		return err
@@ -229,7 +248,10 @@ func runOne(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFlags, t
 	case f.jsonStream:
 		return nil
 	}
-	if _, native := target.Driver.(*bench.Native); !native {
+	if _, native := target.Driver.(*bench.Native); !native && (run.End.Latency != nil || run.End.UDP != nil) {
+		fmt.Fprintf(env.stdout, "%s: placement client CPU %v, server CPU %v\n", c.Driver.Name(), run.Start.Placement.Client, run.Start.Placement.Server)
+		bench.WriteProbeEnd(env.stdout, &run.End)
+	} else if !native {
 		fmt.Fprintf(env.stdout, "%s: %.2f Gbit/s received, %.2f Gbit/s sent, %d retransmits\n",
 			c.Driver.Name(), run.Gbps(), run.End.SumSent.BitsPerSecond/1e9, run.End.SumSent.Retransmits)
 	}
@@ -247,7 +269,7 @@ func (f benchFlags) spec(peer string, cfg agent.Config) (bench.Spec, error) {
 	s := bench.Spec{Engine: f.engine, Peer: peer, Label: f.label, Repeat: f.repeat,
 		Run: bench.Params{Streams: cfg.Streams, Duration: cfg.Duration, Omit: cfg.Omit, Interval: cfg.Interval,
 			Direction: cfg.Direction, Window: cfg.Window, Placement: bench.Placement{Client: cfg.ClientCPUs, Server: cfg.ServerCPUs},
-			ZeroCopy: cfg.ZeroCopy, Congestion: cfg.Congestion, FQRate: cfg.FQRate, Perftest: f.perftest}}
+			ZeroCopy: cfg.ZeroCopy, Congestion: cfg.Congestion, FQRate: cfg.FQRate, Perftest: f.perftest, Probe: cfg.Probe}}
 	var err error
 	if f.sweep != "" {
 		if s.Streams, err = bench.ParseStreams(f.sweep); err != nil {
@@ -277,7 +299,13 @@ func (f benchFlags) checkEngine(cfg agent.Config) error {
 	if !slices.Contains(bench.Engines, f.engine) {
 		return fmt.Errorf("--engine %q: choose one of %s", f.engine, strings.Join(bench.Engines, ", "))
 	}
-	if f.engine == "native" {
+	if f.engine == "sockperf" && !f.latency {
+		return errors.New("--engine sockperf measures latency: add --latency")
+	}
+	if f.engine != "native" && f.engine != "sockperf" && (f.latency || f.udp) {
+		return fmt.Errorf("--latency and --udp run with --engine native or sockperf, not %s", f.engine)
+	}
+	if f.engine == "native" || f.engine == "sockperf" {
 		if f.perftest != (bench.PerftestParams{}) {
 			return errors.New("--perftest-* and --rdma-device are for --engine perftest")
 		}
@@ -330,6 +358,12 @@ func (f benchFlags) config() (agent.Config, error) {
 			return cfg, fmt.Errorf("--window %q: give bytes with an optional K, M or G (powers of 1024), at most 2G-1", f.window)
 		}
 		cfg.Window = int(w)
+	}
+	if cfg.Probe, err = f.probe(); err != nil {
+		return cfg, err
+	}
+	if f.latency && !f.omitGiven {
+		cfg.Omit = 400 * time.Millisecond // sockperf's warm-up
 	}
 	if f.fqRate != "" {
 		r, err := parseSize(f.fqRate, 1000)

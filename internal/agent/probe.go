@@ -346,7 +346,7 @@ func (ss *session) probeMeasure(ctx context.Context, m *probeMsg, fd, cpu int) e
 		return err
 	}
 	smp := telemetry.NewSampler(ss.srv.fs(), ss.host.NICIRQs)
-	ierr := ss.toolIntervals(ctx, smp, ss.p.Interval, time.Now().Add(m.length()+endGrace))
+	ierr := ss.probeIntervals(ctx, smp, time.Now().Add(m.length()+endGrace))
 	end := probeEndMsg{Type: msgProbeEnd}
 	var werr error
 	if echo != nil {
@@ -380,4 +380,31 @@ func processCPU() float64 {
 		return 0
 	}
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// probeIntervals sends a sample of this host at each boundary of the
+// test's schedule (the client samples on the same one, so that sample k
+// of both ends covers the same span) until the client's stop.
+func (ss *session) probeIntervals(ctx context.Context, smp *telemetry.Sampler, deadline time.Time) error {
+	stopc := ss.awaitStop(deadline)
+	bounds, _ := engine.Schedule(ss.p.Omit, ss.p.Duration, ss.p.Interval)
+	t0 := time.Now()
+	t := time.NewTimer(bounds[0])
+	defer t.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the agent is shutting down: %w", context.Cause(ctx))
+		case err := <-stopc:
+			return err
+		case <-t.C:
+			s := smp.Sample()
+			if err := ss.ctrl.send(toolSample{Type: msgInterval, Index: i, CPU: s.PerCPU, Total: s.Total}, handshakeTimeout); err != nil {
+				return fmt.Errorf("sending interval %d: %w", i, err)
+			}
+			if i+1 < len(bounds) {
+				t.Reset(time.Until(t0.Add(bounds[i+1])))
+			}
+		}
+	}
 }

@@ -218,6 +218,7 @@ func (c *client) probeRun(ctx context.Context, m probeMsg, pr Probe, fd, cpu int
 		return all * uint64(m.Size)
 	}
 	var peerErr error
+	cpu0 := processCPU()
 	smp := telemetry.NewSampler(c.fs, c.me.NICIRQs)
 	t0 := time.Now()
 	bounds, warm := engine.Schedule(c.p.Omit, c.p.Duration, c.p.Interval)
@@ -276,6 +277,7 @@ loop:
 	} else {
 		c.res.End = c.udpEnd(m, tx, txErr, end, peerErr)
 	}
+	c.res.End.CPU.ClientSeconds = result.Round3(max(0, processCPU()-cpu0))
 	c.emit(result.Event{Event: "end", Data: &c.res.End})
 	return c.res, nil
 }

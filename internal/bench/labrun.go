@@ -229,10 +229,14 @@ func decodeEvent(res *result.Result, kind string, data json.RawMessage) (result.
 // benchArgs writes cfg as `linerate bench` flags.
 func benchArgs(cfg agent.Config) []string {
 	p := cfg.Params()
-	a := []string{"-t", p.Duration.String(), "-P", strconv.Itoa(p.Streams), "-i", p.Interval.String()}
+	a := []string{"-t", p.Duration.String(), "-i", p.Interval.String()}
 	if p.Omit > 0 {
 		a = append(a, "-O", p.Omit.String())
 	}
+	if cfg.Probe != nil {
+		return append(a, probeArgs(cfg)...)
+	}
+	a = append(a, "-P", strconv.Itoa(p.Streams))
 	switch p.Direction {
 	case result.Receive:
 		a = append(a, "--reverse")

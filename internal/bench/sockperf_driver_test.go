@@ -1,0 +1,74 @@
+package bench
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/linerate/linerate/internal/agent"
+)
+
+// TestSockperfArgs: the client's command line asks for round trips
+// (--full-rtt), the protocol, size and rate asked for, and pins both of
+// its threads to the client's CPU; what sockperf cannot do is refused.
+func TestSockperfArgs(t *testing.T) {
+	p := Params{Duration: 5 * time.Second, Placement: Placement{Client: []int{0}, Server: []int{1}},
+		Probe: &agent.Probe{Kind: agent.ProbePingPong, Size: 64, Rate: 10000}}
+	a, err := sockperfArgs("198.18.0.2", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "sockperf ping-pong -i 198.18.0.2 -p 11111 -t 5 -m 64 --full-rtt --tcp --mps 10000 --sender-affinity 0 --receiver-affinity 0"
+	if got := strings.Join(a, " "); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	p.Probe = &agent.Probe{Kind: agent.ProbePingPong, UDP: true, Size: 14}
+	p.Placement = Placement{}
+	a, _ = sockperfArgs("198.18.0.2", p)
+	if slices.Contains(a, "--tcp") || !strings.Contains(strings.Join(a, " "), "--mps max") || slices.Contains(a, "--sender-affinity") {
+		t.Errorf("UDP, unpaced, unpinned: %v", a)
+	}
+	for _, bad := range []Params{{Duration: time.Second}, {Duration: time.Second, Probe: &agent.Probe{Kind: agent.ProbeUDP, Size: 100}},
+		{Duration: time.Second, Probe: &agent.Probe{Kind: agent.ProbePingPong, Size: 64}, Placement: Placement{Client: []int{0, 1}}}} {
+		if _, err := sockperfArgs("h", bad); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+	srv, err := ToolServer{Tool: "sockperf", Port: 11111, Bind: "198.18.0.2", TCP: true}.Argv()
+	if err != nil || strings.Join(srv, " ") != "sockperf server -p 11111 -i 198.18.0.2 --tcp" {
+		t.Errorf("server %v, %v", srv, err)
+	}
+}
+
+// TestSockperfRun: a captured sockperf report becomes end.latency with
+// the round trips (sockperf's one-way halves doubled), the sent count,
+// the achieved rate over sockperf's valid window, and its placement.
+func TestSockperfRun(t *testing.T) {
+	out, err := os.ReadFile("testdata/sockperf-3.7-pp-tcp-mps1000.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := ParseSockperf(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Params{Duration: 2 * time.Second, Interval: time.Second, Placement: Placement{Client: []int{0}, Server: []int{1}},
+		Probe: &agent.Probe{Kind: agent.ProbePingPong, Size: 64, Rate: 1000}}
+	r := sockperfRun(sp, p)
+	l := r.End.Latency
+	if l == nil || r.Engine != "sockperf" || l.Protocol != "tcp" || l.Samples != 1549 || l.Sent != 1549 {
+		t.Fatalf("%+v", r.End)
+	}
+	// sockperf printed one-way: p50 51.976 µs, so the round trip is 103.952.
+	if *l.RTTUs.P50 != 2*51.976 || *l.RTTUs.Min != 2*23.232 {
+		t.Errorf("p50 %g, min %g: want sockperf's halves doubled", *l.RTTUs.P50, *l.RTTUs.Min)
+	}
+	if l.RatePerSecond < 1000 || l.RatePerSecond > 1001 {
+		t.Errorf("rate %g/s: 1549 messages in 1.548 s", l.RatePerSecond)
+	}
+	if c := r.Start.Connections; len(c) != 1 || c[0].ClientCPU != 0 || c[0].ServerCPU != 1 || r.End.Seconds != 1.548 {
+		t.Errorf("connections %+v, seconds %g", c, r.End.Seconds)
+	}
+}
