@@ -14,7 +14,8 @@
 #   - UDP at the highest rate the lab carries (-b 0, unlimited): packets
 #     per second sent and received, linerate against iperf3 -u -b 0.
 # Client on CPU 0, server on CPU 1 for every tool. It prints one table
-# row per run and the medians, as ratios native / reference.
+# row per run and the medians, as ratios native / reference. KEEP=DIR
+# keeps the runs' linerate.bench/v1 documents there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
@@ -42,9 +43,10 @@ echo "machine: $(nproc) CPUs, kernel $(uname -r), $(grep -m1 'model name' /proc/
 echo "lab $lab (healthy), client CPU 0 in lr-$lab-a, server CPU 1 in lr-$lab-b, $secs s per run, $rounds rounds"
 echo
 
-native_lat() { "$lr" bench lab:$lab --latency --size 64 --rate 10000 -t "$secs" -A 0,1 --no-store -J > "$work/n.json"; }
-sockperf_lat() { "$lr" bench lab:$lab --latency --engine sockperf --size 64 --rate 10000 -t "$secs" -A 0,1 --no-store -J > "$work/s.json"; }
-native_udp() { "$lr" bench lab:$lab --udp -b "$1" -l 1460 -t "$secs" -A 0,1 --no-store -J > "$work/nu.json"; }
+keep() { if [ -n "${KEEP:-}" ]; then cp "$1" "$KEEP/$2"; fi; }
+native_lat() { "$lr" bench lab:$lab --latency --size 64 --rate 10000 -t "$secs" -A 0,1 --no-store -J > "$work/n.json"; keep "$work/n.json" native-tcp-r$r.json; }
+sockperf_lat() { "$lr" bench lab:$lab --latency --engine sockperf --size 64 --rate 10000 -t "$secs" -A 0,1 --no-store -J > "$work/s.json"; keep "$work/s.json" sockperf-tcp-r$r.json; }
+native_udp() { "$lr" bench lab:$lab --udp -b "$1" -l 1460 -t "$secs" -A 0,1 --no-store -J > "$work/nu.json"; keep "$work/nu.json" native-udp-$1-r$r.json; }
 iperf3_udp() {
 	$b iperf3 -s -1 -p 5299 -A 1 >/dev/null 2>&1 &
 	local srv=$!
