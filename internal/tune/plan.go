@@ -201,9 +201,11 @@ func (p *planner) buffers() {
 		return
 	}
 	rate, basis := p.bufferRate()
-	want, why := bufferTarget(p.opts.Profile, rate, p.opts.RTT)
-	source := fmt.Sprintf("%s: %s × %s", why, basis, p.opts.RTT)
-	for _, key := range []string{"net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"} {
+	m := doctor.BufferModel(p.in.Inventory)
+	for _, k := range limits.BufferKeys() {
+		key := k.Key
+		want, why := bufferTarget(p.opts.Profile, m, k.Use, rate, p.opts.RTT)
+		source := fmt.Sprintf("%s: %s × %s", why, basis, p.opts.RTT)
 		cur, ok := p.readSysctl(key, id)
 		if !ok {
 			continue

@@ -11,8 +11,8 @@ import (
 // (Notes). Settings marked "finding" are made only when doctor raised it.
 //
 //	setting                         throughput                       latency                          source
-//	rmem_max, wmem_max,             2 × BDP, power of two ≥ 4 MiB     BDP (line rate × RTT)            finding sysctl.socket_buffers_small; DESIGN.md (2 × BDP);
-//	tcp_rmem/tcp_wmem max           (limits.BufferSize)              — no raise beyond need           fasterdata 100G (buffers up to 2 GB); tuned network-throughput (16 MiB)
+//	rmem_max, wmem_max,             largest need, power of two       each limit's need                finding sysctl.socket_buffers_small; limits.WindowModel;
+//	tcp_rmem/tcp_wmem max           ≥ 4 MiB (WindowModel.BufferSize) — no raise beyond need           fasterdata 100G (buffers up to 2 GB); tuned network-throughput (16 MiB)
 //	tcp_slow_start_after_idle       0                                —                                tuned network-throughput (2026, Cloudflare)
 //	net.core.busy_read, busy_poll   —                                50 µs                            tuned network-latency
 //	tcp_fastopen                    —                                3                                tuned network-latency
@@ -47,17 +47,19 @@ func profileSysctls(p Profile) []setting {
 	}
 }
 
-// bufferTarget is the socket buffer limit a profile wants for a rate and
-// RTT: throughput takes limits.BufferSize (2 × BDP, at least 4 MiB);
-// latency one BDP rounded up to a page, since a larger buffer only lets a
-// queue build.
-func bufferTarget(p Profile, rate limits.Gbps, rtt time.Duration) (int64, string) {
+// bufferTarget is the socket buffer limit a profile wants for one limit
+// at a rate and RTT, from the host's window model (doctor.BufferModel,
+// the model doctor's finding used): throughput takes m.BufferSize (the
+// largest need, a power of two, at least 4 MiB); latency this limit's own
+// need rounded up to a page, since a larger buffer only lets a queue
+// build.
+func bufferTarget(p Profile, m limits.WindowModel, use limits.BufferUse, rate limits.Gbps, rtt time.Duration) (int64, string) {
 	if p == Latency {
 		const page = 4096
-		b := limits.BDP(rate, rtt)
-		return (b + page - 1) / page * page, "one bandwidth-delay product (latency profile: no raise beyond need)"
+		b := m.Need(limits.BDP(rate, rtt), use)
+		return (b + page - 1) / page * page, "what one flow needs (latency profile: no raise beyond need; " + m.Basis + ")"
 	}
-	return limits.BufferSize(rate, rtt), "2 × bandwidth × RTT, a power of two (limits.BufferSize; fasterdata, tuned network-throughput)"
+	return m.BufferSize(rate, rtt), "the largest need of one flow, a power of two (" + m.Basis + "; fasterdata, tuned network-throughput)"
 }
 
 // raisesRings reports whether the profile raises ring sizes to the
