@@ -160,20 +160,20 @@ func TestIRQFixNamesFreeCPUs(t *testing.T) {
 // as serving it (the walkthrough's D8); 100 or more, at 1% or more, does.
 func TestBootInterruptsNotServed(t *testing.T) {
 	q := inventory.IRQ{IRQ: 112, Counts: map[string]uint64{"4": 2, "11": 12}, Total: 14}
-	if got := servedOn(q); len(got) != 0 {
+	if got := ServedOn(q); len(got) != 0 {
 		t.Errorf("served on %v; want none (14 interrupts in all)", got)
 	}
 	q = inventory.IRQ{IRQ: 99, Counts: map[string]uint64{"0": 324, "7": 4360, "3": 99}, Total: 4783}
-	if got := servedOn(q); len(got) != 2 || got[0] != 0 || got[1] != 7 {
+	if got := ServedOn(q); len(got) != 2 || got[0] != 0 || got[1] != 7 {
 		t.Errorf("served on %v; want [0 7]", got)
 	}
 	// 100 exactly counts; but not when it is under 1% of the total.
 	q = inventory.IRQ{Counts: map[string]uint64{"1": 100, "2": 9900}, Total: 10000}
-	if got := servedOn(q); len(got) != 2 {
+	if got := ServedOn(q); len(got) != 2 {
 		t.Errorf("100 of 10000: served on %v; want [1 2]", got)
 	}
 	q = inventory.IRQ{Counts: map[string]uint64{"1": 100, "2": 19900}, Total: 20000}
-	if got := servedOn(q); len(got) != 1 || got[0] != 2 {
+	if got := ServedOn(q); len(got) != 1 || got[0] != 2 {
 		t.Errorf("100 of 20000: served on %v; want [2]", got)
 	}
 }

@@ -20,8 +20,9 @@ const (
 	servedMin   = 100
 )
 
-// servedOn returns the CPUs that served a real share of q's interrupts.
-func servedOn(q inventory.IRQ) []int {
+// ServedOn returns the CPUs that served a real share of q's interrupts:
+// at least 1% of them and at least 100 (tune attributes IRQ moves by it).
+func ServedOn(q inventory.IRQ) []int {
 	var out []int
 	for _, c := range q.ServedOn(servedShare) {
 		if q.Counts[strconv.Itoa(c)] >= servedMin {
@@ -37,7 +38,7 @@ func irqCPUs(v *nicView) (routed, served []int) {
 	r, s := map[int]bool{}, map[int]bool{}
 	for _, q := range v.IRQs {
 		markAll(r, q.AffinityOrEffective())
-		markAll(s, servedOn(q))
+		markAll(s, ServedOn(q))
 	}
 	return keys(r), keys(s)
 }
@@ -242,11 +243,11 @@ func irqOnAppCPU(d *diag) []Finding {
 		var hits []inventory.IRQ
 		sharedSet := map[int]bool{}
 		for _, q := range v.IRQs {
-			s := cpulist.Intersect(union(q.AffinityOrEffective(), servedOn(q)), app)
+			s := cpulist.Intersect(union(q.AffinityOrEffective(), ServedOn(q)), app)
 			// A default mask covering every CPU is not a placement; only
 			// what the IRQ is routed to or served on counts.
 			if len(q.Effective) == 0 && len(q.Affinity) == len(d.inv.CPU.Online) {
-				s = cpulist.Intersect(servedOn(q), app)
+				s = cpulist.Intersect(ServedOn(q), app)
 			}
 			if len(s) > 0 {
 				hits = append(hits, q)

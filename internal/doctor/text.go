@@ -278,7 +278,7 @@ func writeIRQs(t *textWriter, irqs []inventory.IRQ) {
 	routed, served := map[int]bool{}, map[int]bool{}
 	for _, q := range irqs {
 		markAll(routed, q.AffinityOrEffective())
-		markAll(served, servedOn(q))
+		markAll(served, ServedOn(q))
 	}
 	r, s := keys(routed), keys(served)
 	t.field("irqs", fmt.Sprintf("%d, routed to %s, served on %s", len(irqs), cpusPhrase(r), orNone(cpulist.Format(s))))

@@ -249,8 +249,23 @@ func (p *planner) readSysctl(key, finding string) (string, bool) {
 	case v == "":
 		p.note(finding, key, "%s is empty: skipped", key)
 		return "", false
+	case p.readOnly(inventory.SysctlPath(key)):
+		p.note(finding, key, "%s is read-only here (a global setting inside a network namespace: only the host's initial namespace may change it): skipped; set it there", key)
+		return "", false
 	}
 	return strings.Join(strings.Fields(v), " "), true
+}
+
+// readOnly reports whether the live kernel offers a file for reading only:
+// net.core.rmem_max and wmem_max are 0444 in a network namespace other
+// than the initial one (Linux 6.18). A captured tree's files say nothing
+// of that.
+func (p *planner) readOnly(rel string) bool {
+	if !p.in.FS.IsLive() {
+		return false
+	}
+	fi, err := os.Stat(p.in.FS.Path(rel))
+	return err == nil && fi.Mode().Perm()&0o222 == 0
 }
 
 func (p *planner) addSysctl(key, before, after, finding, source string) {
