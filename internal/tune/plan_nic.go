@@ -115,28 +115,27 @@ func (p *planner) channels() {
 func (p *planner) channelTarget(n *doctor.NICReport, want uint64) (before, after settings, ok bool) {
 	const id = "queues.too_few"
 	var ch Channels
-	switch {
-	case p.in.Devices != nil:
+	if p.in.Devices != nil {
 		c, err := p.in.Devices.Channels(n.Interface)
 		if err != nil {
 			p.note(id, n.Interface, "%v: queues left alone", err)
 			return nil, nil, false
 		}
 		ch = c
-	case n.Channels != nil:
-		c := n.Channels
+	} else if c := n.Channels; c != nil {
 		ch = Channels{RX: u32(c.RX), TX: u32(c.TX), Other: u32(c.Other), Combined: u32(c.Combined),
 			MaxRX: u32(c.RXMax), MaxTX: u32(c.TXMax), MaxOther: u32(c.OtherMax), MaxCombined: u32(c.CombinedMax)}
-	default:
+	} else {
 		p.note(id, n.Interface, "%s: the NIC's maximum queue count is not in a captured tree (ethtool -l %s shows it); the live plan caps %d at it", n.Interface, n.Interface, want)
 		return settings{{"combined", uint64(n.Queues.RX)}}, settings{{"combined", want}}, true
 	}
+	// Combined channels where the driver has them; RX and TX apart where
+	// it has only those (veth).
 	var names []string
-	switch {
-	case ch.MaxCombined > 0:
+	if ch.MaxCombined > 0 {
 		names = []string{"combined"}
 		want = min(want, uint64(ch.MaxCombined))
-	case ch.MaxRX > 0 && ch.MaxTX > 0:
+	} else if ch.MaxRX > 0 && ch.MaxTX > 0 {
 		names = []string{"rx", "tx"}
 		want = min(want, uint64(ch.MaxRX), uint64(ch.MaxTX))
 	}
@@ -246,7 +245,7 @@ func (p *planner) irqs() {
 			moved = append(moved, p.moveIRQs(n, pl, found)...)
 		}
 		if p.opts.Profile == Latency {
-			p.note("", n.Interface, "%s", coalesceAdvice(p.opts.Profile, n.Interface))
+			p.note("", n.Interface, "%s", coalesceAdvice(n.Interface))
 		}
 		p.plan.Placements = append(p.plan.Placements, pl)
 	}

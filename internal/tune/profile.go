@@ -22,7 +22,7 @@ import (
 //	channels (ethtool -L)           min(8, node CPUs)                same                             finding queues.too_few; seed 003; Intel tuning guide
 //	rings (ethtool -G)              hardware maximum                 left alone (less queueing)       fasterdata 100G; tuned#660
 //	MTU                             only with --mtu                  only with --mtu                  finding mtu.not_jumbo (advice without --mtu)
-//	coalescing (ethtool -C)         advice: adaptive on              advice: adaptive off, usecs 0    fasterdata 100G; Intel 700-series guide
+//	coalescing (ethtool -C)         left to the driver               advice: adaptive off, usecs 0    Intel 700-series guide
 //
 // Coalescing stays advice: which parameters a driver accepts cannot be
 // asked through the ioctl before writing, so a change could fail half-way
@@ -66,10 +66,8 @@ func bufferTarget(p Profile, m limits.WindowModel, use limits.BufferUse, rate li
 // hardware maximum.
 func raisesRings(p Profile) bool { return p == Throughput }
 
-// coalesceAdvice is the profile's interrupt-coalescing advice.
-func coalesceAdvice(p Profile, iface string) string {
-	if p == Latency {
-		return "for the lowest latency, turn interrupt coalescing off if the driver allows: ethtool -C " + iface + " adaptive-rx off rx-usecs 0 (not applied: check ethtool -c first; Intel 700-series tuning guide)"
-	}
-	return "keep adaptive interrupt coalescing on: ethtool -C " + iface + " adaptive-rx on adaptive-tx on (not applied: check ethtool -c first; fasterdata 100G)"
+// coalesceAdvice is the latency profile's interrupt-coalescing advice (the
+// throughput profile leaves the driver's adaptive coalescing as it is).
+func coalesceAdvice(iface string) string {
+	return "for the lowest latency, turn interrupt coalescing off if the driver allows: ethtool -C " + iface + " adaptive-rx off rx-usecs 0 (not applied: check ethtool -c first; Intel 700-series tuning guide)"
 }
