@@ -165,10 +165,7 @@ func (m WindowModel) Share(u BufferUse) float64 {
 // one flow: the limit × Share(u), rounded down. tcp_rmem max 6291456 at a
 // share of 1/2 is a 3145728-byte window.
 func (m WindowModel) Window(limit int64, u BufferUse) int64 {
-	if limit <= 0 {
-		return 0
-	}
-	f := math.Floor(float64(limit) * m.Share(u))
+	f := math.Floor(float64(max(limit, 0)) * m.Share(u))
 	if f >= math.MaxInt64 {
 		return math.MaxInt64
 	}
@@ -179,9 +176,7 @@ func (m WindowModel) Window(limit int64, u BufferUse) int64 {
 // bdp / Share(u), rounded up. 5,000,000 bytes of BDP need a tcp_rmem max
 // of 10,000,000 at a share of 1/2, and an rmem_max of 5,000,000.
 func (m WindowModel) Need(bdp int64, u BufferUse) int64 {
-	if bdp <= 0 {
-		return 0
-	}
+	bdp = max(bdp, 0)
 	f := math.Ceil(float64(bdp) / m.Share(u))
 	if f >= math.MaxInt64 {
 		return math.MaxInt64

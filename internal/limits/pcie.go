@@ -150,9 +150,7 @@ func PCIe(link PCIeLink) (PCIeBandwidth, error) {
 // header per TLP, the whole scaled by 242/236 for the flit's DLLP, CRC and
 // FEC bytes (see PCIe).
 func (b PCIeBandwidth) linkBytes(n int) float64 {
-	if n <= 0 {
-		return 0
-	}
+	n = max(n, 0)
 	mps := b.Link.MPS
 	if mps <= 0 {
 		mps = DefaultMPS
@@ -249,10 +247,8 @@ func ParseLinkSpeed(s string) (gts float64, ok bool) {
 	return g.gts, true
 }
 
-// formatGTs writes a rate the way current kernels do: "2.5", "8.0", "16.0".
+// formatGTs writes a rate the way current kernels do, with one decimal:
+// "2.5", "8.0", "16.0".
 func formatGTs(gts float64) string {
-	if gts == math.Trunc(gts) {
-		return strconv.FormatFloat(gts, 'f', 1, 64)
-	}
-	return strconv.FormatFloat(gts, 'f', -1, 64)
+	return strconv.FormatFloat(gts, 'f', 1, 64)
 }

@@ -190,3 +190,28 @@ func TestPlanChannelsFromTreeFacts(t *testing.T) {
 }
 
 func u(v uint32) *uint32 { return &v }
+
+// TestPlanUnreadableSysctls: a buffer sysctl that is empty, or cannot be
+// read, is left alone with a note saying which and why.
+func TestPlanUnreadableSysctls(t *testing.T) {
+	root := copyTree(t, "xeon-xl710-gen2-x4")
+	writeFile(t, root, "proc/sys/net/core/rmem_max", "")
+	wmem := filepath.Join(root, "proc/sys/net/ipv4/tcp_wmem")
+	os.Remove(wmem)
+	os.Mkdir(wmem, 0o755)
+	p := plan(t, root, nil, Options{})
+	if !hasNote(p, "sysctl.socket_buffers_small", "net.core.rmem_max is empty: skipped") {
+		t.Errorf("empty rmem_max: %+v", p.Notes)
+	}
+	if !hasNote(p, "sysctl.socket_buffers_small", "net.ipv4.tcp_wmem cannot be read (") {
+		t.Errorf("unreadable tcp_wmem: %+v", p.Notes)
+	}
+	for _, c := range changesOf(p, KindSysctl) {
+		if c.Target == "net.core.rmem_max" || c.Target == "net.ipv4.tcp_wmem" {
+			t.Errorf("a change to an unreadable sysctl: %+v", c)
+		}
+	}
+	if c := change(t, p, "net.ipv4.tcp_rmem"); c.After != "4096 87380 16777216" {
+		t.Errorf("tcp_rmem: %+v", c)
+	}
+}

@@ -239,18 +239,18 @@ func (p *planner) profileSysctls() {
 // inside a network namespace, and older kernels lack newer ones.
 func (p *planner) readSysctl(key, finding string) (string, bool) {
 	v, err := p.in.FS.ReadString(inventory.SysctlPath(key))
-	switch {
-	case hostfs.IsNotExist(err):
-		p.note(finding, key, "%s is not present here (a global setting seen only outside network namespaces, or an older kernel): skipped", key)
-		return "", false
-	case err != nil:
-		p.note(finding, key, "%s: %v: skipped", key, err)
-		return "", false
-	case v == "":
-		p.note(finding, key, "%s is empty: skipped", key)
-		return "", false
-	case p.readOnly(inventory.SysctlPath(key)):
-		p.note(finding, key, "%s is read-only here (a global setting inside a network namespace: only the host's initial namespace may change it): skipped; set it there", key)
+	why := ""
+	if hostfs.IsNotExist(err) {
+		why = "is not present here (a global setting seen only outside network namespaces, or an older kernel)"
+	} else if err != nil {
+		why = fmt.Sprintf("cannot be read (%v)", err)
+	} else if v == "" {
+		why = "is empty"
+	} else if p.readOnly(inventory.SysctlPath(key)) {
+		why = "is read-only here (a global setting inside a network namespace: only the host's initial namespace may change it; set it there)"
+	}
+	if why != "" {
+		p.note(finding, key, "%s %s: skipped", key, why)
 		return "", false
 	}
 	return strings.Join(strings.Fields(v), " "), true
