@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/linerate/linerate/internal/inventory"
+	"github.com/linerate/linerate/internal/sff"
 	"github.com/linerate/linerate/internal/termui"
 )
 
@@ -271,5 +272,44 @@ func TestSocketBuffersOneModel(t *testing.T) {
 	inv.Sysctl["net.ipv4.tcp_rmem"] = []int64{4096, 87380, 7 << 20}
 	if f := find(run(t, inv, Options{}), "sysctl.socket_buffers_small"); len(f) != 0 {
 		t.Errorf("7 MiB at 3/4 flagged: %s", f[0].Summary)
+	}
+}
+
+// TestModuleTemperatureThresholds pins transceiver.temperature_high at the
+// module's own thresholds: a warning at (not above) its high warning,
+// critical at its high alarm, and the module's flags where it gives no
+// thresholds.
+func TestModuleTemperatureThresholds(t *testing.T) {
+	warn, alarm := 70.0, 75.0
+	tests := []struct {
+		temp   float64
+		th     bool
+		alarms []string
+		want   Severity
+		basis  string
+	}{
+		{69.9, true, nil, "", ""},
+		{70.0, true, nil, Warning, "at or above its own warning threshold of 70.0 °C"},
+		{74.9, true, nil, Warning, "warning threshold"},
+		{75.0, true, nil, Critical, "at or above its own alarm threshold of 75.0 °C"},
+		{50, false, nil, "", ""},
+		{50, false, []string{"temperature_high_warn"}, Warning, "its high-temperature warning flag is set"},
+		{50, false, []string{"temperature_high_alarm"}, Critical, "its high-temperature alarm flag is set"},
+		{50, true, []string{"temperature_high_alarm"}, Critical, "alarm flag"},
+	}
+	for _, tt := range tests {
+		inv := healthy()
+		m := &inventory.Transceiver{Readable: true, Module: &sff.Module{Identifier: "QSFP28", TemperatureC: fp(tt.temp), Alarms: tt.alarms}}
+		if tt.th {
+			m.Thresholds = &sff.Thresholds{TemperatureHighWarnC: &warn, TemperatureHighAlarmC: &alarm}
+		}
+		inv.NICs[0].Transceiver = m
+		got := find(run(t, inv, Options{}), "transceiver.temperature_high")
+		switch {
+		case tt.want == "" && len(got) != 0:
+			t.Errorf("%.1f °C %v: %s; want none", tt.temp, tt.alarms, got[0].Summary)
+		case tt.want != "" && (len(got) != 1 || got[0].Severity != tt.want || !strings.Contains(got[0].Summary, tt.basis)):
+			t.Errorf("%.1f °C %v: %+v; want one %s saying %q", tt.temp, tt.alarms, got, tt.want, tt.basis)
+		}
 	}
 }

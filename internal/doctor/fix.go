@@ -62,30 +62,21 @@ func (s *Step) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// do is a fix step: prose, and the argv that does it (none: prose only).
+// do is a fix step: prose, and the argv that does it (none: prose only,
+// a nil command).
 func do(action string, argv ...string) Fix {
-	f := Fix{Action: action}
-	if len(argv) > 0 {
-		f.Command = argv
-	}
-	return f
+	return Fix{Action: action, Command: argv}
 }
 
 // verify adds the check to f.
 func (f Fix) verify(action string, argv ...string) Fix {
-	f.Verify = &Step{Action: action}
-	if len(argv) > 0 {
-		f.Verify.Command = argv
-	}
+	f.Verify = &Step{Action: action, Command: argv}
 	return f
 }
 
 // persist adds what makes f survive a reboot.
 func (f Fix) persist(action string, argv ...string) Fix {
-	f.Persist = &Step{Action: action}
-	if len(argv) > 0 {
-		f.Persist.Command = argv
-	}
+	f.Persist = &Step{Action: action, Command: argv}
 	return f
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -24,6 +23,9 @@ func TestQuote(t *testing.T) {
 		{[]string{"printf", `%s\n`, ""}, `printf '%s\n' ''`},
 		{[]string{"a$b", "c*", "d;e", "f|g", "h>i", "~j", "k l"}, `'a$b' 'c*' 'd;e' 'f|g' 'h>i' '~j' 'k l'`},
 		{[]string{"0000:01:00.0", "--app-cpus", "0-3,8", "x=y", "a+b@c%d"}, "0000:01:00.0 --app-cpus 0-3,8 x=y a+b@c%d"},
+		// The ends of each range are letters and digits too.
+		{[]string{"a", "z", "A", "Z", "0", "9", "az09AZ"}, "a z A Z 0 9 az09AZ"},
+		{[]string{"`", "{", "@", "[", "/", ":"}, "'`' '{' @ '[' / :"},
 	}
 	for _, tt := range tests {
 		if got := Quote(tt.argv); got != tt.want {
@@ -176,6 +178,9 @@ func TestFixJSON(t *testing.T) {
 			t.Errorf("Step Unmarshal(%s) = %+v; want an error", bad, y)
 		}
 	}
+	if p := do("a").persist("keep", "true"); p.Persist == nil || len(p.Persist.Command) != 1 || p.Command != nil {
+		t.Errorf("persist with a command: %+v", p)
+	}
 	full := Finding{Fix: []Fix{f, do("Then", shell("true")...)}}
 	if got := full.Commands(); len(got) != 3 || got[2][0] != "sh" {
 		t.Errorf("Commands = %q", got)
@@ -186,7 +191,7 @@ func TestFixJSON(t *testing.T) {
 // no line is wider, and every fix command is in the text, whole once its
 // continuation lines are joined.
 func TestTextWidthEveryTree(t *testing.T) {
-	entries, err := os.ReadDir(filepath.Join("..", "..", "testdata", "hosts"))
+	entries, err := os.ReadDir(hostsDir())
 	if err != nil {
 		t.Fatal(err)
 	}

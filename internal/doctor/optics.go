@@ -323,19 +323,23 @@ func transceiverTemperatureHigh(d *diag) []Finding {
 			continue
 		}
 		temp := *t.TemperatureC
-		sev := Severity("")
-		basis := ""
 		th := t.Thresholds
-		switch {
-		case th != nil && th.TemperatureHighAlarmC != nil && temp >= *th.TemperatureHighAlarmC:
+		if th == nil {
+			th = &sff.Thresholds{}
+		}
+		// An if-chain, not a switch of conditions, so that mutation
+		// testing sees the thresholds reached (see temperatureHigh).
+		var sev Severity
+		var basis string
+		if th.TemperatureHighAlarmC != nil && temp >= *th.TemperatureHighAlarmC {
 			sev, basis = Critical, fmt.Sprintf("at or above its own alarm threshold of %.1f °C", *th.TemperatureHighAlarmC)
-		case slices.Contains(t.Alarms, "temperature_high_alarm"):
+		} else if slices.Contains(t.Alarms, "temperature_high_alarm") {
 			sev, basis = Critical, "its high-temperature alarm flag is set"
-		case th != nil && th.TemperatureHighWarnC != nil && temp >= *th.TemperatureHighWarnC:
+		} else if th.TemperatureHighWarnC != nil && temp >= *th.TemperatureHighWarnC {
 			sev, basis = Warning, fmt.Sprintf("at or above its own warning threshold of %.1f °C", *th.TemperatureHighWarnC)
-		case slices.Contains(t.Alarms, "temperature_high_warn"):
+		} else if slices.Contains(t.Alarms, "temperature_high_warn") {
 			sev, basis = Warning, "its high-temperature warning flag is set"
-		default:
+		} else {
 			continue
 		}
 		out = append(out, Finding{

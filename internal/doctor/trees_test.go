@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -9,9 +10,19 @@ import (
 	"github.com/linerate/linerate/internal/inventory"
 )
 
+// hostsDir is the repository's testdata/hosts, or $LINERATE_TESTDATA/hosts:
+// scripts/mutation.sh points there because gremlins tests a copy of the
+// module that leaves out symbolic links, which the trees are made of.
+func hostsDir() string {
+	if d := os.Getenv("LINERATE_TESTDATA"); d != "" {
+		return filepath.Join(d, "hosts")
+	}
+	return filepath.Join("..", "..", "testdata", "hosts")
+}
+
 func diagnoseTree(t *testing.T, name string, opts Options) *Report {
 	t.Helper()
-	fs, err := hostfs.New(filepath.Join("..", "..", "testdata", "hosts", name))
+	fs, err := hostfs.New(filepath.Join(hostsDir(), name))
 	if err != nil {
 		t.Fatal(err)
 	}
