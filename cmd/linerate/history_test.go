@@ -17,6 +17,7 @@ import (
 
 	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/store"
+	"github.com/linerate/linerate/internal/testbin"
 )
 
 // campaignLab builds the real binary and brings up a lab for the
@@ -31,10 +32,7 @@ func campaignLab(t *testing.T, name string) (bin, db string) {
 		t.Skip("needs root")
 	}
 	dir := t.TempDir()
-	bin = filepath.Join(dir, "linerate")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin = testbin.Build(t, ".")
 	t.Setenv("LINERATE_STATE_DIR", dir)
 	if _, err := lab.Up(context.Background(), lab.Config{Name: name}); err != nil {
 		t.Fatal(err)
