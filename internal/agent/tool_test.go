@@ -203,14 +203,11 @@ func TestDoctorBudget(t *testing.T) {
 		<-release // a read of the host that hangs
 		return json.RawMessage(`{}`), nil
 	}})
-	start := time.Now()
+	// The doctor hangs until the test ends: an answer at all is the budget's.
 	_, _, err := FetchDoctor(context.Background(), addr, testToken)
 	var pe *PeerError
 	if !errors.As(err, &pe) || pe.Busy || !strings.Contains(pe.Reason, "took over") {
 		t.Fatalf("hung doctor: %v", err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("the refusal took %s", d)
 	}
 	if _, _, err := FetchDoctor(context.Background(), addr, testToken); err == nil || !strings.Contains(err.Error(), "has not finished") {
 		t.Errorf("second doctor while the first hangs: %v", err)
