@@ -35,7 +35,12 @@ func (c *client) startResult(acc acceptMsg, streams []*engine.Stream, source str
 		st.Connections = append(st.Connections, result.Connection{ID: s.ID, Sender: senderName(s.Send), ClientCPU: s.CPU, ServerCPU: srv,
 			Local: si.Local, Remote: si.Remote})
 		if i == 0 {
-			st.MSS, st.CongestionUsed = si.MSS, si.Congestion
+			// The agent's sockets run what --congestion asked for (every
+			// data socket gets it), or a default this end cannot read.
+			st.MSS, st.SenderCongestion, st.ReceiverCongestion = si.MSS, si.Congestion, c.p.Congestion
+			if !s.Send {
+				st.SenderCongestion, st.ReceiverCongestion = c.p.Congestion, si.Congestion
+			}
 		}
 	}
 	st.BlockSize = engine.BlockSize

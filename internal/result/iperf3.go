@@ -390,21 +390,9 @@ func (r *Result) endDoc() endDoc {
 	}
 	d.CPU = cpuPercent(&e.CPU, secs)
 	if !r.udp() {
-		snd, rcv := r.congestion()
-		d.SenderTCPCongestion, d.ReceiverTCPCongestion = &snd, &rcv
+		d.SenderTCPCongestion, d.ReceiverTCPCongestion = &r.Start.SenderCongestion, &r.Start.ReceiverCongestion
 	}
 	return d
-}
-
-// congestion names the sending and receiving sockets' congestion control
-// as far as linerate knows it: the client's sockets were read, the
-// agent's run what --congestion asked for, or are unknown ("").
-func (r *Result) congestion() (sender, receiver string) {
-	client, agent := r.Start.CongestionUsed, r.Start.Congestion
-	if r.Start.Direction == Receive {
-		return agent, client
-	}
-	return client, agent
 }
 
 type streamStats struct {

@@ -137,7 +137,7 @@ func TestTCPShape(t *testing.T) {
 func tcpRun(n int, dir Direction) Result {
 	r := Result{Schema: Schema, RunID: 5, Engine: "native", Start: Start{Peer: "198.18.0.2", Port: 5201,
 		Timestamp: time.Date(2026, 11, 23, 16, 52, 34, 250e6, time.UTC), Streams: n, DurationS: 2, IntervalS: 1,
-		Direction: dir, BlockSize: 131072, MSS: 8948, CongestionUsed: "cubic",
+		Direction: dir, BlockSize: 131072, MSS: 8948, SenderCongestion: "cubic",
 		Client: HostInfo{Hostname: "a", Kernel: "6.18.44"}}}
 	senders := []string{"client"}
 	switch dir {

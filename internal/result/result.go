@@ -45,14 +45,16 @@ type Start struct {
 
 	// Protocol is "udp" for a UDP run, "" for TCP, and Bitrate the rate a
 	// UDP sender paces to (bits/s, 0 unpaced). BlockSize is the bytes one
-	// write sends; MSS the data sockets' TCP_MAXSEG and CongestionUsed
-	// their TCP_CONGESTION, read on the client's first stream once
-	// connected (0 and "" when not read).
-	Protocol       string `json:"protocol,omitempty"`
-	Bitrate        uint64 `json:"bitrate_bps,omitempty"`
-	BlockSize      int    `json:"block_size,omitempty"`
-	MSS            int    `json:"tcp_mss,omitempty"`
-	CongestionUsed string `json:"congestion_used,omitempty"`
+	// write sends; MSS the data sockets' TCP_MAXSEG, read on the client's
+	// first stream once connected; SenderCongestion and
+	// ReceiverCongestion the sending and receiving sockets'
+	// TCP_CONGESTION (0 and "" when not known).
+	Protocol           string `json:"protocol,omitempty"`
+	Bitrate            uint64 `json:"bitrate_bps,omitempty"`
+	BlockSize          int    `json:"block_size,omitempty"`
+	MSS                int    `json:"tcp_mss,omitempty"`
+	SenderCongestion   string `json:"sender_congestion,omitempty"`
+	ReceiverCongestion string `json:"receiver_congestion,omitempty"`
 }
 
 // Placement is where the stream threads ran: the CPUs of each end, in
