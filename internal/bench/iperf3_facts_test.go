@@ -27,6 +27,7 @@ func TestIperf3EngineDocument(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			run.Label = "before"
 			out, err := json.Marshal(run)
 			if err != nil {
 				t.Fatal(err)
@@ -41,8 +42,13 @@ func TestIperf3EngineDocument(t *testing.T) {
 			if miss := jsonshape.Missing(ref, doc); len(miss) > 0 {
 				t.Errorf("the run's document lacks iperf3's:\n%s", strings.Join(miss, "\n"))
 			}
-			if doc["tool"] == nil || doc["engine"] != "iperf3" {
-				t.Errorf("Run's own fields lost: tool %v engine %v", doc["tool"], doc["engine"])
+			if doc["tool"] == nil || doc["engine"] != "iperf3" || doc["label"] != "before" {
+				t.Errorf("Run's own fields lost: tool %v engine %v label %v", doc["tool"], doc["engine"], doc["label"])
+			}
+			var back Run
+			if err := json.Unmarshal(out, &back); err != nil || back.Label != "before" || back.Tool == nil ||
+				back.End.SumReceived != run.End.SumReceived || back.Start.Timestamp != run.Start.Timestamp {
+				t.Errorf("read back: %v %+v", err, back)
 			}
 			for _, p := range []string{"start.connected.0.local_port", "start.connected.0.local_host", "start.tcp_mss_default",
 				"start.test_start.blksize", "start.test_start.num_streams", "start.test_start.reverse", "start.timestamp.timesecs",

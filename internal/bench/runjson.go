@@ -31,8 +31,11 @@ func joinObjects(a, b []byte) ([]byte, error) {
 	if len(a) < 2 || a[len(a)-1] != '}' || len(b) < 2 || b[0] != '{' {
 		return nil, fmt.Errorf("joining JSON objects: not objects")
 	}
-	if len(b) == 2 { // {}
+	switch {
+	case len(b) == 2: // {}
 		return a, nil
+	case len(a) == 2:
+		return b, nil
 	}
 	out := append(a[:len(a)-1:len(a)-1], ',')
 	return append(out, b[1:]...), nil

@@ -281,7 +281,7 @@ func TestOldDocuments(t *testing.T) {
 
 // pythonIperf3 runs the PyPI iperf3 package's TestResult over doc and
 // returns what it read. Without the package it fails under CI=true and
-// skips elsewhere (it is installed in /opt/linerate-py by scripts/test.sh).
+// skips elsewhere (.ci/run installs it in /opt/linerate-py).
 func pythonIperf3(t *testing.T, doc []byte) map[string]any {
 	t.Helper()
 	py := "/opt/linerate-py/bin/python"
