@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -285,5 +286,46 @@ func TestGateTotalOneEach(t *testing.T) {
 	_, s := tcpPair(t, ln, "127.0.0.4")
 	if g.admit(s) == nil || g.n != 2 {
 		t.Errorf("at the total with two silent connections: refused or %d pending", g.n)
+	}
+}
+
+// TestNotRandomEdges: each sign of a made-up token at its threshold, on
+// 32 hex characters (128 bits, n/2 = 16). The tokens are built by hand:
+// the comment of each says what it holds.
+func TestNotRandomEdges(t *testing.T) {
+	rev := func(s string) string {
+		b := []byte(s)
+		slices.Reverse(b)
+		return string(b)
+	}
+	// 14 steps up in the run 0-f, one in "01", one in "34"; no other step
+	// of ±1, no repeat.
+	up16 := "0123456789abcdef01" + "34" + "9e2c7a0f5b8d"
+	// The same with "345": 17 steps up.
+	up17 := "0123456789abcdef01" + "345" + "e2c7a0f5b8d"
+	// Four copies of a block with no step of ±1 and no repeat: at period 8
+	// every one of the 24 comparisons matches; changing 2 characters of
+	// the last block leaves 22 (22 × 10 ≥ 24 × 9), changing 3 leaves 21.
+	block := "1e5a9c3f"
+	tests := []struct {
+		name, tok, want string // want "" accepted
+	}{
+		{"16 repeats", "00112233445566778899aabbccddeeff", "repeated characters"},
+		{"15 repeats", "00112233445566778899aabbccddeef0", ""},
+		{"16 steps up", up16, ""},
+		{"17 steps up", up17, "sequential characters"},
+		{"16 steps down", rev(up16), ""},
+		{"17 steps down", rev(up17), "sequential characters"},
+		{"period 8, 22 of 24 match", block + block + block + "2e5a0c3f", "a pattern of 8 characters repeated"},
+		{"period 8, 21 of 24 match", block + block + block + "2e5a0c3b", ""},
+		{"7 distinct characters", "0123456" + "0123456" + "0123456" + "0123456" + "0123", "7 distinct characters"},
+		{"31 hex characters", "0e5a9c3f1d7b2e8a4c6f0b9d3a5e7c1", "31 characters of hex hold at most 124 bits"},
+	}
+	for _, tt := range tests {
+		if len(tt.tok) != 32 && tt.name != "31 hex characters" {
+			t.Fatalf("%s: the token has %d characters, want 32", tt.name, len(tt.tok))
+		}
+		_, err := CheckToken([]byte(tt.tok))
+		checkErr(t, tt.name, err, tt.want)
 	}
 }
