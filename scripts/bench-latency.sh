@@ -69,7 +69,7 @@ printf '%-22s %14s %12s %10s %10s %10s\n' "UDP run" "sent bit/s" "sent pps" "rec
 for r in $(seq "$rounds"); do
 	for rate in 1G 0; do
 		native_udp $rate
-		jq -r --arg t "native -b $rate r$r" '.end.sum as $s | .end.seconds as $w | [$t, $s.bits_per_second, $s.packets_per_second, ($s.received_packets / $w), $s.lost_percent, $s.jitter_ms] | @tsv' "$work/nu.json" | tee -a "$work/udp.tsv"
+		jq -r --arg t "native -b $rate r$r" '.end.sum as $s | .end.udp as $u | .end.seconds as $w | [$t, $s.bits_per_second, $u.packets_per_second, ($u.received_packets / $w), $s.lost_percent, $s.jitter_ms] | @tsv' "$work/nu.json" | tee -a "$work/udp.tsv"
 		iperf3_udp $rate
 		jq -r --arg t "iperf3 -b $rate r$r" '.end.sum as $s | [$t, $s.bits_per_second, ($s.packets / $s.seconds), (($s.packets - $s.lost_packets) / $s.seconds), $s.lost_percent, $s.jitter_ms] | @tsv' "$work/iu.json" | tee -a "$work/udp.tsv"
 	done

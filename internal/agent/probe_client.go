@@ -86,6 +86,9 @@ func (c *client) probe(ctx context.Context, m probeMsg, pr Probe) (*result.Resul
 	cpu := engine.Assign(1, clientCPUs)[0]
 	c.res = c.startResult(acceptMsg{Port: acc.Port, Placement: []int{acc.CPU}}, []*engine.Stream{{ID: 1, Send: true, CPU: cpu}}, source, notes)
 	c.res.Start.Notes = append(c.res.Start.Notes, probeNote(m))
+	if m.Kind == ProbeUDP {
+		c.res.Start.Protocol, c.res.Start.Bitrate, c.res.Start.BlockSize = result.UDP, uint64(m.Rate), m.Size
+	}
 	return c.probeRun(ctx, m, pr, fd, cpu)
 }
 
@@ -365,6 +368,9 @@ func (c *client) udpEnd(m probeMsg, tx *engine.UDPSender, txErr error, end *prob
 		e.SumReceived = result.Received{Bytes: r.Bytes, BitsPerSecond: u.ReceivedBitsPerSecond}
 	}
 	e.UDP = u
+	// iperf3 -u's end.sum: the sender's rate, the receiver's loss and jitter.
+	e.Sum = &result.UDPStream{Seconds: win.Seconds(), End: win.Seconds(), Bytes: bytes, BitsPerSecond: u.BitsPerSecond, JitterMS: u.JitterMS,
+		LostPackets: u.LostPackets, Packets: int64(pkts), LostPercent: u.LostPercent, OutOfOrder: int64(u.OutOfOrder), Sender: true}
 	if txErr != nil {
 		e.Errors = append(e.Errors, "the sender stopped: "+txErr.Error())
 	}

@@ -109,6 +109,9 @@ func TestProbeUDP(t *testing.T) {
 	if got := float64(u.Bytes) * 8 / res.End.Seconds; math.Abs(got-u.BitsPerSecond) > 1 || u.Bytes != u.Packets*1200 {
 		t.Errorf("bits_per_second %g, bytes %d over %g s", u.BitsPerSecond, u.Bytes, res.End.Seconds)
 	}
+	if sum := res.End.Sum; sum == nil || sum.Packets != int64(u.Packets) || sum.LostPackets != 0 || sum.BitsPerSecond != u.BitsPerSecond || res.Start.Protocol != result.UDP {
+		t.Errorf("end.sum %+v, protocol %q: want iperf3 -u's shape of the same counts", sum, res.Start.Protocol)
+	}
 	if u.JitterMS < 0 || u.PacketsPerSecond <= 0 || u.Method == "" {
 		t.Errorf("jitter %g, pps %g, method %q", u.JitterMS, u.PacketsPerSecond, u.Method)
 	}
