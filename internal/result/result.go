@@ -154,7 +154,7 @@ type End struct {
 	CPU         EndCPU      `json:"cpu"`
 	ZeroCopy    *ZCReport   `json:"zerocopy,omitempty"`
 	Errors      []string    `json:"errors,omitempty"`
-	Sum *UDPStream `json:"sum,omitempty"` // a UDP run's streams together, as iperf3 -u; nil for TCP
+	Sum         *UDPStream  `json:"sum,omitempty"` // a UDP run's streams together, as iperf3 -u; nil for TCP
 	// Latency is a ping-pong run's (bench --latency); UDP what the native
 	// engine adds to a UDP run's Sum (bench --udp): packets per second,
 	// what the receiver counted, the target and how datagrams were sent.
