@@ -299,13 +299,13 @@ func (f benchFlags) checkEngine(cfg agent.Config) error {
 	if !slices.Contains(bench.Engines, f.engine) {
 		return fmt.Errorf("--engine %q: choose one of %s", f.engine, strings.Join(bench.Engines, ", "))
 	}
-	if f.engine == "sockperf" && !f.latency {
-		return errors.New("--engine sockperf measures latency: add --latency")
+	if (f.engine == "sockperf" || f.engine == "netperf") && !f.latency {
+		return fmt.Errorf("--engine %s measures latency: add --latency", f.engine)
 	}
-	if f.engine != "native" && f.engine != "sockperf" && (f.latency || f.udp) {
+	if f.engine != "native" && f.engine != "sockperf" && f.engine != "netperf" && (f.latency || f.udp) {
 		return fmt.Errorf("--latency and --udp run with --engine native or sockperf, not %s", f.engine)
 	}
-	if f.engine == "native" || f.engine == "sockperf" {
+	if f.engine == "native" || f.engine == "sockperf" || f.engine == "netperf" {
 		if f.perftest != (bench.PerftestParams{}) {
 			return errors.New("--perftest-* and --rdma-device are for --engine perftest")
 		}

@@ -49,6 +49,9 @@ func (a AgentTools) StartTool(req agent.ToolRequest) (agent.ToolProc, agent.Tool
 	if slices.Contains(perftestTools, t.Tool) && !a.AllowPerftest {
 		return nil, agent.ToolStart{}, fmt.Errorf("this agent does not start %s: perftest servers take no authentication, so an agent starts them only when run with --allow-perftest", t.Tool)
 	}
+	if t.Tool == "netserver" {
+		return nil, agent.ToolStart{}, errors.New("this agent does not start netserver: it takes no authentication and runs any test a client asks for; run --engine netperf in a lab, or use --engine sockperf")
+	}
 	if t.Tool == "sockperf" && !a.AllowSockperf {
 		return nil, agent.ToolStart{}, errors.New("this agent does not start sockperf: its server takes no authentication, so an agent starts it only when run with --allow-sockperf")
 	}

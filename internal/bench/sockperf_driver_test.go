@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -70,5 +71,35 @@ func TestSockperfRun(t *testing.T) {
 	}
 	if c := r.Start.Connections; len(c) != 1 || c[0].ClientCPU != 0 || c[0].ServerCPU != 1 || r.End.Seconds != 1.548 {
 		t.Errorf("connections %+v, seconds %g", c, r.End.Seconds)
+	}
+}
+
+// TestNetperfDriver: the TCP_RR command line asks for the latencies the
+// parser reads, pinned with -T; what TCP_RR cannot do is refused; a
+// missing netperf is one line saying where to get it.
+func TestNetperfDriver(t *testing.T) {
+	p := Params{Duration: 5 * time.Second, Placement: Placement{Client: []int{0}, Server: []int{1}},
+		Probe: &agent.Probe{Kind: agent.ProbePingPong, Size: 64}}
+	a, err := netperfArgs("198.18.0.2", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "netperf -H 198.18.0.2 -p 12865 -t TCP_RR -l 5 -P 0 -T 0,1 -- -r 64,64 -o MIN_LATENCY,MEAN_LATENCY,P50_LATENCY,P90_LATENCY,P99_LATENCY,MAX_LATENCY,STDDEV_LATENCY,TRANSACTION_RATE"
+	if got := strings.Join(a, " "); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	for _, pr := range []*agent.Probe{nil, {Kind: agent.ProbePingPong, UDP: true, Size: 64}, {Kind: agent.ProbePingPong, Size: 64, Rate: 100}} {
+		if _, err := netperfArgs("h", Params{Duration: time.Second, Probe: pr}); err == nil {
+			t.Errorf("%+v accepted", pr)
+		}
+	}
+	t.Setenv("PATH", t.TempDir())
+	err = (&Netperf{}).Check()
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "non-free") {
+		t.Errorf("without netperf: %v", err)
+	}
+	if srv, err := (ToolServer{Tool: "netserver", Port: 12865, Bind: "198.18.0.2"}).Argv(); err != nil || strings.Join(srv, " ") != "netserver -D -p 12865 -L 198.18.0.2" {
+		t.Errorf("netserver %v %v", srv, err)
 	}
 }

@@ -21,7 +21,7 @@ import (
 )
 
 // Engines are the --engine values.
-var Engines = []string{"native", "iperf3", "iperf2", "perftest", "sockperf"}
+var Engines = []string{"native", "iperf3", "iperf2", "perftest", "sockperf", "netperf"}
 
 // TargetConfig says what to measure against: a peer and a driver.
 type TargetConfig struct {
@@ -134,6 +134,8 @@ func externalDriver(cfg TargetConfig, h Hosts) Driver {
 		return &Iperf2{Hosts: h}
 	case "sockperf":
 		return &Sockperf{Hosts: h}
+	case "netperf":
+		return &Netperf{Hosts: h}
 	}
 	return &Perftest{Hosts: h, Test: cfg.PerftestTest}
 }

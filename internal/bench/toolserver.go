@@ -51,6 +51,9 @@ func (t ToolServer) Argv() ([]string, error) {
 		return append(t.withNet([]string{"iperf3", "-s", "-1"}, "-p", "-B"), t.extra...), nil
 	case t.Tool == "iperf":
 		return append(t.withNet([]string{"iperf", "-s"}, "-p", "-B"), t.extra...), nil
+	case t.Tool == "netserver":
+		// -D: in the foreground, so that stopping it ends it.
+		return t.withNet([]string{"netserver", "-D"}, "-p", "-L"), nil
 	case t.Tool == "sockperf":
 		a := t.withNet([]string{"sockperf", "server"}, "-p", "-i")
 		if t.TCP {
