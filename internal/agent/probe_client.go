@@ -335,6 +335,9 @@ func (c *client) pingEnd(m probeMsg, r engine.PingPongResult, end *probeEndMsg, 
 	if r.Err != nil {
 		e.Errors = append(e.Errors, fmt.Sprintf("the run ended early: %v: the result holds the %d round trips of the first %.2f s", r.Err, l.Samples, r.Window.Seconds()))
 	}
+	if m.Rate > 0 && r.Window > 0 && l.RatePerSecond < 0.98*m.Rate {
+		e.Errors = append(e.Errors, fmt.Sprintf("the ping-pong reached %.0f round trips/s of the %g asked for: one round trip takes longer than the rate leaves it", l.RatePerSecond, m.Rate))
+	}
 	if l.GCTouched > 0 {
 		e.Errors = append(e.Errors, fmt.Sprintf("%d garbage collections ran during the run (%.0f µs of pauses) and overlapped %d samples", l.GCCycles, l.GCPauseUs, l.GCTouched))
 	}

@@ -49,14 +49,24 @@ func TestProbePingPong(t *testing.T) {
 			}
 			t.Logf("%d samples, p50 %.1f µs, p99 %.1f µs, rate %.0f/s, errors %q, placement %+v", l.Samples, *l.RTTUs.P50, *l.RTTUs.P99, l.RatePerSecond, res.End.Errors, res.Start.Placement)
 			checkLatencyShape(t, l)
-			if l.Samples == 0 || l.Samples > rate+1 || l.Samples != l.Sent || l.Dropped != 0 || l.OutOfOrder != 0 {
+			// Over UDP a reply later than the 100 ms timeout (a busy
+			// host) counts as out of order, not as a sample: every request
+			// is one of the three, give or take the last at the edge.
+			if d := l.Sent - l.Samples - l.Dropped - l.OutOfOrder; l.Samples == 0 || l.Samples > rate+1 || d < 0 || d > 1 || !udp && (l.Dropped != 0 || l.OutOfOrder != 0) {
 				t.Errorf("%d samples of %d sent at %d/s for 1 s, %d dropped, %d out of order", l.Samples, l.Sent, rate, l.Dropped, l.OutOfOrder)
 			}
 			if want := map[bool]string{false: "tcp", true: "udp"}[udp]; l.Protocol != want || l.Size != 64 {
 				t.Errorf("protocol %q size %d", l.Protocol, l.Size)
 			}
-			if l.Stalled || len(res.End.Errors) > 0 && l.GCTouched == 0 {
-				t.Errorf("stalled %v, errors %q", l.Stalled, res.End.Errors)
+			// A busy host may not keep the rate (said in errors); nothing
+			// else may go wrong.
+			for _, e := range res.End.Errors {
+				if !strings.Contains(e, "round trips/s of the") && !strings.Contains(e, "garbage collections") {
+					t.Errorf("error %q", e)
+				}
+			}
+			if l.Stalled {
+				t.Error("stalled")
 			}
 			checkProbeStart(t, res)
 		})
@@ -173,6 +183,23 @@ func TestProbeUDPRateBeyondPath(t *testing.T) {
 		t.Errorf("took %s, sent %d at %g bit/s", took, u.Packets, u.BitsPerSecond)
 	}
 	if !strings.Contains(strings.Join(res.End.Errors, "\n"), "of the 1e+12 asked for") {
+		t.Errorf("errors %q: want the achieved rate said", res.End.Errors)
+	}
+}
+
+// TestProbePingRateBeyondPath: a ping-pong rate no path answers ends on
+// time and says the rate it reached.
+func TestProbePingRateBeyondPath(t *testing.T) {
+	start := time.Now()
+	res := run(t, Config{Duration: 500 * time.Millisecond, Interval: 250 * time.Millisecond,
+		Probe: &Probe{Kind: ProbePingPong, Size: 64, Rate: MaxPingRate}})
+	took := time.Since(start)
+	l := res.End.Latency
+	t.Logf("after %s: %d samples, %.0f/s, errors %q", took, l.Samples, l.RatePerSecond, res.End.Errors)
+	if took > 15*time.Second || l.Samples == 0 || l.RatePerSecond >= MaxPingRate {
+		t.Errorf("took %s, %d samples at %.0f/s", took, l.Samples, l.RatePerSecond)
+	}
+	if !strings.Contains(strings.Join(res.End.Errors, "\n"), "round trips/s of the 1e+07 asked for") {
 		t.Errorf("errors %q: want the achieved rate said", res.End.Errors)
 	}
 }
