@@ -116,10 +116,14 @@ func TestPingPong(t *testing.T) {
 			t.Logf("%d samples (rate × duration %d), p50 %.1f µs, p99 %.1f µs, %d echoed, GC %d cycles touching %d",
 				l.Samples, want, *l.RTTUs.P50, *l.RTTUs.P99, echoed, res.GCCycles, res.GCTouched)
 			checkOrdered(t, l.RTTUs)
-			if l.Samples > want+1 || l.Samples < want/4 {
-				t.Errorf("%d samples at %d/s for %s: want at most %d and not far below", l.Samples, rate, cfg.Duration, want+1)
+			// How many fit depends on how busy the machine is: at most
+			// rate × duration (pacing never runs ahead), at least one.
+			if l.Samples > want+1 || l.Samples == 0 {
+				t.Errorf("%d samples at %d/s for %s: want 1 to %d", l.Samples, rate, cfg.Duration, want+1)
 			}
-			if l.Samples != res.Sent || l.Dropped != 0 || l.OutOfOrder != 0 || res.Duplicated != 0 {
+			// A UDP reply later than the timeout (a descheduled echo)
+			// counts as out of order: every request is one of the three.
+			if d := res.Sent - l.Samples - l.Dropped - l.OutOfOrder; d != 0 || !udp && (l.Dropped != 0 || l.OutOfOrder != 0) || res.Duplicated != 0 {
 				t.Errorf("sent %d, received %d, dropped %d, out of order %d, duplicated %d: a lossless echo",
 					res.Sent, l.Samples, l.Dropped, l.OutOfOrder, res.Duplicated)
 			}
