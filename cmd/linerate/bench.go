@@ -70,6 +70,16 @@ interrupts of both hosts, whatever moves the bytes:
   --engine iperf2    iperf 2 (enhanced CSV)
   --engine perftest  ib_write_bw, ib_read_bw, ib_send_bw, ib_write_lat,
                      ib_send_lat (needs an RDMA device on both ends)
+  --engine sockperf  sockperf ping-pong, with --latency (the agent starts its
+                     server only with serve --allow-sockperf)
+  --engine netperf   netperf TCP_RR, with --latency, in a lab (Debian non-free)
+
+--latency measures round trips instead: one message at a time over TCP
+(TCP_NODELAY) or UDP (--udp), --size bytes at --rate per second, both ends
+pinned, warm-up (-O, default 0.4 s) and cool-down not counted; end.latency
+holds min, p25, p50, p90, p99, p99.9, p99.99, max, mean and stdev in µs.
+--udp alone sends UDP at -b bits per second (-l bytes per datagram) and
+reports loss, jitter and packets per second as iperf3 -u does.
 
 PEER is HOST or HOST:PORT, where 'linerate serve' runs (it also starts the
 iperf3/iperf2/perftest server there, pinned as asked), or lab:NAME to run
@@ -97,7 +107,10 @@ Exit status: 0 it ran, 2 it could not.`,
   linerate bench 192.168.15.102 --repeat 10 -A 6,6 --label baseline
   linerate bench 192.168.15.102 --sweep-streams 1,2,4,8,16 --engine iperf3
   linerate bench 192.168.15.102 --placements "6,6;0,0;6,7" --repeat 5
-  linerate bench lab:demo -t 10 --reverse`,
+  linerate bench lab:demo -t 10 --reverse
+  linerate bench 192.168.15.102 --latency --rate 10k -A 6,6 -t 10
+  linerate bench 192.168.15.102 --latency --udp --engine sockperf -A 6,6
+  linerate bench 192.168.15.102 --udp -b 1G -l 1472`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runBench(cmd, env, args[0], f) },
 	}
