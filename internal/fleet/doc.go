@@ -24,6 +24,6 @@
 //
 // The traffic itself is a Runner's business: this package schedules,
 // analyses and reports, and is tested with a Runner whose slow host or path
-// a test plants. docs/architecture.md describes the fleet JSON document
-// (schema linerate.fleet/v1).
+// a test plants. docs/schema/fleet-v1.schema.json describes the fleet JSON
+// document (schema linerate.fleet/v1).
 package fleet
