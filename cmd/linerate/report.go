@@ -25,6 +25,7 @@ type reportFlags struct {
 	out      string
 	title    string
 	json     bool
+	fleet    string
 }
 
 func newReportCmd(env *cliEnv) *cobra.Command {
@@ -65,6 +66,7 @@ the journal's ID only.`,
 	fl.StringVar(&f.stateDir, "state-dir", "", "linerate's state directory: tune journals in DIR/tune, the database DIR/results.db (default "+statedir.Dir()+")")
 	fl.StringVarP(&f.out, "output", "o", "", "the report file: FILE.html, FILE.htm or FILE.md (required)")
 	fl.StringVar(&f.title, "title", "", "the report's title (default: made from the hosts)")
+	fl.StringVar(&f.fleet, "fleet", "", "draw a fleet run: the linerate.fleet/v1 document 'linerate fleet run --json' wrote")
 	fl.BoolVar(&f.json, "json", false, "say what was written as a "+reportSchema+" JSON document (the verdict, the runs, hosts and journals in the report)")
 	return cmd
 }
@@ -87,6 +89,9 @@ func runReport(cmd *cobra.Command, env *cliEnv, f reportFlags) error {
 	format, err := reportFormat(f.out)
 	if err != nil {
 		return err
+	}
+	if f.fleet != "" {
+		return runFleetReport(env, f, format)
 	}
 	if f.last < 0 {
 		return fmt.Errorf("--last %d: give a positive number of runs", f.last)

@@ -105,6 +105,7 @@ var commands = []func(*cliEnv) *cobra.Command{
 	newBenchCmd,
 	newCompareCmd,
 	newDoctorCmd,
+	newFleetCmd,
 	newHistoryCmd,
 	newLabCmd,
 	newReportCmd,

@@ -224,3 +224,44 @@ func TestSlurmLauncherInLab(t *testing.T) {
 		t.Errorf("sbatch --test-only %s: %v %s", script, err, out)
 	}
 }
+
+// TestLabLauncher: the lab launcher starts the agent stand-in in each host
+// of a lab, in the host's own namespaces with its token, and stops it.
+func TestLabLauncher(t *testing.T) {
+	const name = "t-lablnch"
+	members := launchtest.Lab(t, name, 3)
+	l := &Lab{Name: name}
+	defer l.Close()
+	self, _ := os.Executable()
+	var procs []*Process
+	for _, m := range members {
+		p, err := l.Start(t.Context(), m.Host, []string{self, helperArg, "agent", "--token-file", TokenFile}, []byte("tok-"+string(m.Host)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, p)
+	}
+	for i, p := range procs {
+		m := members[i]
+		line, err := p.WaitLine(t.Context(), "ready ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("ready host=%s token=tok-%s mode=600 pid=%d", m.Namespace, m.Host, p.PID); line != want {
+			t.Errorf("%q, want %q", line, want)
+		}
+		if !inNetNS(t, name, m.Host, p.PID) {
+			t.Errorf("%s: not in the host's network namespace", m.Host)
+		}
+		if ex := p.Stop(t.Context()); ex.Code != 143 || alive(p.PID) {
+			t.Errorf("%s: stop %+v", m.Host, ex)
+		}
+	}
+	dir := l.Dir
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the token directory %s is left", dir)
+	}
+}
