@@ -53,12 +53,7 @@ func NeedTools(t testing.TB, pkg string, tools ...string) {
 func Lab(t testing.TB, name string, k int) []lab.Member {
 	t.Helper()
 	NeedRoot(t)
-	state := t.TempDir()
-	if tt, ok := t.(*testing.T); ok {
-		tt.Setenv("LINERATE_STATE_DIR", state)
-	} else {
-		t.Fatal("launchtest.Lab needs a *testing.T")
-	}
+	t.Setenv("LINERATE_STATE_DIR", t.TempDir())
 	ctx := context.Background()
 	if _, err := lab.Up(ctx, lab.Config{Name: name, Hosts: k}); err != nil {
 		t.Fatal(err)
