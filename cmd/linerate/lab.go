@@ -23,7 +23,8 @@ func newLabCmd(env *cliEnv) *cobra.Command {
 		Long: `lab builds two hosts, lr-NAME-a (198.18.0.1) and lr-NAME-b (198.18.0.2), as network
 namespaces joined by a veth pair (lab0 in each), shaped by a scenario into a
 known problem. Every lab reuses these addresses: the namespaces keep them apart.
-Needs root.
+'lab up --hosts K' makes a lab of K hosts (h01 … at 198.18.0.<i>) joined by a
+bridge instead, for 'linerate fleet run --lab NAME'. Needs root.
 
 Scenarios:
 ` + scenarioHelp(),
