@@ -29,6 +29,11 @@ func (ss *session) run(ctx context.Context) bool {
 	case typ == msgDoctor:
 		ss.serveDoctor()
 		return false
+	case typ == msgRelay:
+		return ss.runRelay(ctx, body)
+	case typ == msgBye:
+		ss.free()
+		return false
 	}
 	if err := ss.request(typ, body); err != nil {
 		ss.refuse(err)
