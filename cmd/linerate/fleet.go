@@ -11,9 +11,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/fleet"
 	"github.com/linerate/linerate/internal/fleet/launch"
+	"github.com/linerate/linerate/internal/fleet/runner"
 	"github.com/linerate/linerate/internal/lab"
+	"github.com/linerate/linerate/internal/store"
 )
 
 type fleetFlags struct {
@@ -28,6 +31,8 @@ type fleetFlags struct {
 	label                   string
 	tokenFile               string
 	sshConfig               string
+	port                    int
+	db                      string
 	json                    bool
 }
 
@@ -41,7 +46,7 @@ func newFleetCmd(env *cliEnv) *cobra.Command {
 }
 
 func newFleetRunCmd(env *cliEnv) *cobra.Command {
-	f := fleetFlags{duration: seconds(10 * time.Second), streams: 1, threshold: fleet.DefaultThresholdPct, retests: fleet.DefaultRetests}
+	f := fleetFlags{duration: seconds(10 * time.Second), streams: 1, threshold: fleet.DefaultThresholdPct, retests: fleet.DefaultRetests, port: agent.DefaultPort}
 	cmd := &cobra.Command{
 		Use:   "run (--hosts FILE | --lab NAME | --slurm | --k8s SERVICE) [--pattern pairs|ring|star:HOST] [-t DUR] [-P N] [--parallel] [--threshold PCT] [--json]",
 		Short: "Run the pair matrix across hosts, and blame the slow host or path",
@@ -68,7 +73,18 @@ The hosts come from one of:
                   deploy/kubernetes); needs --token-file
 
 Each test is a normal native bench stored in the results database with the
-fleet's --label; 'linerate report --fleet FILE' draws the --json output.`,
+fleet's --label; 'linerate report --fleet FILE' draws the --json output.
+
+The agents: with --hosts, --lab and --slurm, fleet run starts 'linerate serve'
+on every host (copying the binary over ssh where it is missing; srun runs it
+from the same path on every node) with a token made for this run alone, which
+goes to each agent through its launcher's standard input, and stops them all
+when the run ends, Ctrl-C included. With --token-file (and --k8s) the agents
+run already with that token. The controller runs no test itself: it asks the
+agent of each test's first host to test toward the second host's agent and to
+stream the result back (one test at a time per agent, each bounded by the
+agent). A host whose agent does not start or dies is marked failed with the
+reason, and the matrix goes on without it.`,
 		Example: `  linerate lab up --name rack --hosts 6 && linerate fleet run --lab rack
   linerate fleet run --hosts hosts.txt --parallel -t 10 -P 4 --json > fleet.json
   salloc -N 16 linerate fleet run --slurm --parallel`,
@@ -89,6 +105,8 @@ fleet's --label; 'linerate report --fleet FILE' draws the --json output.`,
 	fl.StringVar(&f.label, "label", "", "label of the fleet's runs in the results database (default fleet-DATE-TIME)")
 	fl.StringVar(&f.tokenFile, "token-file", "", "the agents are already running with this token (--k8s, or agents you started)")
 	fl.StringVar(&f.sshConfig, "ssh-config", "", "an ssh_config for --hosts (ssh -F); default: ssh's own (~/.ssh/config)")
+	fl.IntVarP(&f.port, "port", "p", agent.DefaultPort, "the agents' TCP port")
+	fl.StringVar(&f.db, "db", "", "the results database (default "+store.DefaultPath()+")")
 	fl.BoolVar(&f.json, "json", false, "print the result as a linerate.fleet/v1 JSON document")
 	return cmd
 }
@@ -122,6 +140,9 @@ func (f *fleetFlags) options() (fleet.Options, error) {
 	}
 	if f.streams < 1 || f.streams > 128 {
 		return fleet.Options{}, fmt.Errorf("-P %d: 1 to 128 streams", f.streams)
+	}
+	if f.port < 1 || f.port > 65535 {
+		return fleet.Options{}, fmt.Errorf("--port %d: 1 to 65535", f.port)
 	}
 	label := f.label
 	if label == "" {
@@ -205,15 +226,101 @@ func (f *fleetFlags) source(ctx context.Context) (*fleetSource, error) {
 	}
 }
 
-// errNoRunner: the runs themselves need the agent's client, which is not
-// wired in yet.
-var errNoRunner = errors.New("fleet run: the test runner is not built yet (the agents' client comes with the agent package); the hosts and options above were checked")
-
 // newFleetRunner starts the agents of src (unless --token-file says they
-// run already) and returns the Runner of the fleet's tests and a stop
-// function that stops every agent it started.
-func newFleetRunner(_ context.Context, _ *fleetSource, _ fleetFlags) (fleet.Runner, func(), error) {
-	return nil, nil, errNoRunner
+// run already), checks that each answers, and returns the Runner of the
+// fleet's tests, the hosts (named after their agents' hosts for --k8s) and
+// a stop function that stops every agent it started; stop must be called
+// even when it fails.
+func newFleetRunner(ctx context.Context, env *cliEnv, src *fleetSource, f fleetFlags, opts fleet.Options) (*runner.Runner, []fleet.Host, func(), error) {
+	var closers []func()
+	stop := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	token, err := fleetToken(f.tokenFile)
+	if err != nil {
+		return nil, nil, stop, err
+	}
+	var dial agent.DialFunc
+	if src.kind == "lab" {
+		// The lab's hosts are reached from its switch, not from here.
+		if dial, err = lab.Dialer(f.labName, lab.Switch); err != nil {
+			return nil, nil, stop, err
+		}
+	}
+	agents, err := runner.New(ctx, src.hosts, f.port, token, dial)
+	if err != nil {
+		return nil, nil, stop, err
+	}
+	say := func(format string, args ...any) {
+		if !f.json {
+			fmt.Fprintf(env.stderr, format+"\n", args...)
+		}
+	}
+	if f.tokenFile == "" {
+		l, closeL, err := fleetLauncher(src)
+		if err != nil {
+			return nil, nil, stop, err
+		}
+		closers = append(closers, closeL, agents.Stop)
+		say("starting an agent on each of %d hosts (%s)", len(src.hosts), src.kind)
+		agents.Launch(ctx, l, opts.Duration, func(h fleet.Host, err error) {
+			if err != nil {
+				fmt.Fprintf(env.stderr, "linerate: %s: %s\n", h.Name, oneLine(err.Error()))
+			}
+		})
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, stop, fmt.Errorf("fleet run interrupted while starting the agents: %w", context.Cause(ctx))
+	}
+	agents.Probe(ctx)
+	hosts := src.hosts
+	if src.kind == "k8s" {
+		hosts = agents.NameByHostname()
+	}
+	for _, h := range hosts {
+		if err := agents.Down(h); err != nil && f.tokenFile != "" {
+			fmt.Fprintf(env.stderr, "linerate: %s: %s\n", h.Name, oneLine(err.Error()))
+		}
+	}
+	st, err := store.Open(ctx, f.db)
+	if err != nil {
+		return nil, nil, stop, err
+	}
+	closers = append(closers, func() { st.Close() })
+	r := &runner.Runner{Agents: agents, Store: st}
+	var notes []string
+	r.Doctors, notes = agents.FetchDoctors(ctx)
+	for _, n := range notes {
+		fmt.Fprintf(env.stderr, "linerate: note: %s\n", oneLine(n))
+	}
+	return r, hosts, stop, nil
+}
+
+// fleetToken reads --token-file, or makes the fleet run's one-time token.
+func fleetToken(path string) ([]byte, error) {
+	if path != "" {
+		return agent.ReadTokenFile(path)
+	}
+	return agent.GenerateToken()
+}
+
+// fleetLauncher is what starts the agents of src, and what to close after.
+func fleetLauncher(src *fleetSource) (runner.Launcher, func(), error) {
+	bin, err := os.Executable()
+	if err != nil {
+		return nil, nil, fmt.Errorf("finding this linerate binary to start the agents with: %w", err)
+	}
+	switch src.kind {
+	case "lab":
+		return runner.LabLauncher{Lab: src.lab, Bin: bin}, func() { src.lab.Close() }, nil
+	case "hosts":
+		return runner.SSHLauncher{SSH: src.ssh, Bin: bin}, func() {}, nil
+	case "slurm":
+		return runner.SlurmLauncher{Slurm: src.slurm, Bin: bin}, func() {}, nil
+	}
+	return nil, nil, fmt.Errorf("%s: the agents run already; give their --token-file", src.kind)
 }
 
 func runFleet(cmd *cobra.Command, env *cliEnv, f fleetFlags) error {
@@ -234,11 +341,11 @@ func runFleet(cmd *cobra.Command, env *cliEnv, f fleetFlags) error {
 	if _, err := fleet.NewSchedule(len(src.hosts), opts.Pattern, names); err != nil {
 		return err
 	}
-	runner, stopAgents, err := newFleetRunner(ctx, src, f)
+	rn, hosts, stopAgents, err := newFleetRunner(ctx, env, src, f, opts)
+	defer stopAgents()
 	if err != nil {
 		return err
 	}
-	defer stopAgents()
 	if !f.json {
 		opts.Progress = func(ev fleet.Event) {
 			what := fmt.Sprintf("%.2f Gbit/s", ev.Gbps)
@@ -252,7 +359,7 @@ func runFleet(cmd *cobra.Command, env *cliEnv, f fleetFlags) error {
 			fmt.Fprintf(env.stderr, "[%d/%d] %s → %s%s: %s\n", ev.Done, ev.Total, ev.From, ev.To, again, what)
 		}
 	}
-	res, runErr := fleet.Run(ctx, src.hosts, opts, runner)
+	res, runErr := fleet.Run(ctx, hosts, opts, rn)
 	if res != nil {
 		if f.json {
 			if err := writeJSON(env.stdout, res); err != nil {

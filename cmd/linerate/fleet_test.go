@@ -65,17 +65,6 @@ func TestFleetRunSlurmOutsideAllocation(t *testing.T) {
 	}
 }
 
-// TestFleetRunNoRunnerYet: a valid invocation gets as far as the runner,
-// which this branch does not have, and says so, having started nothing.
-func TestFleetRunNoRunnerYet(t *testing.T) {
-	good := filepath.Join(t.TempDir(), "hosts.txt")
-	os.WriteFile(good, []byte("n1 10.0.0.1\nn2 10.0.0.2\n"), 0o644)
-	_, stderr, code := runCLI(t, "fleet", "run", "--hosts", good, "--parallel", "-t", "2")
-	if code != 2 || !strings.Contains(stderr, "the test runner is not built yet") {
-		t.Errorf("exit %d, %q", code, stderr)
-	}
-}
-
 // fleetDoc writes the document of a fleet run made with a runner that
 // returns planted figures: a slow send side on n03.
 func fleetDoc(t *testing.T) string {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -179,4 +180,24 @@ func Probe(ctx context.Context, dial DialFunc, addr string, token []byte) (*resu
 	}
 	c.send(bareMsg{Type: msgBye}, handshakeTimeout) // its answer, if any, does not matter
 	return host, nil
+}
+
+// FetchDoctorVia is FetchDoctor over a connection made with dial (nil: a
+// net.Dialer): a fleet controller reaches its agents through one.
+func FetchDoctorVia(ctx context.Context, dial DialFunc, peer string, token []byte) (json.RawMessage, *result.HostInfo, error) {
+	if err := clientToken(token); err != nil {
+		return nil, nil, err
+	}
+	c, nc, err := dialAgent(ctx, dial, peer)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer nc.Close()
+	stop := context.AfterFunc(ctx, func() { nc.Close() })
+	defer stop()
+	rep, host, err := fetchDoctor(c, token)
+	if err != nil && ctx.Err() != nil {
+		return nil, nil, fmt.Errorf("asking the agent for its doctor report: %w", context.Cause(ctx))
+	}
+	return rep, host, err
 }

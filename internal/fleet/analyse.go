@@ -128,6 +128,7 @@ func direction(o *outcome, status string) (Direction, *float64) {
 	for _, g := range o.tries {
 		d.TriesGbps = append(d.TriesGbps, round3(g))
 	}
+	d.TriesAt = o.spans
 	d.RunIDs = o.runIDs
 	if o.err != nil {
 		d.Error = o.err.Error()

@@ -72,6 +72,14 @@ func (r *Result) Check() error {
 			if err := checkGbps(d.g, d.dir.TriesGbps...); err != nil {
 				return fmt.Errorf("pair %s-%s: %w", p.A, p.B, err)
 			}
+			if n := len(d.dir.TriesAt); n != 0 && n != len(d.dir.TriesGbps) {
+				return fmt.Errorf("pair %s-%s: %d times for %d tries", p.A, p.B, n, len(d.dir.TriesGbps))
+			}
+			for _, sp := range d.dir.TriesAt {
+				if sp.End.Before(sp.Start) {
+					return fmt.Errorf("pair %s-%s: a try that ended before it began", p.A, p.B)
+				}
+			}
 			if d.dir.Status != "" && !knownStatus(d.dir.Status) {
 				return fmt.Errorf("pair %s-%s: status %q", p.A, p.B, d.dir.Status)
 			}

@@ -1,5 +1,7 @@
 package fleet
 
+import "time"
+
 // Schema names the JSON document of a fleet run.
 const Schema = "linerate.fleet/v1"
 
@@ -56,9 +58,18 @@ type Direction struct {
 	Status string `json:"status"`
 	// TriesGbps holds every try that worked, the first first.
 	TriesGbps []float64 `json:"tries_gbps"`
-	RunIDs    []int64   `json:"run_ids,omitempty"`
+	// TriesAt says when each of TriesGbps was measured.
+	TriesAt []Span  `json:"tries_at,omitempty"`
+	RunIDs  []int64 `json:"run_ids,omitempty"`
 	// Error is why the test failed.
 	Error string `json:"error,omitempty"`
+}
+
+// Span is when a test's measured part ran (UTC, milliseconds): a parallel
+// leg's tests overlap.
+type Span struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
 }
 
 // Retest is one slow test tried again.

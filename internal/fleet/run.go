@@ -35,6 +35,9 @@ type Spec struct {
 type Measurement struct {
 	Gbps  float64
 	RunID int64
+	// Start and End are when the measured part of the test ran; zero
+	// values mean the span of the Run call.
+	Start, End time.Time
 }
 
 // HostDownError says that a host cannot take part any more.
@@ -121,6 +124,7 @@ func (o *Options) check(hosts []Host) error {
 type outcome struct {
 	ran    bool
 	tries  []float64 // Gbit/s of each try that worked, the first first
+	spans  []Span    // when each of them ran
 	runIDs []int64
 	err    error // the first try's error: the test failed
 }
@@ -222,10 +226,14 @@ func (r *run) one(ctx context.Context, t Test, retest bool) {
 	var m Measurement
 	err := skip
 	if err == nil {
+		began := time.Now()
 		m, err = r.runner.Run(ctx, Spec{From: r.hosts[t.From], To: r.hosts[t.To],
 			Duration: r.opts.Duration, Streams: r.opts.Streams, Label: r.opts.Label, Retest: retest})
 		if err == nil && !(m.Gbps >= 0) {
 			err = fmt.Errorf("the runner returned %g Gbit/s", m.Gbps)
+		}
+		if m.Start.IsZero() || m.End.Before(m.Start) {
+			m.Start, m.End = began, time.Now()
 		}
 	}
 	if ctx.Err() != nil && err != nil {
@@ -240,6 +248,7 @@ func (r *run) one(ctx context.Context, t Test, retest bool) {
 		o.err = err
 	case err == nil:
 		o.tries = append(o.tries, m.Gbps)
+		o.spans = append(o.spans, Span{Start: m.Start.UTC().Round(time.Millisecond), End: m.End.UTC().Round(time.Millisecond)})
 		if m.RunID != 0 {
 			o.runIDs = append(o.runIDs, m.RunID)
 		}

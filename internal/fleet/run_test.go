@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -414,5 +415,59 @@ func TestWriteText(t *testing.T) {
 	big.WriteText(&b)
 	if !strings.Contains(b.String(), "19 of 190 pairs not ok") || strings.Contains(b.String(), "row sends to column") {
 		t.Errorf("20 hosts:\n%s", b.String())
+	}
+}
+
+// spanRunner gives every test a measured window of its own: the n-th
+// call measured from second n to second n+1 of a fixed day.
+type spanRunner struct {
+	mu sync.Mutex
+	n  int
+}
+
+var day0 = time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+
+func (s *spanRunner) Run(_ context.Context, _ Spec) (Measurement, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	at := day0.Add(time.Duration(s.n) * time.Second)
+	return Measurement{Gbps: 9, RunID: int64(s.n), Start: at, End: at.Add(time.Second)}, nil
+}
+
+// TestRunSpans: every try in the document says when it was measured: the
+// runner's window when it gives one, else the span of its call, which in
+// a serial run never overlaps another's.
+func TestRunSpans(t *testing.T) {
+	res := runFake(t, 5, opts(), &fakeNet{base: 9.5, flaky: map[[2]string]int{{"h01", "h02"}: 1}})
+	var spans []Span
+	for _, p := range res.Pairs {
+		for _, d := range []Direction{p.AToB, p.BToA} {
+			if len(d.TriesAt) != len(d.TriesGbps) || len(d.TriesAt) == 0 {
+				t.Fatalf("%s-%s: %d times for %d tries", p.A, p.B, len(d.TriesAt), len(d.TriesGbps))
+			}
+			spans = append(spans, d.TriesAt...)
+		}
+	}
+	if len(spans) != 21 { // 20 tests and one re-test
+		t.Errorf("%d spans, want 21", len(spans))
+	}
+	slices.SortFunc(spans, func(a, b Span) int { return a.Start.Compare(b.Start) })
+	for i := 1; i < len(spans); i++ {
+		if spans[i].Start.Before(spans[i-1].End) {
+			t.Errorf("serial tests overlap: %+v and %+v", spans[i-1], spans[i])
+		}
+	}
+	got, err := Run(context.Background(), fleetOf(3), opts(), &spanRunner{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range got.Pairs {
+		for _, d := range []Direction{p.AToB, p.BToA} {
+			sp := d.TriesAt[0]
+			if sp.End.Sub(sp.Start) != time.Second || sp.Start.Before(day0) || sp.Start.After(day0.Add(time.Minute)) {
+				t.Errorf("%s-%s: %+v is not the runner's window", p.A, p.B, sp)
+			}
+		}
 	}
 }

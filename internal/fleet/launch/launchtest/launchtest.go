@@ -52,10 +52,18 @@ func NeedTools(t testing.TB, pkg string, tools ...string) {
 // temporary directory, and removes it in the cleanup.
 func Lab(t testing.TB, name string, k int) []lab.Member {
 	t.Helper()
+	return LabWith(t, lab.Config{Name: name, Hosts: k})
+}
+
+// LabWith is Lab of configuration c (its Name and Hosts set; a Rate
+// shapes every host).
+func LabWith(t testing.TB, c lab.Config) []lab.Member {
+	t.Helper()
+	name := c.Name
 	NeedRoot(t)
 	t.Setenv("LINERATE_STATE_DIR", t.TempDir())
 	ctx := context.Background()
-	if _, err := lab.Up(ctx, lab.Config{Name: name, Hosts: k}); err != nil {
+	if _, err := lab.Up(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
