@@ -8,6 +8,8 @@
 # command's and the overhead per test in sequence beyond its duration.
 #
 #   sudo flock /tmp/linerate-lab.lock scripts/bench-fleet-matrix.sh K serial|parallel [SECONDS] [RATE]
+#
+# LINERATE_BIN names a linerate binary built already (else it is built).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/go-env.sh
@@ -24,7 +26,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-go build -o "$bin" ./cmd/linerate
+if [ -n "${LINERATE_BIN:-}" ]; then cp "$LINERATE_BIN" "$bin"; else go build -o "$bin" ./cmd/linerate; fi
 "$bin" lab up --name "$name" --hosts "$k" --rate "$rate" >/dev/null
 par=()
 [ "$mode" = parallel ] && par=(--parallel)

@@ -142,7 +142,7 @@ func (fb *fleetBuilder) matrixChart() (*chart, error) {
 					s.rect("fl-slow", x+1.5, y+1.5, g.cell-3, g.cell-3, "")
 				}
 				if g.cell >= 36 {
-					s.text(matrixTextClass(op), x+g.cell/2, y+g.cell/2+4, "middle", num(v, 1))
+					s.text(matrixTextClass(op), x+g.cell/2, y+g.cell/2+4, "middle", num(v, matrixPrec(hi)))
 				}
 			}
 		}
@@ -160,6 +160,19 @@ func (fb *fleetBuilder) matrixChart() (*chart, error) {
 		g.w, g.h, s)
 }
 
+// matrixPrec is how many decimals the matrix's numbers get: about three
+// significant digits of its fastest test, so that a fleet below 1 Gbit/s
+// (a shaped lab, a slow link) does not read as a wall of 0.2 and 0.0.
+func matrixPrec(hi float64) int {
+	switch {
+	case hi >= 10:
+		return 1
+	case hi >= 1:
+		return 2
+	}
+	return 3
+}
+
 // matrixLegend draws the scale and the marks, right of the matrix when
 // there is room, else under it.
 func (fb *fleetBuilder) matrixLegend(s *scene, g matrixGeom, span, hi float64) {
@@ -172,7 +185,7 @@ func (fb *fleetBuilder) matrixLegend(s *scene, g matrixGeom, span, hi float64) {
 		v := hi * float64(k) / 4
 		yy := y + 8 + float64(k)*16
 		s.cell("fl-cell", x, yy, 14, 14, math.Max(float64(k)/4, 0.04), "")
-		s.text("legend", x+20, yy+11, "start", num(v, 1))
+		s.text("legend", x+20, yy+11, "start", num(v, matrixPrec(hi)))
 	}
 	y += 8 + 5*16 + 8
 	s.rect("fl-cell", x, y, 14, 14, "")

@@ -185,11 +185,16 @@ func dirCell(g *float64, d fleet.Direction) string {
 	return "not run"
 }
 
-// gbpsOrZero formats Gbit/s like gbps, but shows a measured 0 as 0.00:
-// a test that carried nothing is a result, not an unknown.
+// gbpsOrZero formats Gbit/s like gbps, but shows a measured 0 as 0.00 (a
+// test that carried nothing is a result, not an unknown) and below 1
+// Gbit/s with three decimals, as the fleet's text summary does: a shaped
+// lab's 0.046 and 0.205 must not read 0.05 and 0.21.
 func gbpsOrZero(g float64) string {
-	if g == 0 {
+	switch {
+	case g == 0:
 		return "0.00"
+	case g > 0 && g < 1:
+		return num(g, 3)
 	}
 	return gbps(g)
 }

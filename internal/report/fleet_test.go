@@ -132,6 +132,27 @@ func TestFleetReportNoOutlier(t *testing.T) {
 	}
 }
 
+// TestFleetReportBelowOneGbit: a fleet below 1 Gbit/s (a shaped lab)
+// keeps three decimals in the matrix, its legend and the tables, so that
+// a fifth of 0.2 Gbit/s does not read as 0.0 beside 0.2.
+func TestFleetReportBelowOneGbit(t *testing.T) {
+	m, err := BuildFleet(fleetResult(t, 4, &fleetNet{base: 0.205, slowSend: "h02"}), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	WriteHTML(&b, m)
+	page := b.String()
+	for _, re := range []string{`>0\.0[34]\d<`, `>0\.2[01]\d<`} {
+		if !regexp.MustCompile(re).MatchString(page) {
+			t.Errorf("the page has no figure like %s", re)
+		}
+	}
+	if regexp.MustCompile(`>0\.[0-9]<`).MatchString(page) {
+		t.Error("a figure with one decimal in a fleet below 1 Gbit/s")
+	}
+}
+
 // TestFleetReport64: 64 hosts draw a 64 × 64 matrix with the column labels
 // turned and thinned out, and the blamed host always labelled.
 func TestFleetReport64(t *testing.T) {
