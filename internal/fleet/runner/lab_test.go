@@ -33,7 +33,7 @@ func parseRate(t *testing.T, s string) lab.Rate {
 	return r
 }
 
-// TestFleetLab: a lab of 6 hosts, each shaped to 500 Mbit/s, runs the
+// TestFleetLab: a lab of 6 hosts, each shaped to 200 Mbit/s, runs the
 // whole fleet run as a user does (`linerate fleet run --lab`): with h03's
 // lab0 shaped to a fifth, 15 pairs in both directions, the slow tests
 // re-tested, h03 blamed on its send side, exit 1, every test stored under
@@ -47,14 +47,20 @@ func TestFleetLab(t *testing.T) {
 	bin := linerate(t)
 	dir := filepath.Dir(bin)
 	db := filepath.Join(t.TempDir(), "results.db")
+	// The runs whose blame is checked: 2 s tests and up to 2 re-tests.
+	// On this shared 2-vCPU machine at load 10-15, 1 s first tries came
+	// in at 5% of the median and one re-test, still at 87%, made a false
+	// path outlier once in about ten runs; a stall weighs half as much in
+	// a 2 s test, and a second re-test runs after it.
+	noisy := []string{"-t", "2", "--retests", "2"}
 
 	t.Run("fault", func(t *testing.T) {
 		if err := lab.PlantFault(t.Context(), name, "h03", lab.SendSide, rate/5); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { lab.PlantFault(context.Background(), name, "h03", lab.SendSide, rate) })
-		c := startCLI(t, nil, os.Environ(), "fleet", "run", "--lab", name, "-t", "1", "--json", "--db", db, "--label", "fleet-fault")
-		if code := c.wait(t, 4*time.Minute); code != 1 {
+		c := startCLI(t, nil, os.Environ(), append([]string{"fleet", "run", "--lab", name, "--json", "--db", db, "--label", "fleet-fault"}, noisy...)...)
+		if code := c.wait(t, 6*time.Minute); code != 1 {
 			t.Fatalf("exit %d, want 1 (an outlier)\nstderr: %s", code, c.stderr.String())
 		}
 		noAgentsLeft(t, dir, 5*time.Second)
@@ -90,7 +96,7 @@ func TestFleetLab(t *testing.T) {
 	})
 
 	t.Run("healthy-parallel", func(t *testing.T) {
-		c := startCLI(t, nil, os.Environ(), "fleet", "run", "--lab", name, "-t", "1", "--parallel", "--json", "--db", db, "--label", "fleet-healthy")
+		c := startCLI(t, nil, os.Environ(), append([]string{"fleet", "run", "--lab", name, "--parallel", "--json", "--db", db, "--label", "fleet-healthy"}, noisy...)...)
 		if code := c.wait(t, 3*time.Minute); code != 0 {
 			t.Fatalf("exit %d, want 0\nstdout: %s\nstderr: %s", code, c.stdout.String(), c.stderr.String())
 		}
