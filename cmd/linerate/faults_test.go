@@ -99,8 +99,8 @@ func TestBenchPathFaults(t *testing.T) {
 				cmd.Wait()
 				t.Fatalf("the run ended before its third interval:\n%s%s", stdout.String(), errb.String())
 			}
-			tc.fault(t, name)
 			struck := time.Now()
+			tc.fault(t, name)
 			for sc.Scan() {
 				stdout.WriteString(sc.Text() + "\n")
 			}
@@ -312,7 +312,7 @@ func TestErrorsSaidOnce(t *testing.T) {
 		{"bench", "127.0.0.1", "--token-file", filepath.Join(dir, "missing")},
 		{"bench", "127.0.0.1", "--token-file", tok, "-P", "0"},
 		{"bench", "127.0.0.1", "--token-file", tok, "--db", junkDB, "--repeat", "0"},
-		{"bench", "lab:no-such-lab-here", "--no-store", "-t", "1"},
+		{"bench", "lab:nolab9", "--no-store", "-t", "1"},
 		{"serve", "--bind", "127.0.0.1", "--port", "70000", "--token-file", tok},
 		{"serve", "--bind", "198.51.100.7", "--token-file", tok},
 		{"serve", "--bind", "127.0.0.1", "--token-file", filepath.Join(dir, "missing")},

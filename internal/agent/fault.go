@@ -3,7 +3,10 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,6 +23,11 @@ import (
 const (
 	watchTick  = 500 * time.Millisecond
 	stallAfter = time.Second
+	// yieldAfter is how long a running test must have moved nothing
+	// before a new client may take the agent from it: its client is gone
+	// where the agent cannot see it (an address removed on the client's
+	// host, a cable pulled beyond the next switch).
+	yieldAfter = 3 * time.Second
 )
 
 // PathError ends a test whose path, or whose other end, went away while
@@ -148,4 +156,33 @@ func (c *client) partialEnd() result.End {
 	e.SumReceived.BitsPerSecond = bps(e.SumReceived.Bytes, e.Seconds)
 	e.CPU.ClientSeconds = c.side.MeasuredCPU()
 	return e
+}
+
+// yielding lets a test that has moved nothing for yieldAfter give way to
+// the next client, so that a client gone where the agent cannot see it
+// holds the agent no longer than that (the claim in server.go asks).
+type yielding struct {
+	lastMove atomic.Int64 // Unix nanoseconds; 0 while the test is not running
+	once     *sync.Once
+	c        chan struct{} // closed to tell the test to end; nil: never
+}
+
+func newYielding() yielding { return yielding{once: new(sync.Once), c: make(chan struct{})} }
+
+// moved records when the running test last moved a byte.
+func (y *yielding) moved(at time.Time) { y.lastMove.Store(at.UnixNano()) }
+
+// giveWay ends the session's test for a new client if it has moved
+// nothing for yieldAfter, and reports whether it did. The caller holds
+// srv.mu.
+func (ss *session) giveWay(log *slog.Logger) bool {
+	y := &ss.yield
+	last := y.lastMove.Load()
+	if y.c == nil || last == 0 || time.Since(time.Unix(0, last)) < yieldAfter {
+		return false
+	}
+	y.once.Do(func() { close(y.c) })
+	log.Warn("took over from a stalled test", "stalled_from", ss.ctrl.c.RemoteAddr().String(),
+		"quiet", time.Since(time.Unix(0, last)).Round(100*time.Millisecond).String())
+	return true
 }

@@ -200,6 +200,7 @@ func (ss *session) measure(ctx context.Context, streams []*engine.Stream) error 
 	sd.Begin()
 	stopc := ss.awaitStop(time.Now().Add(ss.p.Omit + ss.p.Duration + endGrace))
 	w := newStallWatch(lookupRoute(ss.ctrl.c), sd)
+	ss.yield.moved(w.lastMove)
 	if err := ss.intervals(ctx, sd, stopc, w); err != nil {
 		sd.Shutdown()
 		sd.Finish(0)
@@ -254,6 +255,9 @@ func (ss *session) intervals(ctx context.Context, sd *engine.Side, stopc <-chan 
 			if pe := w.check(now); pe != nil {
 				return pe
 			}
+			ss.yield.moved(w.lastMove)
+		case <-ss.yield.c:
+			return fmt.Errorf("a new client came while this test had moved nothing for %.1f s: it gave way", time.Since(w.lastMove).Seconds())
 		}
 	}
 }
