@@ -27,8 +27,9 @@ const faultBound = 5 * time.Second
 
 // TestBenchPathFaults: `linerate bench lab:NAME` (the real binary; the
 // client in host a, the agent in host b) is hit mid-run by the link being
-// removed, the lab being taken down (both namespaces deleted), and the
-// agent being killed with SIGKILL. Each run ends within faultBound of the
+// removed, the lab being taken down (both namespaces deleted), host a's
+// address being removed, host b's end of the link set down (the peer
+// unreachable), and the agent being killed with SIGKILL. Each run ends within faultBound of the
 // fault with exit 2 and one line naming the cause; the intervals
 // measured before it were printed and are stored with the run, marked
 // failed with that reason. With the link removed the agent says in its
@@ -51,6 +52,16 @@ func TestBenchPathFaults(t *testing.T) {
 		{"lab down", func(t *testing.T, name string) {
 			if code, out, stderr := runLab(t, "lab", "down", "--name", name); code != 0 {
 				t.Fatalf("lab down: exit %d\n%s%s", code, out, stderr)
+			}
+		}, "the path to " + lab.AddrB + " went away", false},
+		{"address removed", func(t *testing.T, name string) {
+			if out, err := exec.Command("ip", "-n", lab.Namespace(name, lab.A), "addr", "del", lab.AddrA+"/24", "dev", lab.Iface).CombinedOutput(); err != nil {
+				t.Fatalf("ip addr del: %v %s", err, out)
+			}
+		}, "the path to " + lab.AddrB + " went away", false},
+		{"peer's link down", func(t *testing.T, name string) {
+			if out, err := exec.Command("ip", "-n", lab.Namespace(name, lab.B), "link", "set", lab.Iface, "down").CombinedOutput(); err != nil {
+				t.Fatalf("ip link set down: %v %s", err, out)
 			}
 		}, "the path to " + lab.AddrB + " went away", false},
 		{"agent killed", func(t *testing.T, name string) {
@@ -128,8 +139,8 @@ func TestBenchPathFaults(t *testing.T) {
 			if !strings.Contains(stdout.String(), "marked failed") {
 				t.Errorf("stdout does not say the run was stored as failed:\n%s", stdout.String())
 			}
-			if tc.agent && !strings.Contains(errb.String(), "test aborted") {
-				t.Errorf("the agent did not say it ended the test:\n%s", errb.String())
+			if tc.agent && !agentSaw(errb.String(), "the path to "+lab.AddrA+" went away", "lab0 was removed") {
+				t.Errorf("the agent did not say it ended the test when its path went away:\n%s", errb.String())
 			}
 			checkFailedRun(t, db, tc.cause)
 		})
@@ -166,6 +177,24 @@ func checkFailedRun(t *testing.T, db, cause string) {
 	if moved < 3 || res.Error != r.Failed {
 		t.Errorf("stored run: %d intervals that moved bytes (want ≥ 3), error %q", moved, res.Error)
 	}
+}
+
+// agentSaw reports whether the agent's log has a "test aborted" line
+// holding every one of want.
+func agentSaw(log string, want ...string) bool {
+	for _, line := range strings.Split(log, "\n") {
+		if !strings.Contains(line, "test aborted") {
+			continue
+		}
+		ok := true
+		for _, w := range want {
+			ok = ok && strings.Contains(line, w)
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
 }
 
 // nsPids lists the processes in a named network namespace.

@@ -67,8 +67,15 @@ func RunInLab(ctx context.Context, lr LabEngine, cfg agent.Config) (*result.Resu
 	if err != nil {
 		return nil, err
 	}
-	defer ap.stop()
 	res, err := runLabClient(ctx, lr, cfg, tok)
+	// The agent exits after its one test; after a failed one it may not
+	// know yet (its client's path went away where it cannot see), and
+	// the run must end now, not when the agent finds out.
+	grace := 2 * time.Second
+	if err != nil {
+		grace = 1500 * time.Millisecond
+	}
+	ap.stop(grace)
 	// A run cut short says why itself; the agent's last word is for a
 	// client that got nowhere.
 	if err != nil && res == nil && agentErr.String() != "" {
@@ -123,18 +130,18 @@ func startLabAgent(ctx context.Context, lr LabEngine, cfg agent.Config, tokenFil
 		err := <-a.done
 		return nil, fmt.Errorf("the agent in %s did not start: %v: %s", lab.Namespace(lr.Name, lab.B), err, finalLine(errBuf.String()))
 	case <-time.After(10 * time.Second):
-		a.stop()
+		a.stop(0)
 		return nil, fmt.Errorf("the agent in %s did not listen within 10 s", lab.Namespace(lr.Name, lab.B))
 	}
 }
 
-// stop waits briefly for the agent (it exits after its one test), then
-// ends it.
-func (a *agentProc) stop() {
+// stop waits up to grace for the agent (it exits after its one test),
+// then ends it.
+func (a *agentProc) stop(grace time.Duration) {
 	select {
 	case <-a.done:
 		return
-	case <-time.After(2 * time.Second):
+	case <-time.After(grace):
 	}
 	_ = a.cmd.Process.Signal(syscall.SIGTERM)
 	<-a.done
