@@ -151,6 +151,13 @@ func TestBenchPathFaults(t *testing.T) {
 // at least three intervals that moved bytes.
 func checkFailedRun(t *testing.T, db, cause string) {
 	t.Helper()
+	checkStoredFailed(t, db, cause, 3)
+}
+
+// checkStoredFailed checks that db holds one run, failed with cause, with
+// at least atLeast intervals that moved bytes.
+func checkStoredFailed(t *testing.T, db, cause string, atLeast int) {
+	t.Helper()
 	st, err := store.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
@@ -174,8 +181,8 @@ func checkFailedRun(t *testing.T, db, cause string) {
 			moved++
 		}
 	}
-	if moved < 3 || res.Error != r.Failed {
-		t.Errorf("stored run: %d intervals that moved bytes (want ≥ 3), error %q", moved, res.Error)
+	if moved < atLeast || res.Error != r.Failed {
+		t.Errorf("stored run: %d intervals that moved bytes (want ≥ %d), error %q", moved, atLeast, res.Error)
 	}
 }
 
@@ -369,5 +376,49 @@ func TestErrorsSaidOnce(t *testing.T) {
 				t.Errorf("%v: %q repeats %q", args, line, p)
 			}
 		}
+	}
+}
+
+// TestBenchJSONAgentKilled: `bench --json --db` whose agent is killed with
+// SIGKILL mid-run prints the run's document with the intervals measured
+// until then and its "error", says the cause in one line (exit 2), and
+// stores the run marked failed; history lists it as failed.
+func TestBenchJSONAgentKilled(t *testing.T) {
+	tok := tokenFile(t, 0o600)
+	port := freePort(t)
+	srv := exec.Command(os.Args[0], "--", "serve", "--once", "--bind", "127.0.0.1", "--port", port, "--token-file", tok)
+	srv.Env = append(os.Environ(), "LINERATE_LAB_CLI_HELPER=1")
+	out, err := srv.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || !strings.Contains(line, "Listening on ") {
+		t.Fatalf("serve: %q %v", line, err)
+	}
+	go func() {
+		time.Sleep(1500 * time.Millisecond) // a few intervals of 0.25 s in
+		srv.Process.Kill()
+	}()
+	db := filepath.Join(t.TempDir(), "results.db")
+	stdout, stderr, code := runCLI(t, "bench", "127.0.0.1:"+port, "--token-file", tok, "-t", "10", "-i", "0.25", "--json", "--db", db)
+	const cause = "the agent at 127.0.0.1 went away"
+	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "linerate: "+cause) {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	var doc result.Result
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("stdout is not the run's document: %v\n%s", err, stdout)
+	}
+	if !strings.HasPrefix(doc.Error, cause) || len(doc.Intervals) < 2 || doc.End.SumSent.Bytes == 0 || len(doc.End.Errors) == 0 {
+		t.Errorf("document: error %q, %d intervals, %d bytes sent, errors %v", doc.Error, len(doc.Intervals), doc.End.SumSent.Bytes, doc.End.Errors)
+	}
+	checkStoredFailed(t, db, cause, 2)
+	hist, _, c := runCLI(t, "history", "--db", db)
+	if c != 0 || !strings.Contains(hist, " failed ") {
+		t.Errorf("history: exit %d\n%s", c, hist)
 	}
 }
