@@ -197,10 +197,18 @@ func runBench(cmd *cobra.Command, env *cliEnv, peer string, f benchFlags) error 
 	c := &bench.Campaign{Spec: spec, Driver: target.Driver, ClientDoctor: target.ClientDoctor, ServerDoctor: target.ServerDoctor,
 		Iface: target.Iface, ClientTune: target.ClientTune, ServerTune: target.ServerTune}
 	if !f.noStore {
-		if c.Store, err = store.Open(ctx, f.db); err != nil {
+		c.Store, err = store.Open(ctx, f.db)
+		var dmg *store.DamagedError
+		switch {
+		case errors.As(err, &dmg):
+			// Measure anyway: each run is kept in a file beside the
+			// damaged database, and the last line says where.
+			c.Unstored, c.UnstoredErr = dmg.Path, err
+		case err != nil:
 			return err
+		default:
+			defer c.Store.Close()
 		}
-		defer c.Store.Close()
 	}
 	if spec.IsCampaign() {
 		return runCampaign(ctx, env, c, f)
@@ -248,13 +256,32 @@ func runOne(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFlags, t
 		c.Progress = bench.NewProgress(env.stdout, false)
 	}
 	_, outs, err := c.Run(ctx)
-	if err != nil {
-		if f.jsonStream {
-			_ = json.NewEncoder(env.stdout).Encode(result.Event{Event: "error", Data: err.Error()})
+	var failed *bench.FailedRun
+	if errors.As(err, &failed) {
+		// Cut short: its intervals were shown as they came; what it
+		// measured is kept, marked with the reason.
+		switch {
+		case f.jsonStream:
+			_ = json.NewEncoder(env.stdout).Encode(result.Event{Event: "end", Data: &failed.Run.End})
+		case f.json:
+			_ = encodeJSON(env.stdout, failed.Run)
+		case failed.ID != 0:
+			fmt.Fprintf(env.stdout, "stored as run %d in %s, marked failed\n", failed.ID, c.Store.Path())
 		}
+	}
+	if err != nil && f.jsonStream {
+		_ = json.NewEncoder(env.stdout).Encode(result.Event{Event: "error", Data: err.Error()})
+	}
+	if err != nil && len(outs) == 0 {
 		return err
 	}
 	run := outs[0].Run
+	if err != nil { // the run is whole; the database did not take it
+		if f.json {
+			_ = encodeJSON(env.stdout, run)
+		}
+		return err
+	}
 	switch {
 	case f.json:
 		return encodeJSON(env.stdout, run)

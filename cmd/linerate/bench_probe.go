@@ -36,14 +36,14 @@ func (f benchFlags) checkProbe(cmd *cobra.Command) error {
 	return nil
 }
 
-// probe is the agent.Probe the flags ask for, nil for a TCP stream test.
-func (f benchFlags) probe() (*agent.Probe, error) {
+// probe is the agent.ProbeTest the flags ask for, nil for a TCP stream test.
+func (f benchFlags) probe() (*agent.ProbeTest, error) {
 	switch {
 	case f.latency:
 		if f.size < engine.MinMessage || f.size > engine.MaxMessage {
 			return nil, fmt.Errorf("--size %d: must be %d to %d bytes", f.size, engine.MinMessage, engine.MaxMessage)
 		}
-		p := &agent.Probe{Kind: agent.ProbePingPong, UDP: f.udp, Size: f.size}
+		p := &agent.ProbeTest{Kind: agent.ProbePingPong, UDP: f.udp, Size: f.size}
 		if f.rate != "" {
 			r, err := parseSize(f.rate, 1000)
 			if err != nil || r < 1 || r > agent.MaxPingRate {
@@ -60,7 +60,7 @@ func (f benchFlags) probe() (*agent.Probe, error) {
 		if err != nil || float64(r) > agent.MaxUDPRate {
 			return nil, fmt.Errorf("-b %q: give bits per second with an optional K, M, G or T (1G, 500M), at most 1.6T; 0 unlimited", f.udpRate)
 		}
-		return &agent.Probe{Kind: agent.ProbeUDP, Size: f.udpLen, Rate: float64(r)}, nil
+		return &agent.ProbeTest{Kind: agent.ProbeUDP, Size: f.udpLen, Rate: float64(r)}, nil
 	}
 	return nil, nil
 }

@@ -57,7 +57,7 @@ type Config struct {
 	// Probe, when set, makes the test a ping-pong or a UDP stream
 	// (probe.go) instead of TCP streams; Streams, Direction, Window and
 	// the stream options do not apply.
-	Probe *Probe
+	Probe *ProbeTest
 }
 
 // Params returns the test with its defaults filled in.

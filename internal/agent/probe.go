@@ -72,8 +72,8 @@ const (
 	preambleEvery = 100 * time.Millisecond
 )
 
-// Probe is a probe test as the client asks for it (Config.Probe).
-type Probe struct {
+// ProbeTest is a probe test as the client asks for it (Config.Probe).
+type ProbeTest struct {
 	Kind string // ProbePingPong or ProbeUDP
 	UDP  bool   // ping-pong over UDP; else TCP with TCP_NODELAY
 	// Size is the message bytes (ping-pong) or the datagram payload (UDP).

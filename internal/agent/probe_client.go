@@ -55,7 +55,7 @@ func runProbe(ctx context.Context, cfg Config) (*result.Result, error) {
 }
 
 // probe is runProbe once connected.
-func (c *client) probe(ctx context.Context, m probeMsg, pr Probe) (*result.Result, error) {
+func (c *client) probe(ctx context.Context, m probeMsg, pr ProbeTest) (*result.Result, error) {
 	peer, keys, err := clientHandshake(c.ctrl, c.cfg.Token)
 	if err != nil {
 		return nil, err
@@ -177,7 +177,7 @@ func repeatPreamble(fd int, pre []byte) func() {
 
 // probeRun runs the data path, samples both ends every interval, stops
 // the agent and builds the result.
-func (c *client) probeRun(ctx context.Context, m probeMsg, pr Probe, fd, cpu int) (*result.Result, error) {
+func (c *client) probeRun(ctx context.Context, m probeMsg, pr ProbeTest, fd, cpu int) (*result.Result, error) {
 	length := time.Duration(m.OmitMS+m.DurationMS+m.CooldownMS) * time.Millisecond
 	var pp *engine.PingPong
 	var tx *engine.UDPSender

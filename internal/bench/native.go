@@ -52,8 +52,8 @@ func (d *Native) Run(ctx context.Context, p Params, live func(result.Interval)) 
 	} else {
 		res, err = agent.Run(ctx, cfg)
 	}
-	if err != nil {
+	if res == nil {
 		return nil, err
 	}
-	return &Run{Result: *res}, nil
+	return &Run{Result: *res}, err // a run cut short keeps what it measured (res.Error)
 }

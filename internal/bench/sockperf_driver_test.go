@@ -16,7 +16,7 @@ import (
 // its threads to the client's CPU; what sockperf cannot do is refused.
 func TestSockperfArgs(t *testing.T) {
 	p := Params{Duration: 5 * time.Second, Placement: Placement{Client: []int{0}, Server: []int{1}},
-		Probe: &agent.Probe{Kind: agent.ProbePingPong, Size: 64, Rate: 10000}}
+		Probe: &agent.ProbeTest{Kind: agent.ProbePingPong, Size: 64, Rate: 10000}}
 	a, err := sockperfArgs("198.18.0.2", p)
 	if err != nil {
 		t.Fatal(err)
@@ -25,14 +25,14 @@ func TestSockperfArgs(t *testing.T) {
 	if got := strings.Join(a, " "); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
-	p.Probe = &agent.Probe{Kind: agent.ProbePingPong, UDP: true, Size: 14}
+	p.Probe = &agent.ProbeTest{Kind: agent.ProbePingPong, UDP: true, Size: 14}
 	p.Placement = Placement{}
 	a, _ = sockperfArgs("198.18.0.2", p)
 	if slices.Contains(a, "--tcp") || !strings.Contains(strings.Join(a, " "), "--mps max") || slices.Contains(a, "--sender-affinity") {
 		t.Errorf("UDP, unpaced, unpinned: %v", a)
 	}
-	for _, bad := range []Params{{Duration: time.Second}, {Duration: time.Second, Probe: &agent.Probe{Kind: agent.ProbeUDP, Size: 100}},
-		{Duration: time.Second, Probe: &agent.Probe{Kind: agent.ProbePingPong, Size: 64}, Placement: Placement{Client: []int{0, 1}}}} {
+	for _, bad := range []Params{{Duration: time.Second}, {Duration: time.Second, Probe: &agent.ProbeTest{Kind: agent.ProbeUDP, Size: 100}},
+		{Duration: time.Second, Probe: &agent.ProbeTest{Kind: agent.ProbePingPong, Size: 64}, Placement: Placement{Client: []int{0, 1}}}} {
 		if _, err := sockperfArgs("h", bad); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}
@@ -56,7 +56,7 @@ func TestSockperfRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := Params{Duration: 2 * time.Second, Interval: time.Second, Placement: Placement{Client: []int{0}, Server: []int{1}},
-		Probe: &agent.Probe{Kind: agent.ProbePingPong, Size: 64, Rate: 1000}}
+		Probe: &agent.ProbeTest{Kind: agent.ProbePingPong, Size: 64, Rate: 1000}}
 	r := sockperfRun(sp, p)
 	l := r.End.Latency
 	if l == nil || r.Engine != "sockperf" || l.Protocol != "tcp" || l.Samples != 1549 || l.Sent != 1549 {
@@ -79,7 +79,7 @@ func TestSockperfRun(t *testing.T) {
 // missing netperf is one line saying where to get it.
 func TestNetperfDriver(t *testing.T) {
 	p := Params{Duration: 5 * time.Second, Placement: Placement{Client: []int{0}, Server: []int{1}},
-		Probe: &agent.Probe{Kind: agent.ProbePingPong, Size: 64}}
+		Probe: &agent.ProbeTest{Kind: agent.ProbePingPong, Size: 64}}
 	a, err := netperfArgs("198.18.0.2", p)
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func TestNetperfDriver(t *testing.T) {
 	if got := strings.Join(a, " "); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
-	for _, pr := range []*agent.Probe{nil, {Kind: agent.ProbePingPong, UDP: true, Size: 64}, {Kind: agent.ProbePingPong, Size: 64, Rate: 100}} {
+	for _, pr := range []*agent.ProbeTest{nil, {Kind: agent.ProbePingPong, UDP: true, Size: 64}, {Kind: agent.ProbePingPong, Size: 64, Rate: 100}} {
 		if _, err := netperfArgs("h", Params{Duration: time.Second, Probe: pr}); err == nil {
 			t.Errorf("%+v accepted", pr)
 		}

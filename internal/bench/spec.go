@@ -115,7 +115,7 @@ type Params struct {
 	Perftest PerftestParams `json:"perftest,omitzero"`
 	// Probe makes the run a ping-pong (--latency) or a UDP stream
 	// (--udp) instead of TCP streams: native and sockperf only.
-	Probe *agent.Probe `json:"probe,omitempty"`
+	Probe *agent.ProbeTest `json:"probe,omitempty"`
 }
 
 // withDefaults fills what was left zero.

@@ -19,6 +19,11 @@ type Result struct {
 	Start     Start      `json:"start"`
 	Intervals []Interval `json:"intervals"`
 	End       End        `json:"end"`
+	// Error says why a run ended before its length (its path or its peer
+	// went away): its intervals are those measured until then, its End
+	// what the client measured. "" for a run that ran to its end. A
+	// failed run is shown as failed and never counted in a median.
+	Error string `json:"error,omitempty"`
 }
 
 // Start is what the test was and where it ran.
