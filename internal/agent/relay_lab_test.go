@@ -20,6 +20,7 @@ import (
 // from h01; each result names the hosts that ran it, over their lab0.
 func TestRelayInLab(t *testing.T) {
 	if testing.Short() {
+		// CI: runs the suite without -short, so this runs there.
 		t.Skip("-short: unit tests only, no lab")
 	}
 	needRoot(t)

@@ -193,6 +193,7 @@ func TestBuildFleetRefuses(t *testing.T) {
 // fake runner's: docs/img gets a fleet report from a real lab run.
 func TestFleetChromiumRender(t *testing.T) {
 	if testing.Short() {
+		// CI: runs the suite without -short, so this runs there.
 		t.Skip("starts a browser")
 	}
 	bin := chromium(t)
