@@ -69,7 +69,8 @@ between the two hosts of a lab ('linerate lab up --name NAME').
 One run prints lines like iperf3's. --repeat, --sweep-streams and
 --placements make a campaign: every stream count crossed with every
 placement, each repeated, interleaved round by round; it ends with each
-point's median, min, max and bootstrap 95% interval, its share of the path's
+point's median, min, max and 95% interval (order statistics of the runs,
+distribution-free: 6 runs or more), its share of the path's
 goodput ceiling (from doctor), the CPU cost per Gbit/s, and, when repeats
 split into buckets or placements differ, what differed between them in
 plain words, with the command that reproduces the best point.

@@ -28,15 +28,16 @@ func newCompareCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "compare A B",
 		Short: "Compare two stored runs, or two labels, and flag a regression",
-		Long: `compare shows how B's goodput differs from A's: the change of the median with a
-95% bootstrap interval (` + strconv.Itoa(bench.Resamples) + ` resamples). A and B are run IDs or labels
-('linerate history' lists both).
+		Long: `compare shows how B's goodput differs from A's: the change of the median, and
+whether the difference is significant by a two-sided Mann-Whitney U test over
+whole runs (each run's goodput one value: a run's 1-s intervals are correlated,
+not independent samples). A and B are run IDs or labels ('linerate history'
+lists both); a label's sample is the goodput of each of its runs, a run ID's
+that one run. Small samples (3 runs against 3, or one run against another) can
+never show a significant difference at α = 0.05, and compare says so.
 
-Two runs are compared interval by interval (each run's measured intervals are
-its sample); a label's sample is the goodput of each of its runs.
-
-Exit status: 0 no regression, 1 B is slower than A by more than --threshold
-percent, 2 error.`,
+Exit status: 0 no regression, 1 B is significantly slower than A (p < 0.05)
+and by more than --threshold percent, 2 error.`,
 		Example: `  linerate compare 12 17
   linerate compare baseline tuned --threshold 3`,
 		Args: cobra.ExactArgs(2),
@@ -61,15 +62,19 @@ type compareSide struct {
 }
 
 type compareDoc struct {
-	Schema       string      `json:"schema"`
-	A            compareSide `json:"a"`
-	B            compareSide `json:"b"`
-	Basis        string      `json:"basis"` // "intervals" or "runs"
-	Change       float64     `json:"change"`
-	ChangeCI95   [2]float64  `json:"change_ci95"`
-	ThresholdPct float64     `json:"threshold_pct"`
-	Regression   bool        `json:"regression"`
-	Verdict      string      `json:"verdict"`
+	Schema string      `json:"schema"`
+	A      compareSide `json:"a"`
+	B      compareSide `json:"b"`
+	Basis  string      `json:"basis"` // "runs": each run's goodput is one value
+	Change float64     `json:"change"`
+	// The two-sided Mann-Whitney U test of A's runs against B's.
+	PValue       float64 `json:"p_value"`
+	Alpha        float64 `json:"alpha"`
+	Significant  bool    `json:"significant"`
+	StatsNote    string  `json:"stats_note,omitempty"`
+	ThresholdPct float64 `json:"threshold_pct"`
+	Regression   bool    `json:"regression"`
+	Verdict      string  `json:"verdict"`
 }
 
 func runCompare(cmd *cobra.Command, env *cliEnv, a, b string, f compareFlags) error {
@@ -81,32 +86,25 @@ func runCompare(cmd *cobra.Command, env *cliEnv, a, b string, f compareFlags) er
 		return err
 	}
 	defer db.Close()
-	sa, ra, err := resolve(cmd.Context(), db, a)
+	sa, _, err := resolve(cmd.Context(), db, a)
 	if err != nil {
 		return err
 	}
-	sb, rb, err := resolve(cmd.Context(), db, b)
+	sb, _, err := resolve(cmd.Context(), db, b)
 	if err != nil {
 		return err
 	}
 	doc := compareDoc{Schema: compareSchema, A: sa, B: sb, ThresholdPct: f.threshold, Basis: "runs"}
-	if sa.Kind == "run" && sb.Kind == "run" {
-		// Two single runs: their intervals are the samples.
-		doc.Basis = "intervals"
-		if doc.A.Sample, err = bench.IntervalGbps(ra[0].Result); err != nil {
-			return err
-		}
-		if doc.B.Sample, err = bench.IntervalGbps(rb[0].Result); err != nil {
-			return err
-		}
-	}
 	if len(doc.A.Sample) == 0 || len(doc.B.Sample) == 0 {
-		return errors.New("nothing to compare: a run without measured intervals")
+		return errors.New("nothing to compare: a side without runs")
 	}
-	ch := bench.CompareSamples(doc.A.Sample, doc.B.Sample)
+	ch := bench.CompareRuns(doc.A.Sample, doc.B.Sample)
 	doc.A.Median, doc.B.Median = round(ch.MedianA, 3), round(ch.MedianB, 3)
-	doc.Change, doc.ChangeCI95 = round(ch.Relative, 4), [2]float64{round(ch.CI95[0], 4), round(ch.CI95[1], 4)}
-	doc.Regression = ch.Relative*100 < -f.threshold
+	doc.Change = round(ch.Relative, 4)
+	doc.PValue, doc.Alpha, doc.Significant, doc.StatsNote = round(ch.P, 4), ch.Alpha, ch.Significant, ch.Note
+	// A regression is a difference the statistics show, and large enough
+	// to matter.
+	doc.Regression = ch.Significant && ch.Relative*100 < -f.threshold
 	doc.Verdict = verdict(ch, f.threshold)
 	if f.json {
 		err = writeJSON(env.stdout, doc)
@@ -155,16 +153,16 @@ func resolve(ctx context.Context, db *store.Store, ref string) (compareSide, []s
 
 // verdict says in one sentence what the change means.
 func verdict(ch bench.Change, threshold float64) string {
-	pct, lo, hi := 100*ch.Relative, 100*ch.CI95[0], 100*ch.CI95[1]
+	pct := 100 * ch.Relative
 	switch {
+	case !ch.Significant:
+		return fmt.Sprintf("no significant difference (p = %.3g, U test over whole runs)", ch.P)
 	case pct < -threshold:
-		return fmt.Sprintf("regression: B is %.1f%% slower than A, beyond the %.1f%% threshold", -pct, threshold)
-	case lo > 0:
-		return "B is faster than A (the interval lies above zero)"
-	case hi < 0:
-		return fmt.Sprintf("B is slower than A, within the %.1f%% threshold", threshold)
+		return fmt.Sprintf("regression: B is %.1f%% slower than A (p = %.3g), beyond the %.1f%% threshold", -pct, ch.P, threshold)
+	case pct < 0:
+		return fmt.Sprintf("B is slower than A (p = %.3g), within the %.1f%% threshold", ch.P, threshold)
 	}
-	return "no significant change (the interval includes zero)"
+	return fmt.Sprintf("B is faster than A (p = %.3g)", ch.P)
 }
 
 func writeCompare(w io.Writer, d compareDoc) error {
@@ -173,11 +171,15 @@ func writeCompare(w io.Writer, d compareDoc) error {
 		if s.Kind == "label" {
 			what = fmt.Sprintf("label %q (%d run%s)", s.Ref, len(s.RunIDs), plural(len(s.RunIDs)))
 		}
-		return fmt.Sprintf("%s: %s, %s, %d stream%s: median %.2f Gbit/s over %d %s\n", name, what, s.Engine, s.Streams,
-			plural(s.Streams), s.Median, len(s.Sample), d.Basis)
+		return fmt.Sprintf("%s: %s, %s, %d stream%s: median %.2f Gbit/s over %d run%s\n", name, what, s.Engine, s.Streams,
+			plural(s.Streams), s.Median, len(s.Sample), plural(len(s.Sample)))
 	}
-	_, err := fmt.Fprintf(w, "%s%schange: %+.1f%% (95%% interval %+.1f%% to %+.1f%%, bootstrap of %d resamples)\n%s\n",
-		side("A", d.A), side("B", d.B), 100*d.Change, 100*d.ChangeCI95[0], 100*d.ChangeCI95[1], bench.Resamples, d.Verdict)
+	note := ""
+	if d.StatsNote != "" {
+		note = "note: " + d.StatsNote + "\n"
+	}
+	_, err := fmt.Fprintf(w, "%s%schange: %+.1f%% (Mann-Whitney U test over whole runs: p = %.3g, α = %.2f)\n%s%s\n",
+		side("A", d.A), side("B", d.B), 100*d.Change, d.PValue, d.Alpha, note, d.Verdict)
 	return err
 }
 

@@ -82,28 +82,68 @@ func TestHistory(t *testing.T) {
 
 func TestCompare(t *testing.T) {
 	db := historyDB(t)
-	// Labels: base → slow is a 20% regression.
+	// Labels: base → slow is 20% slower, but 3 runs against 3 cannot
+	// show it: the U test's smallest p-value is 2/C(6,3) = 0.1.
 	out, errOut, code := runCLI(t, "compare", "base", "slow", "--db", db)
-	if code != 1 || !strings.Contains(out, "change: -20.0%") || !strings.Contains(out, "regression") {
+	if code != 0 || !strings.Contains(out, "change: -20.0%") || !strings.Contains(out, "p = 0.1,") ||
+		!strings.Contains(out, "no significant difference") || !strings.Contains(out, "cannot show a difference") {
 		t.Errorf("base→slow: exit %d\n%s%s", code, out, errOut)
 	}
-	// Runs: 1 → 7 is faster, interval by interval.
+	// Two single runs: whole runs are the samples, never their intervals.
 	out, _, code = runCLI(t, "compare", "1", "7", "--db", db, "--json")
 	var doc compareDoc
 	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 0 {
 		t.Fatalf("1→7: %v exit %d\n%s", err, code, out)
 	}
-	if doc.Basis != "intervals" || doc.A.Median != 10 || doc.B.Median != 10.5 || doc.Change != 0.05 || doc.ChangeCI95[0] <= 0 || doc.Regression {
+	if doc.Basis != "runs" || len(doc.A.Sample) != 1 || doc.A.Median != 10 || doc.B.Median != 10.5 || doc.Change != 0.05 ||
+		doc.PValue != 1 || doc.Significant || doc.Regression || doc.StatsNote == "" {
 		t.Errorf("1→7: %+v", doc)
-	}
-	// A small slowdown within the threshold is not a regression.
-	out, _, code = runCLI(t, "compare", "7", "base", "--db", db, "--threshold", "10")
-	if code != 0 || !strings.Contains(out, "within the 10.0% threshold") {
-		t.Errorf("7→base: exit %d\n%s", code, out)
 	}
 	_, errOut, code = runCLI(t, "compare", "base", "nosuch", "--db", db)
 	if code != 2 || !strings.Contains(errOut, `"nosuch" is neither a run ID nor a label`) {
 		t.Errorf("unknown ref: exit %d %s", code, errOut)
+	}
+}
+
+// TestCompareSignificance: with 5 runs a side the U test can show a
+// difference. Fully separated samples of 5 and 5 give p = 2/C(10,5) =
+// 2/252 = 0.0079; a 5.5% slowdown (median 10.05 to 9.5) beyond a 3% threshold is then a
+// regression (exit 1), within a 10% threshold it is not; overlapping
+// samples are no significant difference at all.
+func TestCompareSignificance(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "results.db")
+	db, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(label string, gbps ...float64) {
+		for _, g := range gbps {
+			r := &store.Run{StartedAt: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC), Label: label, Engine: "native",
+				Peer: "lab:demo", Streams: 1, Direction: "send", DurationS: 3, Gbps: g, SentGbps: g, Result: resultDoc(g)}
+			if err := db.AddRun(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	add("before", 10.0, 10.1, 9.9, 10.2, 10.05)
+	add("after", 9.55, 9.6, 9.4, 9.5, 9.45)
+	add("mixed", 9.8, 10.3, 9.95, 10.15, 9.7)
+	db.Close()
+	out, errOut, code := runCLI(t, "compare", "before", "after", "--db", path, "--threshold", "3", "--json")
+	var doc compareDoc
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 1 {
+		t.Fatalf("before→after: %v exit %d\n%s%s", err, code, out, errOut)
+	}
+	if doc.PValue != 0.0079 || !doc.Significant || !doc.Regression || doc.Change != -0.0547 {
+		t.Errorf("before→after: %+v", doc)
+	}
+	out, _, code = runCLI(t, "compare", "before", "after", "--db", path, "--threshold", "10")
+	if code != 0 || !strings.Contains(out, "within the 10.0% threshold") {
+		t.Errorf("before→after, 10%%: exit %d\n%s", code, out)
+	}
+	out, _, code = runCLI(t, "compare", "before", "mixed", "--db", path)
+	if code != 0 || !strings.Contains(out, "no significant difference") || strings.Contains(out, "note:") {
+		t.Errorf("before→mixed: exit %d\n%s", code, out)
 	}
 }
 

@@ -51,12 +51,13 @@ func campaignLab(t *testing.T, name string) (bin, db string) {
 type campaignDoc struct {
 	Schema string `json:"schema"`
 	Points []struct {
-		Streams    int        `json:"streams"`
-		Placement  string     `json:"placement"`
-		RunIDs     []int64    `json:"run_ids"`
-		MedianGbps float64    `json:"median_gbps"`
-		CI95Gbps   [2]float64 `json:"ci95_gbps"`
-		Buckets    []any      `json:"buckets"`
+		Streams    int         `json:"streams"`
+		Placement  string      `json:"placement"`
+		RunIDs     []int64     `json:"run_ids"`
+		MedianGbps float64     `json:"median_gbps"`
+		CI95Gbps   *[2]float64 `json:"ci95_gbps"`
+		CINote     string      `json:"ci_note"`
+		Buckets    []any       `json:"buckets"`
 	} `json:"points"`
 	Best *struct {
 		Streams    int     `json:"streams"`

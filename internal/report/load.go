@@ -453,8 +453,9 @@ func campaignFrom(c *store.Campaign, sum *bench.Summary, have map[int64]*storedR
 		p := Point{Streams: sp.Streams, Placement: sp.Placement, RunIDs: ids,
 			MedianGbps: sp.MedianGbps, MinGbps: sp.MinGbps, MaxGbps: sp.MaxGbps}
 		if whole {
-			if lo, hi := sp.CI95Gbps[0], sp.CI95Gbps[1]; known(lo) && known(hi) && hi > 0 {
-				p.CI95Gbps = []float64{lo, hi}
+			// No interval when the campaign had too few runs for one.
+			if ci := sp.CI95Gbps; ci != nil && known(ci[0]) && known(ci[1]) && ci[1] > 0 {
+				p.CI95Gbps = []float64{ci[0], ci[1]}
 			}
 		} else {
 			vals := gbpsOf(ids, have)
