@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -21,6 +22,8 @@ type compareFlags struct {
 	threshold float64
 	json      bool
 	db        string
+	streams   int  // keep a label's runs of this many streams
+	unlike    bool // compare unlike runs with a warning instead of refusing
 }
 
 func newCompareCmd(env *cliEnv) *cobra.Command {
@@ -36,8 +39,20 @@ lists both); a label's sample is the goodput of each of its runs, a run ID's
 that one run. Small samples (3 runs against 3, or one run against another) can
 never show a significant difference at α = 0.05, and compare says so.
 
-Exit status: 0 no regression, 1 B is significantly slower than A (p < 0.05)
-and by more than --threshold percent, 2 error.`,
+Only like runs are pooled or compared: the same engine, streams and
+direction (what is measured), placement, peer and MTU (where). A label whose
+runs differ in any of these is refused, naming its groups: pick one with
+--streams, or pool them anyway with --unlike. A and B that measure different
+things (send against bidir, 1 stream against 4, iperf3 against native) are
+refused too unless --unlike; when they differ only in placement, peer or MTU
+— usually the point of the comparison — compare lists the differences.
+
+Exit status:
+  0  no significant regression: no significant difference, B faster, or B
+     slower by less than --threshold percent
+  1  regression: B is significantly slower than A (p < 0.05) and by more
+     than --threshold percent
+  2  error: a side names nothing, or the runs cannot be compared`,
 		Example: `  linerate compare 12 17
   linerate compare baseline tuned --threshold 3`,
 		Args: cobra.ExactArgs(2),
@@ -47,18 +62,24 @@ and by more than --threshold percent, 2 error.`,
 	fl.Float64Var(&f.threshold, "threshold", 5, "percent slower that counts as a regression (exit 1)")
 	fl.BoolVar(&f.json, "json", false, "print the "+compareSchema+" JSON document")
 	fl.StringVar(&f.db, "db", "", "the results database (default "+store.DefaultPath()+")")
+	fl.IntVarP(&f.streams, "streams", "P", 0, "keep only the runs of this many streams in a label (a sweep's point)")
+	fl.BoolVar(&f.unlike, "unlike", false, "compare runs of different kinds (streams, direction, engine, ...) with a warning instead of refusing")
 	return cmd
 }
 
 // compareSide is A or B: what it names and its sample.
 type compareSide struct {
-	Ref     string    `json:"ref"`
-	Kind    string    `json:"kind"` // "run" or "label"
-	RunIDs  []int64   `json:"run_ids"`
-	Engine  string    `json:"engine,omitempty"`
-	Streams int       `json:"streams,omitempty"`
+	Ref     string  `json:"ref"`
+	Kind    string  `json:"kind"` // "run" or "label"
+	RunIDs  []int64 `json:"run_ids"`
+	Engine  string  `json:"engine,omitempty"`
+	Streams int     `json:"streams,omitempty"`
+	// Kind is what the side's runs measured and where (the first run's,
+	// when --unlike pooled several kinds).
+	RunKind runKind   `json:"run_kind"`
 	Sample  []float64 `json:"sample_gbps"`
 	Median  float64   `json:"median_gbps"`
+	kinds   []kindGroup
 }
 
 type compareDoc struct {
@@ -75,6 +96,10 @@ type compareDoc struct {
 	ThresholdPct float64 `json:"threshold_pct"`
 	Regression   bool    `json:"regression"`
 	Verdict      string  `json:"verdict"`
+	// Differences are the fields in which A's runs and B's differ
+	// ("peer lab:ux1 vs lab:ux2"); Warnings what --unlike let through.
+	Differences []string `json:"differences"`
+	Warnings    []string `json:"warnings,omitempty"`
 }
 
 func runCompare(cmd *cobra.Command, env *cliEnv, a, b string, f compareFlags) error {
@@ -86,17 +111,20 @@ func runCompare(cmd *cobra.Command, env *cliEnv, a, b string, f compareFlags) er
 		return err
 	}
 	defer db.Close()
-	sa, _, err := resolve(cmd.Context(), db, a)
+	sa, err := resolve(cmd.Context(), db, a, f.streams)
 	if err != nil {
 		return err
 	}
-	sb, _, err := resolve(cmd.Context(), db, b)
+	sb, err := resolve(cmd.Context(), db, b, f.streams)
 	if err != nil {
 		return err
 	}
-	doc := compareDoc{Schema: compareSchema, A: sa, B: sb, ThresholdPct: f.threshold, Basis: "runs"}
+	doc := compareDoc{Schema: compareSchema, A: sa, B: sb, ThresholdPct: f.threshold, Basis: "runs", Differences: []string{}}
 	if len(doc.A.Sample) == 0 || len(doc.B.Sample) == 0 {
 		return errors.New("nothing to compare: a side without runs")
+	}
+	if doc.Warnings, err = checkComparable(&doc, f.unlike); err != nil {
+		return err
 	}
 	ch := bench.CompareRuns(doc.A.Sample, doc.B.Sample)
 	doc.A.Median, doc.B.Median = round(ch.MedianA, 3), round(ch.MedianB, 3)
@@ -123,32 +151,87 @@ func round(x float64, digits int) float64 {
 }
 
 // resolve reads A or B: a run ID when it is a number that names a run,
-// else a label.
-func resolve(ctx context.Context, db *store.Store, ref string) (compareSide, []store.Run, error) {
+// else a label (only its runs of `streams` streams, when not 0).
+func resolve(ctx context.Context, db *store.Store, ref string, streams int) (compareSide, error) {
 	side := compareSide{Ref: ref}
+	var runs []store.Run
 	if id, err := strconv.ParseInt(ref, 10, 64); err == nil {
-		if r, err := db.Run(ctx, id); err == nil {
-			side.Kind, side.RunIDs, side.Engine, side.Streams = "run", []int64{id}, r.Engine, r.Streams
-			side.Sample = []float64{r.Gbps}
-			return side, []store.Run{*r}, nil
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return side, nil, err
+		r, err := db.Run(ctx, id)
+		switch {
+		case err == nil:
+			side.Kind, runs = "run", []store.Run{*r}
+		case !errors.Is(err, store.ErrNotFound):
+			return side, err
 		}
 	}
-	runs, err := db.Runs(ctx, store.Query{Label: ref, Full: true})
-	if err != nil {
-		return side, nil, err
+	if side.Kind == "" {
+		all, err := db.Runs(ctx, store.Query{Label: ref, Full: true})
+		if err != nil {
+			return side, err
+		}
+		if len(all) == 0 {
+			return side, fmt.Errorf("%q is neither a run ID nor a label in %s (see 'linerate history')", ref, db.Path())
+		}
+		side.Kind = "label"
+		for _, r := range all {
+			if streams == 0 || r.Streams == streams {
+				runs = append(runs, r)
+			}
+		}
+		if len(runs) == 0 {
+			return side, fmt.Errorf("label %q has no run of %d stream%s (see 'linerate history --label %s')", ref, streams, plural(streams), ref)
+		}
 	}
-	if len(runs) == 0 {
-		return side, nil, fmt.Errorf("%q is neither a run ID nor a label in %s (see 'linerate history')", ref, db.Path())
-	}
-	side.Kind = "label"
 	for _, r := range runs {
 		side.RunIDs = append(side.RunIDs, r.ID)
 		side.Sample = append(side.Sample, r.Gbps)
 	}
-	side.Engine, side.Streams = runs[0].Engine, runs[0].Streams
-	return side, runs, nil
+	side.kinds = groupRuns(runs)
+	side.RunKind = side.kinds[0].kind
+	side.Engine, side.Streams = side.RunKind.Engine, side.RunKind.Streams
+	return side, nil
+}
+
+// checkComparable refuses (or, with unlike, warns about) a side that
+// pools unlike runs, and A and B that measure different things; it
+// lists the fields in which A and B differ.
+func checkComparable(d *compareDoc, unlike bool) ([]string, error) {
+	var warnings []string
+	for _, s := range []*compareSide{&d.A, &d.B} {
+		if len(s.kinds) < 2 {
+			continue
+		}
+		msg := fmt.Sprintf("label %q mixes runs that cannot be pooled: %s", s.Ref, groupsText(s.kinds))
+		if !unlike {
+			return nil, errors.New(msg + "; pick one with --streams N or a run ID, or pool them with --unlike")
+		}
+		warnings = append(warnings, msg)
+	}
+	d.Differences = append(d.Differences, d.A.RunKind.diff(d.B.RunKind)...)
+	if !d.A.RunKind.measures(d.B.RunKind) {
+		msg := "A and B measure different things (" + strings.Join(d.A.RunKind.diff(d.B.RunKind)[:measureDiffs(d.A.RunKind, d.B.RunKind)], ", ") + ")"
+		if !unlike {
+			return nil, errors.New(msg + ": compare like runs, or pass --unlike to compare them anyway")
+		}
+		warnings = append(warnings, msg)
+	}
+	return warnings, nil
+}
+
+// measureDiffs counts the leading differences that are of what is
+// measured (diff lists engine, streams and direction first).
+func measureDiffs(a, b runKind) int {
+	n := 0
+	if a.Engine != b.Engine {
+		n++
+	}
+	if a.Streams != b.Streams {
+		n++
+	}
+	if a.Direction != b.Direction {
+		n++
+	}
+	return n
 }
 
 // verdict says in one sentence what the change means.
@@ -171,12 +254,17 @@ func writeCompare(w io.Writer, d compareDoc) error {
 		if s.Kind == "label" {
 			what = fmt.Sprintf("label %q (%d run%s)", s.Ref, len(s.RunIDs), plural(len(s.RunIDs)))
 		}
-		return fmt.Sprintf("%s: %s, %s, %d stream%s: median %.2f Gbit/s over %d run%s\n", name, what, s.Engine, s.Streams,
-			plural(s.Streams), s.Median, len(s.Sample), plural(len(s.Sample)))
+		return fmt.Sprintf("%s: %s, %s: median %.2f Gbit/s over %d run%s\n", name, what, s.RunKind, s.Median, len(s.Sample), plural(len(s.Sample)))
 	}
 	note := ""
+	if len(d.Differences) > 0 {
+		note += "A and B differ in: " + strings.Join(d.Differences, "; ") + "\n"
+	}
+	for _, w := range d.Warnings {
+		note += "warning: " + w + "\n"
+	}
 	if d.StatsNote != "" {
-		note = "note: " + d.StatsNote + "\n"
+		note += "note: " + d.StatsNote + "\n"
 	}
 	_, err := fmt.Fprintf(w, "%s%schange: %+.1f%% (Mann-Whitney U test over whole runs: p = %.3g, α = %.2f)\n%s%s\n",
 		side("A", d.A), side("B", d.B), 100*d.Change, d.PValue, d.Alpha, note, d.Verdict)
