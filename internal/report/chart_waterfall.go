@@ -39,6 +39,12 @@ func waterfallRows(p *path, m *measured) []waterfallRow {
 // waterfallChart draws line rate → PCIe → MTU goodput → measured as
 // horizontal bars on one Gbit/s axis, each stage's loss shaded.
 func (b *builder) waterfallChart(rows []waterfallRow) (*chart, error) {
+	return b.waterfallChartID("waterfall", "", rows)
+}
+
+// waterfallChartID is waterfallChart with its own ID and a title suffix
+// (" — label \"capped\""), for a report with one waterfall per path.
+func (b *builder) waterfallChartID(id, suffix string, rows []waterfallRow) (*chart, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
@@ -62,7 +68,7 @@ func (b *builder) waterfallChart(rows []waterfallRow) (*chart, error) {
 		y := top + rowH*float64(i) + 8
 		b.waterfallBar(s, x, y, r)
 	}
-	return b.r.render("waterfall", "Ceiling waterfall: line rate → PCIe → MTU goodput → measured",
+	return b.r.render(id, "Ceiling waterfall: line rate → PCIe → MTU goodput → measured"+suffix,
 		"Horizontal bars in Gbit/s: each stage's ceiling is the lowest so far; the shaded part is what the stage costs.",
 		chartW, h, s)
 }

@@ -50,9 +50,14 @@ func (b *builder) resultsSection() (*section, error) {
 	return s, nil
 }
 
-// campaignName is "campaign 1 (before-tune)".
+// campaignName is "Campaign 4 (before-tune)": the database's number,
+// which history shows too, else its place in the report.
 func campaignName(ci int, c *Campaign) string {
-	n := "Campaign " + strconv.Itoa(ci+1)
+	id := int64(ci + 1)
+	if c.ID > 0 {
+		id = c.ID
+	}
+	n := "Campaign " + strconv.FormatInt(id, 10)
 	if c.Label != "" {
 		n += " (" + c.Label + ")"
 	}
@@ -87,7 +92,7 @@ func (b *builder) pointsTable(ci int, c *Campaign) *table {
 	t := &table{ID: fmt.Sprintf("points-c%d", ci+1), Caption: campaignName(ci, c) + ": per point",
 		Head: []string{"Streams", "Placement", "Runs", "Median (Gbit/s)", "95% CI (Gbit/s)", "Min–max (Gbit/s)", "% of ceiling", "Retr. per run", "CPU cores, client / server"},
 		Num:  []bool{true, false, true, true, true, true, true, true, true}}
-	ceiling := b.ceilingGbps(true)
+	ceiling := ceilingOf(b.campaignPath(c), true)
 	for _, p := range c.Points {
 		runs := b.runsOf(p.RunIDs)
 		ci95 := "—"
@@ -163,9 +168,9 @@ func (b *builder) runsTable() *table {
 	t := &table{ID: "runs", Caption: "Every run",
 		Head: []string{"Run", "Label", "Engine", "Streams", "Placement, client / server", "Gbit/s", "% of ceiling", "Retr.", "CPU cores, client / server", "Tune"},
 		Num:  []bool{true, false, false, true, false, true, true, true, true, false}}
-	ceiling := b.ceilingGbps(true)
 	for i := range b.ds.Runs {
 		r := &b.ds.Runs[i]
+		ceiling := ceilingOf(b.pathOf(r), true)
 		res := &r.Result
 		cl, sv, _ := cpuCost([]*Run{r})
 		g := runGbps(res)
@@ -180,10 +185,13 @@ func (b *builder) runsTable() *table {
 	return t
 }
 
-// ceilingGbps is the ceiling to compare results with: with the MTU stage
-// for TCP, without it for RDMA (which has its own framing).
-func (b *builder) ceilingGbps(tcp bool) float64 {
-	p := b.path
+// ceilingGbps is the ceiling of the first run's path to compare results
+// with: with the MTU stage for TCP, without it for RDMA (which has its own
+// framing).
+func (b *builder) ceilingGbps(tcp bool) float64 { return ceilingOf(b.path, tcp) }
+
+// ceilingOf is a path's ceiling (see ceilingGbps); 0 when unknown.
+func ceilingOf(p *path, tcp bool) float64 {
 	if p == nil || p.line.gbps == 0 {
 		return 0
 	}
