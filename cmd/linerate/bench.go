@@ -144,6 +144,12 @@ func runBench(cmd *cobra.Command, env *cliEnv, peer string, f benchFlags) error 
 	if err := f.checkEngine(cfg); err != nil {
 		return err
 	}
+	if err := checkAffinity(peer, f.affinity, cfg.ClientCPUs, cfg.ServerCPUs); err != nil {
+		return err
+	}
+	if err := checkBenchPeer(cmd.Context(), peer, f.port); err != nil {
+		return err
+	}
 	tcfg := bench.TargetConfig{Peer: peer, Engine: f.engine, Port: f.port, Interval: cfg.Interval, Base: cfg,
 		PerftestTest: f.perftest.Test, NoFacts: f.noStore && !spec.IsCampaign()}
 	if f.verbose {

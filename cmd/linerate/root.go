@@ -64,7 +64,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case errors.As(err, &status):
 		return int(status)
 	default:
-		fmt.Fprintf(stderr, "linerate: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(stderr, "linerate: %s\n", oneLine(hintError(err).Error()))
 		return exitError
 	}
 }
@@ -87,7 +87,9 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 arithmetic and the exact fix, and runs a virtual two-host lab to try it all.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionText(),
 	}
+	root.SetVersionTemplate("linerate {{.Version}}\n")
 	root.SetOut(env.stdout)
 	root.SetErr(env.stderr)
 	root.SetIn(env.stdin)
@@ -124,7 +126,7 @@ func newVersionCmd(env *cliEnv) *cobra.Command {
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(env.stdout, "linerate %s\n", version)
+			fmt.Fprintf(env.stdout, "linerate %s\n", versionText())
 			return nil
 		},
 	}
