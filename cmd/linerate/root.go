@@ -34,14 +34,23 @@ type cliEnv struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+	color  string // --color: "auto" (or ""), "always" or "never"
 }
 
-// colour reports whether human output on w may use ANSI colour: only on a
-// terminal, and never when NO_COLOR holds a value. An empty NO_COLOR= is
-// as if unset (https://no-color.org: "when present and not an empty
-// string").
+// colour reports whether human output on w may use ANSI colour: as
+// --color says; by default only on a terminal that is not TERM=dumb, and
+// never when NO_COLOR holds a value. An empty NO_COLOR= is as if unset
+// (https://no-color.org: "when present and not an empty string").
+// --color=always (for less -R and logs) wins over NO_COLOR, as an explicit
+// flag does over the environment.
 func (e *cliEnv) colour(w io.Writer) bool {
-	return os.Getenv("NO_COLOR") == "" && isTerminal(w)
+	switch e.color {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	return os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb" && isTerminal(w)
 }
 
 // isTerminal reports whether w is a terminal.
@@ -93,6 +102,14 @@ arithmetic and the exact fix, and runs a virtual two-host lab to try it all.`,
 	root.SetOut(env.stdout)
 	root.SetErr(env.stderr)
 	root.SetIn(env.stdin)
+	root.PersistentFlags().StringVar(&env.color, "color", "auto", "colour the text output: auto (on a terminal, unless NO_COLOR or TERM=dumb), always or never")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		switch env.color {
+		case "auto", "always", "never":
+			return nil
+		}
+		return fmt.Errorf("--color %q: choose auto, always or never", env.color)
+	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%v (see '%s --help')", err, c.CommandPath())
 	})
