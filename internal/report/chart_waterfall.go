@@ -38,13 +38,9 @@ func waterfallRows(p *path, m *measured) []waterfallRow {
 
 // waterfallChart draws line rate → PCIe → MTU goodput → measured as
 // horizontal bars on one Gbit/s axis, each stage's loss shaded.
-func (b *builder) waterfallChart(rows []waterfallRow) (*chart, error) {
-	return b.waterfallChartID("waterfall", "", rows)
-}
-
-// waterfallChartID is waterfallChart with its own ID and a title suffix
-// (" — label \"capped\""), for a report with one waterfall per path.
-func (b *builder) waterfallChartID(id, suffix string, rows []waterfallRow) (*chart, error) {
+// id and the title's suffix (" — label \"capped\"") tell apart the
+// waterfalls of a report with one per path.
+func (b *builder) waterfallChart(id, suffix string, rows []waterfallRow) (*chart, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}

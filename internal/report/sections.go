@@ -47,7 +47,7 @@ const ceilingIntro = "Each stage can only lower the ceiling: the line rate, what
 // addWaterfall adds one path's waterfall chart and stage table; idSuffix
 // keeps their IDs unique in a report with several.
 func (b *builder) addWaterfall(s *section, idSuffix, titleSuffix string, rows []waterfallRow) error {
-	c, err := b.waterfallChartID("waterfall"+idSuffix, titleSuffix, rows)
+	c, err := b.waterfallChart("waterfall"+idSuffix, titleSuffix, rows)
 	if err != nil {
 		return err
 	}
