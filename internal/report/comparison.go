@@ -28,8 +28,8 @@ func (b *builder) comparisonSection() (*section, error) {
 	base := samples[0]
 	s.addText("Each label's sample is the runs of its best point (one value per run); the change is of the median from label %q, tested with a two-sided Mann-Whitney U test over whole runs (α = 0.05), as linerate compare does. Each label is measured against its own path's ceiling.", gs[0].label)
 	t := &table{ID: "comparison", Caption: "Labels side by side",
-		Head: []string{"Label", "Path", "Runs", "What was measured", "Median (Gbit/s)", "Ceiling (Gbit/s)", "% of ceiling", "Change from " + strconv.Quote(gs[0].label), "p (U test)", "Reading"},
-		Num:  []bool{false, false, true, false, true, true, true, true, true, false}}
+		Head: []string{"Label", "Runs", "What was measured", "Median (Gbit/s)", "Ceiling (Gbit/s)", "% of ceiling", "Change", "p (U test)", "Reading"},
+		Num:  []bool{false, true, false, true, true, true, true, true, false}}
 	for i, g := range gs {
 		sm := samples[i]
 		ceiling := ceilingOf(g.path, true)
@@ -39,15 +39,11 @@ func (b *builder) comparisonSection() (*section, error) {
 			change, p = fmt.Sprintf("%+.1f%%", 100*ch.Relative), num(ch.P, 3)
 			reading = changeReading(ch)
 		}
-		hosts := "—"
-		if g.path != nil {
-			hosts = g.path.hostsText()
-		}
 		ceilText := "—"
 		if ceiling > 0 {
 			ceilText = gbps(ceiling)
 		}
-		t.Rows = append(t.Rows, []string{g.label, hosts, idRanges(sm.ids), sm.what, gbps(median(sm.gbps)), ceilText, pct(median(sm.gbps), ceiling), change, p, reading})
+		t.Rows = append(t.Rows, []string{g.label, idRanges(sm.ids), sm.what, gbps(median(sm.gbps)), ceilText, pct(median(sm.gbps), ceiling), change, p, reading})
 	}
 	s.addTable(t)
 	var diffs []item
