@@ -116,6 +116,7 @@ arithmetic and the exact fix, and runs a virtual two-host lab to try it all.`,
 	for _, add := range commands {
 		root.AddCommand(add(env))
 	}
+	registerCompletions(root)
 	return root
 }
 
