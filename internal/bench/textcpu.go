@@ -68,7 +68,7 @@ func sharedCPUsNote(s *result.Start) string {
 	if s.Client.BootID == "" || s.Client.BootID != s.Server.BootID {
 		return ""
 	}
-	return "Note: both ends run on one kernel (lab namespaces): client and server CPU columns show the same CPUs\n"
+	return "Note: both ends run on one kernel (a lab, or loopback): the client and server CPU columns show the same CPUs\n"
 }
 
 // cpuCostText is "CPU time: client 0.52 s, server 0.45 s (0.080 and 0.069
