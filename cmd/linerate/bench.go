@@ -88,7 +88,8 @@ between the two hosts of a lab ('linerate lab up --name NAME').
 One run prints lines like iperf3's. --repeat, --sweep-streams and
 --placements make a campaign: every stream count crossed with every
 placement, each repeated, interleaved round by round; it ends with each
-point's median, min, max and bootstrap 95% interval, its share of the path's
+point's median, min, max and 95% interval (order statistics of the runs,
+distribution-free: 6 runs or more), its share of the path's
 goodput ceiling (from doctor), the CPU cost per Gbit/s, and, when repeats
 split into buckets or placements differ, what differed between them in
 plain words, with the command that reproduces the best point.
@@ -173,6 +174,12 @@ func runBench(cmd *cobra.Command, env *cliEnv, peer string, f benchFlags) error 
 		return errors.New("--json-stream shows one native run as it happens: use --json for campaigns and other engines")
 	}
 	if err := f.checkEngine(cfg); err != nil {
+		return err
+	}
+	if err := checkAffinity(peer, f.affinity, cfg.ClientCPUs, cfg.ServerCPUs); err != nil {
+		return err
+	}
+	if err := checkBenchPeer(cmd.Context(), peer, f.port); err != nil {
 		return err
 	}
 	tcfg := bench.TargetConfig{Peer: peer, Engine: f.engine, Port: f.port, Interval: cfg.Interval, Base: cfg,
