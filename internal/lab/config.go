@@ -207,6 +207,11 @@ type Config struct {
 	// MTU, when not zero, replaces the scenario's MTU on both ends;
 	// for mtu-mismatch only on a, so that the mismatch stays.
 	MTU int
+	// Queues, when above 1, gives each veth end that many TX and RX
+	// queues, with RPS and XPS steering queue i to CPU i (modulo the
+	// CPUs): flows then land on different CPUs by their queue, as on a
+	// multi-queue NIC (see queues.go).
+	Queues int
 
 	// afterStep, when set, is called after each applied change with its
 	// description. Tests use it to kill or interrupt an up half-way.
@@ -232,6 +237,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MTU != 0 && (c.MTU < minMTU || c.MTU > maxMTU) {
 		return c, fmt.Errorf("MTU %d is out of range (%d to %d for a veth)", c.MTU, minMTU, maxMTU)
+	}
+	if c.Queues < 0 || c.Queues > maxQueues {
+		return c, fmt.Errorf("queues %d is out of range (1 to %d)", c.Queues, maxQueues)
 	}
 	return c, nil
 }
@@ -262,6 +270,7 @@ type spec struct {
 	MTU    [2]int
 	Rate   Rate // 0: no shaping
 	Sysctl [2]map[string]string
+	Queues int // 1: the kernel's single-queue veth
 }
 
 // The rate of capped-10g.
@@ -276,7 +285,7 @@ const (
 
 // spec resolves c (already defaulted) into the wanted shape.
 func (c Config) spec() spec {
-	s := spec{MTU: [2]int{jumboMTU, jumboMTU}}
+	s := spec{MTU: [2]int{jumboMTU, jumboMTU}, Queues: max(c.Queues, 1)}
 	s.Sysctl[0], s.Sysctl[1] = kernelDefaults(), kernelDefaults()
 	switch c.Scenario {
 	case Capped10G:

@@ -180,6 +180,7 @@ type hostView struct {
 	addrs  []netlink.Addr // IPv4 addresses of lab0
 	root   netlink.Qdisc  // root qdisc of lab0
 	sysctl map[string]string
+	steer  steering // RPS/XPS masks of lab0's queues
 }
 
 func viewHosts(names [2]string) ([2]hostView, error) {
@@ -219,7 +220,10 @@ func viewHost(ns string) (hostView, error) {
 			return v, err
 		}
 	}
-	v.sysctl, err = readSysctls(ns, managedSysctls())
+	if v.sysctl, err = readSysctls(ns, managedSysctls()); err != nil || v.lab0 == nil || queuesOf(v.lab0) < 2 {
+		return v, err
+	}
+	v.steer, err = readSteering(ns, queuesOf(v.lab0))
 	return v, err
 }
 
@@ -253,11 +257,13 @@ func structuralPlan(name string, v [2]hostView, want spec) []change {
 			plan = append(plan, change{"create namespace " + ns, func() error { return createNS(ns) }})
 		}
 	}
-	if v[0].lab0 != nil && v[1].lab0 != nil && vethPaired(v[0].lab0, v[1].lab0) {
+	if v[0].lab0 != nil && v[1].lab0 != nil && vethPaired(v[0].lab0, v[1].lab0) &&
+		queuesOf(v[0].lab0) == want.Queues && queuesOf(v[1].lab0) == want.Queues {
 		return plan
 	}
-	// One end alone, or two links that are not one pair (someone changed
-	// the lab by hand): replace them.
+	// One end alone, two links that are not one pair (someone changed
+	// the lab by hand), or a pair with other queue counts (fixed when a
+	// link is created): replace them.
 	for i := range v {
 		if v[i].lab0 == nil {
 			continue
@@ -277,7 +283,7 @@ func structuralPlan(name string, v [2]hostView, want spec) []change {
 		}})
 	}
 	plan = append(plan, change{
-		fmt.Sprintf("create veth %s in %s <-> %s in %s (MTU %d/%d)", Iface, v[0].ns, Iface, v[1].ns, want.MTU[0], want.MTU[1]),
+		fmt.Sprintf("create veth %s in %s <-> %s in %s (MTU %d/%d%s)", Iface, v[0].ns, Iface, v[1].ns, want.MTU[0], want.MTU[1], queuesPhrase(want.Queues)),
 		func() error { return createVeth(name, v[0].ns, v[1].ns, want) },
 	})
 	return plan
@@ -299,6 +305,9 @@ func createVeth(name, nsA, nsB string, want spec) error {
 	la := netlink.NewLinkAttrs()
 	la.Name = Iface
 	la.MTU = want.MTU[0]
+	if want.Queues > 1 { // the peer gets the same counts (the library copies them)
+		la.NumTxQueues, la.NumRxQueues = want.Queues, want.Queues
+	}
 	veth := &netlink.Veth{
 		LinkAttrs:     la,
 		PeerName:      Iface,
@@ -379,6 +388,7 @@ func settingsPlan(v [2]hostView, want spec) ([]change, error) {
 			plan = append(plan, change{fmt.Sprintf("shape %s in %s: %s", Iface, ns, describeQdisc(t)),
 				onLab0(func(c *conn, _ netlink.Link) error { return c.nl.QdiscReplace(t) })})
 		}
+		plan = append(plan, steeringPlan(hv, want.Queues)...)
 		for _, p := range managedSysctls() {
 			cur, val := hv.sysctl[p], want.Sysctl[i][p]
 			if cur == val {

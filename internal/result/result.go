@@ -98,6 +98,9 @@ type StreamInterval struct {
 	CwndBytes       uint64  `json:"cwnd_bytes"`
 	Retransmits     uint64  `json:"retransmits"`
 	DeliveryRateBps float64 `json:"delivery_rate_bps"`
+	// RxCPU is the CPU whose softirq served the stream's receiving socket
+	// at the end of the interval (SO_INCOMING_CPU); absent when unknown.
+	RxCPU *int `json:"rx_cpu,omitempty"`
 }
 
 // Sum totals the streams of an interval, or of a run.

@@ -1,0 +1,161 @@
+package lab
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/linerate/linerate/internal/cpulist"
+	"github.com/linerate/linerate/internal/osthread"
+)
+
+// maxQueues bounds --queues: far more than the CPUs a lab runs on, and
+// the masks of every queue are written one file at a time.
+const maxQueues = 64
+
+// A multi-queue lab steers each queue to one CPU, the way a multi-queue
+// NIC with one IRQ per queue does: on both ends, RPS sends what arrives on
+// RX queue i to CPU i (modulo the CPUs), and XPS makes a thread on CPU i
+// transmit on TX queue i. A veth hands a packet sent on its TX queue i to
+// its peer's RX side, so a flow whose threads run on CPU i has its NET_RX
+// softirq on CPU i at both ends: where the stream threads are pinned
+// decides which flows share a CPU (Documentation/networking/scaling.rst).
+
+// queuesOf is how many TX queues a link has (1 when the kernel did not
+// say).
+func queuesOf(l netlink.Link) int { return max(l.Attrs().NumTxQueues, 1) }
+
+func queuesPhrase(n int) string {
+	if n < 2 {
+		return ""
+	}
+	return fmt.Sprintf(", %d queues", n)
+}
+
+// steering is the RPS and XPS CPU masks of one end's queues, as CPU
+// lists, by queue.
+type steering struct {
+	RPS [][]int
+	XPS [][]int
+}
+
+// steeringFor is what a link of n queues should have on a host with the
+// given CPUs: queue i on cpus[i mod len(cpus)].
+func steeringFor(n int, cpus []int) steering {
+	var s steering
+	for i := range n {
+		c := []int{cpus[i%len(cpus)]}
+		s.RPS = append(s.RPS, c)
+		s.XPS = append(s.XPS, c)
+	}
+	return s
+}
+
+func (s steering) equal(o steering) bool {
+	eq := func(a, b [][]int) bool {
+		return slices.EqualFunc(a, b, func(x, y []int) bool { return slices.Equal(x, y) })
+	}
+	return eq(s.RPS, o.RPS) && eq(s.XPS, o.XPS)
+}
+
+// onlineCPUs lists the machine's online CPUs: the lab's namespaces share
+// them.
+func onlineCPUs() ([]int, error) {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return nil, fmt.Errorf("reading the online CPUs: %w", err)
+	}
+	cpus, err := cpulist.Parse(strings.TrimSpace(string(b)))
+	if err != nil || len(cpus) == 0 {
+		return nil, fmt.Errorf("reading the online CPUs %q: %v", strings.TrimSpace(string(b)), err)
+	}
+	return cpus, nil
+}
+
+// queueFiles are the mask files of lab0's queues under a sysfs that shows
+// the namespace's interfaces.
+func queueFile(kind string, q int) string {
+	dir, file := "rx-", "rps_cpus"
+	if kind == "xps" {
+		dir, file = "tx-", "xps_cpus"
+	}
+	return filepath.Join("/sys/class/net", Iface, "queues", fmt.Sprint(dir, q), file)
+}
+
+// inNSSysfs runs fn on a thrown-away thread that has entered ns with a
+// sysfs of its own (as `ip netns exec` does): the queue files of a
+// namespace's link are only visible through such a mount.
+func inNSSysfs(ns string, fn func() error) error {
+	return osthread.Throwaway(func() error {
+		if err := enter(ns); err != nil {
+			return err
+		}
+		return fn()
+	})
+}
+
+// readSteering reads the RPS and XPS masks of lab0's n queues in ns.
+func readSteering(ns string, n int) (steering, error) {
+	var s steering
+	err := inNSSysfs(ns, func() error {
+		for q := range n {
+			for _, kind := range []string{"rps", "xps"} {
+				b, err := os.ReadFile(queueFile(kind, q))
+				if err != nil {
+					return fmt.Errorf("reading %s of %s queue %d: %w", kind, Iface, q, err)
+				}
+				cpus, err := cpulist.ParseMask(string(b))
+				if err != nil {
+					return fmt.Errorf("reading %s of %s queue %d: %w", kind, Iface, q, err)
+				}
+				if kind == "rps" {
+					s.RPS = append(s.RPS, cpus)
+				} else {
+					s.XPS = append(s.XPS, cpus)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return s, fmt.Errorf("in %s: %w", ns, err)
+	}
+	return s, nil
+}
+
+// writeSteering sets the masks of lab0's queues in ns.
+func writeSteering(ns string, s steering) error {
+	return inNSSysfs(ns, func() error {
+		for q := range s.RPS {
+			for kind, cpus := range map[string][]int{"rps": s.RPS[q], "xps": s.XPS[q]} {
+				if err := os.WriteFile(queueFile(kind, q), []byte(cpulist.FormatMask(cpus)+"\n"), 0); err != nil {
+					return fmt.Errorf("setting %s of %s queue %d in %s: %w", kind, Iface, q, ns, err)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// steeringPlan steers a multi-queue lab0's queues to CPUs, if they are not
+// already.
+func steeringPlan(hv hostView, queues int) []change {
+	if queues < 2 || queuesOf(hv.lab0) != queues {
+		return nil
+	}
+	cpus, err := onlineCPUs()
+	if err != nil {
+		return []change{{"steer the queues of " + Iface + " in " + hv.ns, func() error { return err }}}
+	}
+	want := steeringFor(queues, cpus)
+	if hv.steer.equal(want) {
+		return nil
+	}
+	ns := hv.ns
+	return []change{{fmt.Sprintf("steer %s's %d queues in %s to CPUs %s (RPS and XPS)", Iface, queues, ns, cpulist.Format(cpus[:min(len(cpus), queues)])),
+		func() error { return writeSteering(ns, want) }}}
+}
