@@ -61,7 +61,7 @@ type StreamSample struct {
 	RTTVar       uint32 `json:"rttvar_us"`
 	Cwnd         uint64 `json:"cwnd_bytes"`
 	Retransmits  uint32 `json:"retransmits"`
-	DeliveryRate uint64 `json:"delivery_rate"` // bytes per second
+	DeliveryRate uint64 `json:"delivery_rate"`    // bytes per second
 	RxCPU        *int   `json:"rx_cpu,omitempty"` // a receiving stream's softirq CPU (incomingCPU)
 }
 
