@@ -192,7 +192,7 @@ func (f *Fairness) byRxCPU(recv endLoad) {
 		parts = append(parts, f.groupSentence(idx, c, recv))
 	}
 	fastGroup := byCPU[fastCPU]
-	ref := fmt.Sprintf("%s, %s on CPU %d at %s Gbit/s%s", streamNames(f.ids(fastGroup)), aloneOr(len(fastGroup)), fastCPU,
+	ref := fmt.Sprintf("%s, %s on CPU %d at %s%s", streamNames(f.ids(fastGroup)), aloneOr(len(fastGroup)), fastCPU,
 		gbpsList(f, fastGroup), cpuLoad(recv, fastCPU))
 	if len(parts) == 0 { // the slow streams share the fastest one's CPU
 		f.Explanation = fmt.Sprintf("The streams differed by %.0f%% but the slow ones shared the fast one's receive CPU: %s. The receive CPUs do not explain it; look at the senders' CPUs and the path.",
@@ -215,12 +215,12 @@ func (f *Fairness) groupSentence(idx []int, cpu int, recv endLoad) string {
 	for _, i := range idx {
 		mean += f.Streams[i].Gbps / float64(len(idx))
 	}
-	how := "shared"
+	how, their := "shared", "their"
 	if len(idx) == 1 {
-		how = "had"
+		how, their = "had", "its"
 	}
-	return fmt.Sprintf("%s %s CPU %d%s for their receive softirq and got %s Gbit/s, %s as much as",
-		streamNames(f.ids(idx)), how, cpu, cpuLoad(recv, cpu), gbpsList(f, idx), fraction(mean/fast))
+	return fmt.Sprintf("%s %s CPU %d%s for %s receive softirq and got %s, %s as much as",
+		streamNames(f.ids(idx)), how, cpu, cpuLoad(recv, cpu), their, gbpsList(f, idx), fraction(mean/fast))
 }
 
 // byShares explains the spread without per-flow CPUs: the rates say how
@@ -238,7 +238,7 @@ func (f *Fairness) byShares(recv endLoad) {
 		}
 	}
 	slow, rest := f.split()
-	head := fmt.Sprintf("%s got %s as much as %s (%s against %s Gbit/s)", streamNames(f.ids(slow)), fraction(meanGbps(f, slow)/fast),
+	head := fmt.Sprintf("%s got %s as much as %s (%s against %s)", streamNames(f.ids(slow)), fraction(meanGbps(f, slow)/fast),
 		othersName(f, rest, len(slow)), gbpsList(f, slow), gbpsList(f, rest))
 	head = upperFirst(head)
 	if !fits {
@@ -314,8 +314,9 @@ func meanGbps(f *Fairness, idx []int) float64 {
 	return m
 }
 
-// gbpsList writes the rates of streams: "7.0", "7.0 and 7.1", or a range
-// "14.0-14.1" for more than two.
+// gbpsList writes the rates of streams: "7.0 Gbit/s", "7.0 and 7.1
+// Gbit/s", "7.0 Gbit/s each", or a range "14.0-14.1 Gbit/s" for more
+// than two.
 func gbpsList(f *Fairness, idx []int) string {
 	vals := make([]float64, len(idx))
 	for i, x := range idx {
@@ -323,18 +324,18 @@ func gbpsList(f *Fairness, idx []int) string {
 	}
 	switch len(vals) {
 	case 1:
-		return fmt.Sprintf("%.1f", vals[0])
+		return fmt.Sprintf("%.1f Gbit/s", vals[0])
 	case 2:
 		if fmt.Sprintf("%.1f", vals[0]) == fmt.Sprintf("%.1f", vals[1]) {
-			return fmt.Sprintf("%.1f each", vals[0])
+			return fmt.Sprintf("%.1f Gbit/s each", vals[0])
 		}
-		return fmt.Sprintf("%.1f and %.1f", vals[0], vals[1])
+		return fmt.Sprintf("%.1f and %.1f Gbit/s", vals[0], vals[1])
 	}
 	lo, hi := slices.Min(vals), slices.Max(vals)
 	if fmt.Sprintf("%.1f", lo) == fmt.Sprintf("%.1f", hi) {
-		return fmt.Sprintf("%.1f each", lo)
+		return fmt.Sprintf("%.1f Gbit/s each", lo)
 	}
-	return fmt.Sprintf("%.1f-%.1f", lo, hi)
+	return fmt.Sprintf("%.1f-%.1f Gbit/s", lo, hi)
 }
 
 // streamNames writes "stream 2", "streams 6 and 7", "streams 1, 4 and 5".

@@ -63,7 +63,7 @@ func TestFairnessSeed001RatesOnly(t *testing.T) {
 		t.Errorf("basis %q explained %v, want rates, not explained (nothing confirms the CPUs)", f.Basis, f.Explained)
 	}
 	want := []string{
-		"Streams 6 and 7 got half as much as the other six (7.0 and 7.1 against 14.0-14.1 Gbit/s)",
+		"Streams 6 and 7 got half as much as the other six (7.0 and 7.1 Gbit/s against 14.0-14.1 Gbit/s)",
 		"the pattern of 8 flows on 7 receive CPUs of equal capacity (14.1 Gbit/s each), six with a CPU each, streams 6 and 7 sharing one",
 		"no per-CPU telemetry of the receiver",
 	}

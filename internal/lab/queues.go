@@ -17,13 +17,19 @@ import (
 // the masks of every queue are written one file at a time.
 const maxQueues = 64
 
-// A multi-queue lab steers each queue to one CPU, the way a multi-queue
-// NIC with one IRQ per queue does: on both ends, RPS sends what arrives on
-// RX queue i to CPU i (modulo the CPUs), and XPS makes a thread on CPU i
-// transmit on TX queue i. A veth hands a packet sent on its TX queue i to
-// its peer's RX side, so a flow whose threads run on CPU i has its NET_RX
-// softirq on CPU i at both ends: where the stream threads are pinned
+// A multi-queue lab steers queues to CPUs, the way a multi-queue NIC with
+// one IRQ per queue does: a flow whose threads run on CPU i has its NET_RX
+// softirq on CPU i at both ends, so where the stream threads are pinned
 // decides which flows share a CPU (Documentation/networking/scaling.rst).
+//
+// A veth hands the peer the skb with the queue_mapping its TX queue gave
+// it, and RPS reads a non-zero queue_mapping m as "recorded on RX queue
+// m-1" (skb_get_rx_queue); TX queue 0 reads as unrecorded, RX queue 0. So
+// XPS sends a thread on CPU i to TX queue i+1 (queue 0 is left to
+// nothing), which arrives on the peer's RX queue i, which RPS steers to
+// CPU i. With N queues, N-1 CPUs get a queue each: ask for one more queue
+// than CPUs. Measured here: with the same queue index on both sides, every
+// flow arrived on RX queue 0.
 
 // queuesOf is how many TX queues a link has (1 when the kernel did not
 // say).
@@ -44,13 +50,17 @@ type steering struct {
 }
 
 // steeringFor is what a link of n queues should have on a host with the
-// given CPUs: queue i on cpus[i mod len(cpus)].
+// given CPUs: RX queue i and TX queue i+1 on cpus[i mod len(cpus)], TX
+// queue 0 on none.
 func steeringFor(n int, cpus []int) steering {
-	var s steering
+	s := steering{RPS: make([][]int, n), XPS: make([][]int, n)}
+	s.XPS[0] = []int{}
 	for i := range n {
 		c := []int{cpus[i%len(cpus)]}
-		s.RPS = append(s.RPS, c)
-		s.XPS = append(s.XPS, c)
+		s.RPS[i] = c
+		if i+1 < n {
+			s.XPS[i+1] = c
+		}
 	}
 	return s
 }
@@ -156,6 +166,6 @@ func steeringPlan(hv hostView, queues int) []change {
 		return nil
 	}
 	ns := hv.ns
-	return []change{{fmt.Sprintf("steer %s's %d queues in %s to CPUs %s (RPS and XPS)", Iface, queues, ns, cpulist.Format(cpus[:min(len(cpus), queues)])),
+	return []change{{fmt.Sprintf("steer %s's %d queues in %s to CPUs %s (RPS and XPS)", Iface, queues, ns, cpulist.Format(cpus[:min(len(cpus), queues-1)])),
 		func() error { return writeSteering(ns, want) }}}
 }
