@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/linerate/linerate/internal/lab"
+	"github.com/linerate/linerate/internal/testbin"
 )
 
 // TestLabFairnessByRxCPU makes a per-stream imbalance that one CPU
@@ -40,10 +39,7 @@ func TestLabFairnessByRxCPU(t *testing.T) {
 			t.Errorf("lab down: %v", err)
 		}
 	})
-	bin := filepath.Join(t.TempDir(), "linerate")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/linerate").CombinedOutput(); err != nil {
-		t.Fatalf("building linerate: %v\n%s", err, out)
-	}
+	bin := testbin.Build(t, "../../cmd/linerate")
 	d := &Native{Lab: LabEngine{Name: name, Self: bin}}
 	spec := Spec{Engine: "native", Peer: "lab:" + name, Repeat: 3,
 		Run: Params{Streams: 3, Duration: 3 * time.Second, Interval: time.Second, Placement: Placement{Client: []int{0, 1}, Server: []int{0, 1}}}}
