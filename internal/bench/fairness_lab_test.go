@@ -109,7 +109,7 @@ func TestLabFairnessByRxCPU(t *testing.T) {
 		return
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
-	t.Fatalf("five runs without a per-stream imbalance though streams 1 and 3 shared CPU 0 and stream 2 had CPU 1 to itself (load average %s)", strings.Fields(string(load)+" ?")[0])
+	t.Fatalf("five runs without a per-stream imbalance though streams 1 and 3 shared CPU 0 and stream 2 had CPU 1 to itself (load average %s)", strings.Fields(string(load) + " ?")[0])
 }
 
 func gbpsOfStreams(r *Run) string {

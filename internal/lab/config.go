@@ -208,7 +208,7 @@ type Config struct {
 	// for mtu-mismatch only on a, so that the mismatch stays.
 	MTU int
 	// Queues, when above 1, gives each veth end that many TX and RX
-	// queues, with RPS and XPS steering queue i to CPU i (modulo the
+	// queues (0 or 1: the kernel's default, whatever an existing lab has), with RPS and XPS steering queue i to CPU i (modulo the
 	// CPUs): flows then land on different CPUs by their queue, as on a
 	// multi-queue NIC (see queues.go).
 	Queues int
@@ -270,7 +270,7 @@ type spec struct {
 	MTU    [2]int
 	Rate   Rate // 0: no shaping
 	Sysctl [2]map[string]string
-	Queues int // 1: the kernel's single-queue veth
+	Queues int // 1: the kernel's default
 }
 
 // The rate of capped-10g.

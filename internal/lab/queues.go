@@ -35,6 +35,11 @@ const maxQueues = 64
 // say).
 func queuesOf(l netlink.Link) int { return max(l.Attrs().NumTxQueues, 1) }
 
+// queuesFit reports whether a link has the queues asked for: any count
+// when none was asked (the kernel's default, which may be one queue per
+// possible CPU), else exactly that many.
+func queuesFit(l netlink.Link, want int) bool { return want < 2 || queuesOf(l) == want }
+
 func queuesPhrase(n int) string {
 	if n < 2 {
 		return ""
@@ -162,10 +167,10 @@ func steeringPlan(hv hostView, queues int) []change {
 		return []change{{"steer the queues of " + Iface + " in " + hv.ns, func() error { return err }}}
 	}
 	want := steeringFor(queues, cpus)
-	if hv.steer.equal(want) {
+	ns := hv.ns
+	if cur, err := readSteering(ns, queues); err == nil && cur.equal(want) {
 		return nil
 	}
-	ns := hv.ns
 	return []change{{fmt.Sprintf("steer %s's %d queues in %s to CPUs %s (RPS and XPS)", Iface, queues, ns, cpulist.Format(cpus[:min(len(cpus), queues-1)])),
 		func() error { return writeSteering(ns, want) }}}
 }

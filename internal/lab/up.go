@@ -180,7 +180,6 @@ type hostView struct {
 	addrs  []netlink.Addr // IPv4 addresses of lab0
 	root   netlink.Qdisc  // root qdisc of lab0
 	sysctl map[string]string
-	steer  steering // RPS/XPS masks of lab0's queues
 }
 
 func viewHosts(names [2]string) ([2]hostView, error) {
@@ -220,10 +219,7 @@ func viewHost(ns string) (hostView, error) {
 			return v, err
 		}
 	}
-	if v.sysctl, err = readSysctls(ns, managedSysctls()); err != nil || v.lab0 == nil || queuesOf(v.lab0) < 2 {
-		return v, err
-	}
-	v.steer, err = readSteering(ns, queuesOf(v.lab0))
+	v.sysctl, err = readSysctls(ns, managedSysctls())
 	return v, err
 }
 
@@ -258,7 +254,7 @@ func structuralPlan(name string, v [2]hostView, want spec) []change {
 		}
 	}
 	if v[0].lab0 != nil && v[1].lab0 != nil && vethPaired(v[0].lab0, v[1].lab0) &&
-		queuesOf(v[0].lab0) == want.Queues && queuesOf(v[1].lab0) == want.Queues {
+		queuesFit(v[0].lab0, want.Queues) && queuesFit(v[1].lab0, want.Queues) {
 		return plan
 	}
 	// One end alone, two links that are not one pair (someone changed
