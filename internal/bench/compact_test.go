@@ -191,7 +191,7 @@ func TestCompactKeepsWhatExplanationsUse(t *testing.T) {
 
 // TestCompactLeavesSmallHosts: up to 32 CPUs, every sample stays.
 func TestCompactLeavesSmallHosts(t *testing.T) {
-	r := syntheticRun(64.6, map[int][2]float64{6: {92, 41}})
+	r := clone(t, syntheticRun(64.6, map[int][2]float64{6: {92, 41}}))
 	c := clone(t, r)
 	CompactTelemetry(c, seed000Topology(), seed000Topology())
 	if !reflect.DeepEqual(r, c) {
@@ -204,7 +204,7 @@ func TestCompactLeavesSmallHosts(t *testing.T) {
 // run is the same compacted.
 func TestCompactKeepsFairness(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	r := gen512Run(rng, false)
+	r := clone(t, gen512Run(rng, false))
 	// Streams 7 and 8 share CPU 6 and get half as much.
 	six := 6
 	for i := range r.Intervals {

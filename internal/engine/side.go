@@ -32,6 +32,7 @@ type Side struct {
 	t0, omitAt, prevAt time.Time
 	last, atOmit       []mark
 	cpuAtOmit          float64
+	userAtOmit, sysAt  float64 // cpuAtOmit split (cpusplit.go)
 }
 
 // mark is a stream's counters at one instant.
@@ -95,6 +96,7 @@ func (s *Side) Begin() {
 	s.t0 = time.Now()
 	s.prevAt, s.omitAt = s.t0, s.t0
 	s.cpuAtOmit = cpuSeconds()
+	s.userAtOmit, s.sysAt = cpuSplit()
 	for _, st := range s.streams {
 		dir := "rx"
 		if st.Send {
@@ -159,6 +161,7 @@ func (s *Side) Sample() Sample {
 	if k == s.nOmit-1 { // the warm-up ends here: what follows is measured
 		copy(s.atOmit, s.last)
 		s.omitAt, s.cpuAtOmit = now, cpuSeconds()
+		s.userAtOmit, s.sysAt = cpuSplit()
 	}
 	s.prevAt = now
 	return out

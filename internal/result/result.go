@@ -25,7 +25,7 @@ type Result struct {
 type Start struct {
 	Peer        string       `json:"peer"`
 	Port        int          `json:"port"`
-	Timestamp   time.Time    `json:"timestamp"`
+	Timestamp   time.Time    `json:"started_at"` // start.timestamp is iperf3's {time, timesecs}
 	Streams     int          `json:"streams"`
 	DurationS   float64      `json:"duration_s"`
 	OmitS       float64      `json:"omit_s"`
@@ -42,6 +42,19 @@ type Start struct {
 	// Notes are facts that could not be read, and limits the kernel
 	// imposed, in plain sentences.
 	Notes []string `json:"notes,omitempty"`
+
+	// Protocol is "udp" for a UDP run, "" for TCP, and Bitrate the rate a
+	// UDP sender paces to (bits/s, 0 unpaced). BlockSize is the bytes one
+	// write sends; MSS the data sockets' TCP_MAXSEG, read on the client's
+	// first stream once connected; SenderCongestion and
+	// ReceiverCongestion the sending and receiving sockets'
+	// TCP_CONGESTION (0 and "" when not known).
+	Protocol           string `json:"protocol,omitempty"`
+	Bitrate            uint64 `json:"bitrate_bps,omitempty"`
+	BlockSize          int    `json:"block_size,omitempty"`
+	MSS                int    `json:"tcp_mss,omitempty"`
+	SenderCongestion   string `json:"sender_congestion,omitempty"`
+	ReceiverCongestion string `json:"receiver_congestion,omitempty"`
 }
 
 // Placement is where the stream threads ran: the CPUs of each end, in
@@ -71,6 +84,11 @@ type Connection struct {
 	Sender    string `json:"sender"` // "client" or "server"
 	ClientCPU int    `json:"client_cpu"`
 	ServerCPU int    `json:"server_cpu"`
+
+	// Local and Remote are the client's address and the agent's
+	// ("host:port").
+	Local  string `json:"local,omitempty"`
+	Remote string `json:"remote,omitempty"`
 }
 
 // Interval is one report period.
@@ -108,7 +126,7 @@ type DomainSample struct {
 // end's socket (TCP_INFO).
 type StreamInterval struct {
 	ID              int     `json:"id"`
-	Sender          string  `json:"sender"`
+	Sender          string  `json:"sent_by"` // "client" or "server"
 	Bytes           uint64  `json:"bytes"`
 	BitsPerSecond   float64 `json:"bits_per_second"`
 	RTTus           uint32  `json:"rtt_us"`
@@ -119,6 +137,8 @@ type StreamInterval struct {
 	// RxCPU is the CPU whose softirq served the stream's receiving socket
 	// at the end of the interval (SO_INCOMING_CPU); absent when unknown.
 	RxCPU *int `json:"rx_cpu,omitempty"`
+
+	Packets uint64 `json:"packets,omitempty"` // UDP datagrams
 }
 
 // Sum totals the streams of an interval, or of a run.
@@ -155,6 +175,8 @@ type End struct {
 	CPU         EndCPU      `json:"cpu"`
 	ZeroCopy    *ZCReport   `json:"zerocopy,omitempty"`
 	Errors      []string    `json:"errors,omitempty"`
+
+	Sum *UDPStream `json:"sum,omitempty"` // a UDP run's streams together, as iperf3 -u; nil for TCP
 }
 
 // StreamEnd is one stream's bytes after the warm-up. The receiver's count
@@ -162,10 +184,12 @@ type End struct {
 // the sender's.
 type StreamEnd struct {
 	ID            int    `json:"id"`
-	Sender        string `json:"sender"`
+	Sender        string `json:"sent_by"`
 	SentBytes     uint64 `json:"sent_bytes"`
 	ReceivedBytes uint64 `json:"received_bytes"`
 	Retransmits   uint64 `json:"retransmits"`
+
+	UDP *UDPStream `json:"udp,omitempty"` // what the receiver counted of a UDP stream
 }
 
 // EndCPU is the CPU time each end's process used while measuring
@@ -174,6 +198,12 @@ type StreamEnd struct {
 type EndCPU struct {
 	ClientSeconds float64 `json:"client_seconds"`
 	ServerSeconds float64 `json:"server_seconds"`
+
+	// The same split into user and system time (0 when not reported).
+	ClientUserSeconds   float64 `json:"client_user_seconds,omitempty"`
+	ClientSystemSeconds float64 `json:"client_system_seconds,omitempty"`
+	ServerUserSeconds   float64 `json:"server_user_seconds,omitempty"`
+	ServerSystemSeconds float64 `json:"server_system_seconds,omitempty"`
 }
 
 // ZCReport says what zero copy did: for MSG_ZEROCOPY, how many sends the
