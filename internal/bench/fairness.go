@@ -202,6 +202,9 @@ func (f *Fairness) byRxCPU(recv endLoad) {
 	f.Explained = explained
 	parts[0] += " " + ref
 	s := strings.Join(parts, "; ") + "."
+	if explained {
+		s += f.evenSplitNote(byCPU, fastCPU)
+	}
 	if !explained {
 		s += " Their receive CPUs served no more streams than the fastest's, so CPU sharing does not explain the gap: look at the senders' CPUs and the path."
 	}
@@ -221,6 +224,27 @@ func (f *Fairness) groupSentence(idx []int, cpu int, recv endLoad) string {
 	}
 	return fmt.Sprintf("%s %s CPU %d%s for %s receive softirq and got %s, %s as much as",
 		streamNames(f.ids(idx)), how, cpu, cpuLoad(recv, cpu), their, gbpsList(f, idx), fraction(mean/fast))
+}
+
+// evenSplitNote compares the slow streams' share with what an even split
+// of equal CPUs gives (k streams on a CPU get 1/k of the CPU's rate, the
+// fastest CPU's streams' k' each k'/k of theirs): when another load on the
+// machine narrowed or widened the gap, it says so.
+func (f *Fairness) evenSplitNote(byCPU map[int][]int, fastCPU int) string {
+	fastK := len(byCPU[fastCPU])
+	fast := f.Streams[f.fastest()].Gbps
+	for c, idx := range byCPU {
+		if c == fastCPU || !f.slow(idx) {
+			continue
+		}
+		want := float64(fastK) / float64(len(idx))
+		got := meanGbps(f, idx) / fast
+		if math.Abs(got-want) > 0.2*want {
+			return fmt.Sprintf(" An even split of equal CPUs would give them %s as much, not %s: other work on the CPUs (or CPUs of unequal speed) changed the split.",
+				fraction(want), fraction(got))
+		}
+	}
+	return ""
 }
 
 // byShares explains the spread without per-flow CPUs: the rates say how

@@ -119,6 +119,11 @@ func TestFairnessRxCPU(t *testing.T) {
 	if f.Explanation != want {
 		t.Errorf("explanation\n got %s\nwant %s", f.Explanation, want)
 	}
+	// Under other load the split is narrower than 1/2, and it says so.
+	g := FairnessOf(fairRun(map[int]float64{1: 3.1, 2: 4.2, 3: 3.1}, map[int]int{1: 0, 2: 1, 3: 0}, load, 2))
+	if g == nil || !g.Explained || !strings.Contains(g.Explanation, "An even split of equal CPUs would give them half as much, not three quarters") {
+		t.Errorf("narrowed split: %+v", g)
+	}
 	for _, s := range f.Streams {
 		if want := map[int]int{1: 2, 2: 1, 3: 2}[s.ID]; s.Sharing != want || s.RxCPU == nil {
 			t.Errorf("stream %d: sharing %d rx %v, want %d", s.ID, s.Sharing, s.RxCPU, want)
