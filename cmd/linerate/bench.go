@@ -302,6 +302,9 @@ func runOne(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFlags, t
 		fmt.Fprintf(env.stdout, "%s: %.2f Gbit/s received, %.2f Gbit/s sent, %d retransmits\n",
 			c.Driver.Name(), run.Gbps(), run.End.SumSent.BitsPerSecond/1e9, run.End.SumSent.Retransmits)
 	}
+	if run.Fairness != nil {
+		fmt.Fprintf(env.stdout, "Streams: %s\n", run.Fairness.Explanation)
+	}
 	if c.Store != nil {
 		fmt.Fprintf(env.stdout, "stored as run %d in %s\n", outs[0].ID, c.Store.Path())
 	}

@@ -27,6 +27,9 @@ type Run struct {
 	// Perftest holds what a perftest tool reported (latencies, message
 	// rate) beyond the bandwidth in End.
 	Perftest *PerftestResult `json:"perftest,omitempty"`
+	// Fairness is set when the run's streams differed by more than 25%:
+	// which streams, and the receive CPUs that explain it (fairness.go).
+	Fairness *Fairness `json:"fairness,omitempty"`
 
 	// raw is the tool's output as it printed it (kept in the database,
 	// not in the JSON).

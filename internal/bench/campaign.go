@@ -190,6 +190,8 @@ func (c *Campaign) one(ctx context.Context, campaignID int64, seq, pi int, p Poi
 	if r.Start.Peer == "" {
 		r.Start.Peer = c.Spec.Peer
 	}
+	CompactTelemetry(r, TopologyFromDoctor(c.ClientDoctor), TopologyFromDoctor(c.ServerDoctor))
+	r.Fairness = FairnessOf(r)
 	out := Outcome{Point: pi, Run: r}
 	if err := c.keep(ctx, &out, params, campaignID, seq); err != nil {
 		return out, err

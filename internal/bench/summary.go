@@ -120,6 +120,7 @@ func Summarize(spec Spec, outs []Outcome, topo Topology, ceiling *float64) *Summ
 	bp := s.Points[best]
 	s.Best = &Best{Streams: bp.Streams, Placement: bp.Placement, MedianGbps: bp.MedianGbps,
 		Command: spec.Command(Point{Streams: bp.Streams, Placement: placementOf(points, bp)})}
+	s.Explanation = append(s.Explanation, fairnessSentences(s.Points, runsOf)...)
 	s.Explanation = append(s.Explanation, comparePoints(spec, s, runsOf, best, topo)...)
 	return s
 }
