@@ -29,67 +29,38 @@ func upMany(ctx context.Context, c Config) (*UpResult, error) {
 	if err := notTwoHosts(c.Name, rec); err != nil {
 		return nil, err
 	}
-	want := c.manySpec()
 	res := &UpResult{Name: c.Name, Scenario: c.Scenario, Hosts: c.Hosts, Record: recordPath(dir, c.Name), Changes: []string{}}
-	v, err := viewMany(c.Name, c.Hosts)
-	if err != nil {
-		return nil, err
+	return reconcile(ctx, dir, c, rec, res, &manyHosts{c: c, want: c.manySpec()})
+}
+
+// manyHosts plans a lab of many hosts: the switch, its bridge and ports,
+// and K hosts.
+type manyHosts struct {
+	c    Config
+	want manySpec
+	v    *manyView
+}
+
+func (m *manyHosts) look() (bool, error) {
+	var err error
+	if m.v, err = viewMany(m.c.Name, m.c.Hosts); err != nil {
+		return false, err
 	}
-	res.Created = v.sw.state != nsPinned
-	structural := v.structuralPlan(want)
-	var settings []change
-	if len(structural) == 0 {
-		if settings, err = v.settingsPlan(want); err != nil {
-			return nil, err
-		}
-		if len(settings) == 0 && rec.sameAsk(c) && rec.Phase == phaseUp {
-			return res, nil
-		}
-	}
-	phase, created := phaseCreating, time.Time{}
-	if !res.Created {
-		phase = phaseReshaping
-		if rec != nil {
-			created = rec.Created
-		}
-	}
-	intent := newRecord(c, phase, created)
-	if err := writeRecord(dir, intent); err != nil {
-		return nil, err
-	}
-	a := &applier{ctx: ctx, hook: c.afterStep}
-	err = a.apply(structural)
-	if err == nil && len(structural) > 0 {
-		if v, err = viewMany(c.Name, c.Hosts); err == nil {
-			settings, err = v.settingsPlan(want)
+	return m.v.sw.state != nsPinned, nil
+}
+
+func (m *manyHosts) structural() []change { return m.v.structuralPlan(m.want) }
+
+func (m *manyHosts) settings() ([]change, error) { return m.v.settingsPlan(m.want) }
+
+func (m *manyHosts) waitUp(ctx context.Context) error {
+	deadline := time.Now().Add(operUpTimeout)
+	for i := 1; i <= m.c.Hosts; i++ {
+		if err := waitOperUpIn(ctx, Namespace(m.c.Name, HostN(i)), deadline, operUpTimeout); err != nil {
+			return err
 		}
 	}
-	if err == nil {
-		err = a.apply(settings)
-	}
-	if err == nil {
-		deadline := time.Now().Add(operUpTimeout)
-		for i := 1; i <= c.Hosts && err == nil; i++ {
-			err = waitOperUpIn(ctx, Namespace(c.Name, HostN(i)), deadline, operUpTimeout)
-		}
-	}
-	res.Changes = a.done
-	if err != nil {
-		if res.Created {
-			if _, derr := teardown(dir, c.Name); derr != nil {
-				return nil, fmt.Errorf("bringing up lab %s: %w; cleaning up also failed: %v (run 'linerate lab down --name %s')", c.Name, err, derr, c.Name)
-			}
-			return nil, fmt.Errorf("bringing up lab %s: %w (removed what it had created)", c.Name, err)
-		}
-		return nil, fmt.Errorf("reshaping lab %s: %w (it is partly reshaped: run 'linerate lab up' again, or 'linerate lab down --name %s')", c.Name, err, c.Name)
-	}
-	if len(res.Changes) == 0 {
-		res.Changes = append(res.Changes, "update the lab record")
-	}
-	if err := writeRecord(dir, newRecord(c, phaseUp, intent.Created)); err != nil {
-		return nil, err
-	}
-	return res, nil
+	return nil
 }
 
 // switchView is what the switch namespace looks like now.

@@ -57,19 +57,38 @@ func Up(ctx context.Context, c Config) (*UpResult, error) {
 	if err := notManyHosts(c.Name, rec); err != nil {
 		return nil, err
 	}
-	names := labNamespaces(c.Name)
-	want := c.spec()
 	res := &UpResult{Name: c.Name, Scenario: c.Scenario, Record: recordPath(dir, c.Name), Changes: []string{}}
+	return reconcile(ctx, dir, c, rec, res, &twoHosts{names: labNamespaces(c.Name), name: c.Name, want: c.spec()})
+}
 
-	views, err := viewHosts(names)
+// A planner is what reconcile needs of one kind of lab (two hosts, or many
+// on a bridge): a look at what exists now, the plans that bring it to what
+// was asked, and the wait for its links.
+type planner interface {
+	// look reads what exists now, and reports whether the lab is being
+	// created (not all of it is there).
+	look() (creating bool, err error)
+	// structural plans namespaces and links, against the last look.
+	structural() []change
+	// settings plans MTUs, addresses, qdiscs and sysctls, against the
+	// last look.
+	settings() ([]change, error)
+	// waitUp waits for every link to have carrier.
+	waitUp(ctx context.Context) error
+}
+
+// reconcile brings a lab to what c asks, one plan at a time, behind an
+// intent record: shared by both kinds of lab.
+func reconcile(ctx context.Context, dir string, c Config, rec *record, res *UpResult, p planner) (*UpResult, error) {
+	creating, err := p.look()
 	if err != nil {
 		return nil, err
 	}
-	res.Created = views[0].state != nsPinned || views[1].state != nsPinned
-	structural := structuralPlan(c.Name, views, want)
+	res.Created = creating
+	structural := p.structural()
 	var settings []change
 	if len(structural) == 0 {
-		if settings, err = settingsPlan(views, want); err != nil {
+		if settings, err = p.settings(); err != nil {
 			return nil, err
 		}
 		if len(settings) == 0 && rec.sameAsk(c) && rec.Phase == phaseUp {
@@ -96,15 +115,15 @@ func Up(ctx context.Context, c Config) (*UpResult, error) {
 	if err == nil && len(structural) > 0 {
 		// Plan the settings against what now exists: a new namespace
 		// starts with copies of the host's sysctls, not the defaults.
-		if views, err = viewHosts(names); err == nil {
-			settings, err = settingsPlan(views, want)
+		if _, err = p.look(); err == nil {
+			settings, err = p.settings()
 		}
 	}
 	if err == nil {
 		err = a.apply(settings)
 	}
 	if err == nil {
-		err = waitOperUp(ctx, names, operUpTimeout)
+		err = p.waitUp(ctx)
 	}
 	res.Changes = a.done
 	if err != nil {
@@ -125,6 +144,30 @@ func Up(ctx context.Context, c Config) (*UpResult, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// twoHosts plans the two-host lab: a and b joined by one veth.
+type twoHosts struct {
+	names [2]string
+	name  string
+	want  spec
+	views [2]hostView
+}
+
+func (t *twoHosts) look() (bool, error) {
+	var err error
+	if t.views, err = viewHosts(t.names); err != nil {
+		return false, err
+	}
+	return t.views[0].state != nsPinned || t.views[1].state != nsPinned, nil
+}
+
+func (t *twoHosts) structural() []change { return structuralPlan(t.name, t.views, t.want) }
+
+func (t *twoHosts) settings() ([]change, error) { return settingsPlan(t.views, t.want) }
+
+func (t *twoHosts) waitUp(ctx context.Context) error {
+	return waitOperUp(ctx, t.names, operUpTimeout)
 }
 
 func labNamespaces(name string) [2]string {
