@@ -118,20 +118,11 @@ type Params struct {
 	Probe *agent.ProbeTest `json:"probe,omitempty"`
 }
 
-// withDefaults fills what was left zero.
+// withDefaults fills what was left zero, with the agent's defaults (one
+// place says what a test is when nothing is asked).
 func (p Params) withDefaults() Params {
-	if p.Streams == 0 {
-		p.Streams = 1
-	}
-	if p.Duration == 0 {
-		p.Duration = 10 * time.Second
-	}
-	if p.Interval == 0 {
-		p.Interval = time.Second
-	}
-	if p.Direction == "" {
-		p.Direction = result.Send
-	}
+	d := (&agent.Config{Streams: p.Streams, Duration: p.Duration, Interval: p.Interval, Direction: p.Direction}).Params()
+	p.Streams, p.Duration, p.Interval, p.Direction = d.Streams, d.Duration, d.Interval, d.Direction
 	return p
 }
 
