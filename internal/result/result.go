@@ -134,6 +134,9 @@ type End struct {
 	CPU         EndCPU      `json:"cpu"`
 	ZeroCopy    *ZCReport   `json:"zerocopy,omitempty"`
 	Errors      []string    `json:"errors,omitempty"`
+	// NICCounters is how both ends' NIC counters grew during the run;
+	// nil when neither was read.
+	NICCounters *NICCounters `json:"nic_counters,omitempty"`
 }
 
 // StreamEnd is one stream's bytes after the warm-up. The receiver's count
