@@ -15,6 +15,7 @@ import (
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/nicstats"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
 )
@@ -39,6 +40,7 @@ type client struct {
 	side *engine.Side
 	mine []engine.Sample // this end's samples, one per interval
 	keys sessionKeys
+	nic  *nicstats.Span // this end's NIC counters from before the test
 }
 
 // Run runs one test against the agent at cfg.Peer and returns its result.
@@ -194,6 +196,7 @@ func (c *client) measure(ctx context.Context, streams []*engine.Stream) (*result
 	defer c.side.Close()
 	c.emit(result.Event{Event: "start", Data: &c.res.Start})
 	rd := newReader(c.ctrl, c.p)
+	c.nic = nicstats.Begin(c.counterIface())
 	c.side.Begin()
 	if err := c.ctrl.send(bareMsg{Type: msgStart}, handshakeTimeout); err != nil {
 		c.side.Finish(0)
@@ -248,6 +251,7 @@ func (c *client) emit(e result.Event) {
 // end waits for the streams to drain and the agent's totals.
 func (c *client) end(rd *reader) (*result.Result, error) {
 	c.side.Finish(endGrace)
+	mine := c.nic.End()
 	var em *endMsg
 	select {
 	case em = <-rd.endc:
@@ -258,6 +262,7 @@ func (c *client) end(rd *reader) (*result.Result, error) {
 	}
 	c.lateSamples(rd)
 	c.res.End = c.totals(em)
+	c.res.End.NICCounters = &result.NICCounters{Client: mine, Server: em.NICCounters}
 	c.emit(result.Event{Event: "end", Data: &c.res.End})
 	return c.res, nil
 }
