@@ -16,8 +16,13 @@
 #
 # Usage: scripts/mutation.sh [--ci] [--shard I/N] [--diff REF] [PACKAGE...]
 #
-#   PACKAGE      package directories, default internal/limits internal/doctor
-#                internal/tune (add internal/engine, internal/bench … later)
+#   PACKAGE      package directories, default the critical ones:
+#                internal/limits, internal/doctor, internal/tune, and the
+#                agent's authentication, framing and request validation
+#                (internal/agent: auth, frame, keys, token, proto, gate) and
+#                bench's statistics (internal/bench: stats) — for those two
+#                only the files named in only_files below are mutated, and
+#                only their unit tests run (test_flags: no lab, no data runs)
 #   --ci         CI mode: each package is cut into shards by file (the N of
 #                ci_shards below) and the run takes one shard of each,
 #                turning with the day of the year, so a day's run fits
@@ -55,7 +60,29 @@ ci_shards() {
 	internal/limits) echo 1 ;;
 	internal/doctor) echo 4 ;;
 	internal/tune) echo 6 ;;
+	internal/agent) echo 3 ;;
+	internal/bench) echo 1 ;;
 	*) echo 4 ;;
+	esac
+}
+
+# only_files names, for a package, the files to mutate (the rest are
+# excluded); none means every file.
+only_files() {
+	case $1 in
+	internal/agent) echo auth.go frame.go gate.go keys.go proto.go token.go ;;
+	internal/bench) echo stats.go ;;
+	esac
+}
+
+# test_flags gives go test flags (through GOFLAGS) for a package whose
+# whole suite is too slow to run once per mutant: -short leaves out the
+# lab, -skip the tests that only measure data runs, which the mutated
+# files do not decide.
+test_flags() {
+	case $1 in
+	internal/agent) echo "-short -skip=^(TestOptions|TestDirections|TestPinning|TestBackToBack|TestAutoPlacement|TestRandomFrames)\$" ;;
+	internal/bench) echo "-short -skip=^(TestLabCampaigns|TestKilledCampaign|TestAgentIperf3Authenticates|TestAgentIperf2PermitKey|TestStartToolServerPins|TestToolServerDiesWithAgent|TestServerOutputBounded)\$" ;;
 	esac
 }
 
@@ -72,7 +99,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-[ ${#pkgs[@]} -gt 0 ] || pkgs=(internal/limits internal/doctor internal/tune)
+[ ${#pkgs[@]} -gt 0 ] || pkgs=(internal/limits internal/doctor internal/tune internal/agent internal/bench)
 if [ -n "$shard" ] && ! [[ $shard =~ ^[0-9]+/[1-9][0-9]*$ ]]; then
 	echo "mutation.sh: --shard $shard: want I/N, e.g. 0/4" >&2
 	exit 2
@@ -91,8 +118,13 @@ mkdir -p "$out"
 # excludes prints -E arguments that leave out every package file not in
 # shard i of n (files sorted by name, test files aside).
 excludes() {
-	local dir=$1 i=$2 n=$3 k=0 f
+	local dir=$1 i=$2 n=$3 k=0 f only
+	only=" $(only_files "$dir") "
 	for f in $(cd "$dir" && ls -- *.go | grep -v '_test\.go$' | sort); do
+		if [ "$only" != "  " ] && [[ $only != *" $f "* ]]; then
+			printf -- '-E\n^%s$\n' "${f//./\\.}"
+			continue
+		fi
 		if [ $((k % n)) -ne "$i" ]; then
 			printf -- '-E\n^%s$\n' "${f//./\\.}"
 		fi
@@ -118,10 +150,12 @@ for pkg in "${pkgs[@]}"; do
 		n=$(ci_shards "$pkg")
 		s=$((day % n))/$n
 	fi
-	if [ -n "$s" ]; then
-		mapfile -t ex < <(excludes "$pkg" "${s%/*}" "${s#*/}")
+	if [ -n "$s" ] || [ -n "$(only_files "$pkg")" ]; then
+		sh=${s:-0/1}
+		mapfile -t ex < <(excludes "$pkg" "${sh%/*}" "${sh#*/}")
 		args+=("${ex[@]}")
-		which="shard $s"
+		which="shard ${s:-all}"
+		[ -z "$(only_files "$pkg")" ] || which="$(only_files "$pkg" | sed 's/\.go//g; s/ /,/g'), $which"
 	fi
 	if [ -n "$diff" ]; then
 		args+=(--diff "$diff")
@@ -136,7 +170,7 @@ for pkg in "${pkgs[@]}"; do
 	# LINERATE_TESTDATA: gremlins tests a copy of the module made without
 	# its symbolic links, and the host trees of testdata/ are made of
 	# them; the tests read the repository's own (they never write there).
-	LINERATE_TESTDATA=$PWD/testdata GOFLAGS="${GOFLAGS:+$GOFLAGS }-vet=off" \
+	LINERATE_TESTDATA=$PWD/testdata GOFLAGS="${GOFLAGS:+$GOFLAGS }-vet=off $(test_flags "$pkg")" \
 		nice -n 10 "$gremlins" "${args[@]}" "./$pkg" >"$log" 2>&1
 	rc=$?
 	set -e

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/linerate/linerate/internal/testbin"
 )
 
 // runCLI runs linerate in-process and returns stdout, stderr and the exit code.
@@ -303,10 +305,7 @@ func TestDoctorUnprivileged(t *testing.T) {
 		}
 		t.Skip("needs root to switch to an unprivileged user")
 	}
-	bin := filepath.Join(t.TempDir(), "linerate")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := testbin.Build(t, ".")
 	os.Chmod(filepath.Dir(bin), 0o755)
 	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", bin, "doctor", "--json", "--peer", "127.0.0.1")
 	out, err := cmd.Output()

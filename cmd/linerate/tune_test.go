@@ -30,6 +30,7 @@ const tuneHelperEnv = "LINERATE_TUNE_CLI_HELPER"
 // TestTuneCLIHelper is not a test: it is linerate, for subprocesses.
 func TestTuneCLIHelper(t *testing.T) {
 	if os.Getenv(tuneHelperEnv) != "1" {
+		// CI: not a test but the CLI run as a child process; skips when not one.
 		t.Skip("helper process")
 	}
 	args := os.Args
