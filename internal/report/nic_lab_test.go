@@ -18,6 +18,7 @@ import (
 	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
+	"github.com/linerate/linerate/internal/testbin"
 )
 
 // TestLabNICDrops drops frames on purpose and follows the drops from the
@@ -41,10 +42,7 @@ func TestLabNICDrops(t *testing.T) {
 		t.Skip("needs root (network namespaces)")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "linerate")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/linerate").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testbin.Build(t, "../../cmd/linerate")
 	const name = "t-nicdrop"
 	t.Setenv("LINERATE_STATE_DIR", filepath.Join(dir, "state"))
 	if _, err := lab.Up(context.Background(), lab.Config{Name: name}); err != nil {
