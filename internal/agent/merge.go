@@ -31,8 +31,19 @@ func (c *client) startResult(acc acceptMsg, streams []*engine.Stream, source str
 		if i < len(acc.Placement) {
 			srv = acc.Placement[i]
 		}
-		st.Connections = append(st.Connections, result.Connection{ID: s.ID, Sender: senderName(s.Send), ClientCPU: s.CPU, ServerCPU: srv})
+		si := engine.ReadSockInfo(s.FD)
+		st.Connections = append(st.Connections, result.Connection{ID: s.ID, Sender: senderName(s.Send), ClientCPU: s.CPU, ServerCPU: srv,
+			Local: si.Local, Remote: si.Remote})
+		if i == 0 {
+			// The agent's sockets run what --congestion asked for (every
+			// data socket gets it), or a default this end cannot read.
+			st.MSS, st.SenderCongestion, st.ReceiverCongestion = si.MSS, si.Congestion, c.p.Congestion
+			if !s.Send {
+				st.SenderCongestion, st.ReceiverCongestion = c.p.Congestion, si.Congestion
+			}
+		}
 	}
+	st.BlockSize = engine.BlockSize
 	st.Placement = result.Placement{Client: engine.Used(mine), Server: engine.Used(acc.Placement), Source: source}
 	return res
 }
@@ -130,7 +141,9 @@ func (c *client) totals(em *endMsg) result.End {
 	}
 	e.SumSent.BitsPerSecond = bps(e.SumSent.Bytes, e.Seconds)
 	e.SumReceived.BitsPerSecond = bps(e.SumReceived.Bytes, e.Seconds)
-	e.CPU = result.EndCPU{ClientSeconds: c.side.MeasuredCPU(), ServerSeconds: em.CPUSeconds}
+	e.CPU = result.EndCPU{ClientSeconds: c.side.MeasuredCPU(), ServerSeconds: em.CPUSeconds,
+		ServerUserSeconds: em.CPUUser, ServerSystemSeconds: em.CPUSystem}
+	e.CPU.ClientUserSeconds, e.CPU.ClientSystemSeconds = c.side.MeasuredCPUSplit()
 	e.Errors = append(c.side.Errors(), em.Errors...)
 	if c.p.ZeroCopy != result.NoZeroCopy {
 		e.ZeroCopy = &result.ZCReport{Method: c.p.ZeroCopy}

@@ -39,6 +39,11 @@ const protoVersion = 2
 //	doctor         client  a doctor report          none (type only)
 //	doctor_report  agent   after doctor             doctorReportMsg.check: the report is JSON
 //	error, busy    either  instead of the answer    reason shown at most maxReason bytes
+//	relay          client  a test from the agent    relayMsg.validate: a request's bounds; peer an IP address and port (relay.go)
+//	relay_start    agent   the relayed test began   relayStartMsg.check: streams, connections, notes, host facts
+//	relay_interval agent   every interval           relayIntervalMsg.check: index, one stream per connection, CPU count, finite
+//	relay_end      agent   the relayed test ended   relayEndMsg.check: interval count, streams, errors, finite
+//	bye            client  after welcome            none (type only): the client only wanted the handshake
 //
 // Every frame is bounded before it is read (frame.go): 4 KiB before
 // authentication, 1 MiB after, 16 MiB for a doctor report the client
@@ -70,6 +75,7 @@ var messageTypes = map[string]bool{
 	msgAccept: true, msgBusy: true, msgError: true, msgReady: true, msgStart: true,
 	msgInterval: true, msgStop: true, msgEnd: true, msgTool: true, msgToolStarted: true,
 	msgToolEnd: true, msgDoctor: true, msgDoctorReport: true,
+	msgRelay: true, msgRelayStart: true, msgRelayInterval: true, msgRelayEnd: true, msgBye: true,
 }
 
 // Bounds of the messages' contents.
@@ -265,6 +271,10 @@ type endMsg struct {
 	Streams    []engine.StreamTotal `json:"streams"`
 	CPUSeconds float64              `json:"cpu_seconds"`
 	Errors     []string             `json:"errors,omitempty"`
+	// CPUSeconds split into user and system time (absent from agents
+	// before they were sent).
+	CPUUser   float64 `json:"cpu_user_seconds,omitempty"`
+	CPUSystem float64 `json:"cpu_system_seconds,omitempty"`
 	// MSG_ZEROCOPY counters of the agent's senders.
 	ZCSends       uint64 `json:"zc_sends,omitempty"`
 	ZCCompletions uint64 `json:"zc_completions,omitempty"`
@@ -282,8 +292,8 @@ func (m endMsg) check(n int) error {
 		return fmt.Errorf("%w: end of %d streams, the test has %d", errBadMessage, len(m.Streams), n)
 	case len(m.Errors) > n:
 		return fmt.Errorf("%w: end with %d errors for %d streams", errBadMessage, len(m.Errors), n)
-	case m.CPUSeconds < 0:
-		return fmt.Errorf("%w: end with %g CPU seconds", errBadMessage, m.CPUSeconds)
+	case m.CPUSeconds < 0 || m.CPUUser < 0 || m.CPUSystem < 0:
+		return fmt.Errorf("%w: end with %g CPU seconds (%g user, %g system)", errBadMessage, m.CPUSeconds, m.CPUUser, m.CPUSystem)
 	}
 	for _, e := range m.Errors {
 		if len(e) > maxErrorText {

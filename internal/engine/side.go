@@ -32,6 +32,7 @@ type Side struct {
 	t0, omitAt, prevAt time.Time
 	last, atOmit       []mark
 	cpuAtOmit          float64
+	userAtOmit, sysAt  float64 // cpuAtOmit split (cpusplit.go)
 }
 
 // mark is a stream's counters at one instant.
@@ -94,6 +95,7 @@ func (s *Side) Begin() {
 	s.t0 = time.Now()
 	s.prevAt, s.omitAt = s.t0, s.t0
 	s.cpuAtOmit = cpuSeconds()
+	s.userAtOmit, s.sysAt = cpuSplit()
 	for _, st := range s.streams {
 		dir := "rx"
 		if st.Send {
@@ -158,6 +160,7 @@ func (s *Side) Sample() Sample {
 	if k == s.nOmit-1 { // the warm-up ends here: what follows is measured
 		copy(s.atOmit, s.last)
 		s.omitAt, s.cpuAtOmit = now, cpuSeconds()
+		s.userAtOmit, s.sysAt = cpuSplit()
 	}
 	s.prevAt = now
 	return out
@@ -171,6 +174,17 @@ func (s *Side) markOf(st *Stream) mark {
 		m.tcp, m.retrans = ti, ti.TotalRetrans
 	}
 	return m
+}
+
+// Moved is how many bytes every stream of this end has moved so far. Unlike
+// Sample it may be called from any goroutine: the client and the agent
+// watch it to notice a path that stopped carrying anything.
+func (s *Side) Moved() uint64 {
+	var n uint64
+	for _, st := range s.streams {
+		n += st.bytes.Load()
+	}
+	return n
 }
 
 // Finish tells the senders to stop and waits up to grace for every stream

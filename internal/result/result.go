@@ -19,13 +19,18 @@ type Result struct {
 	Start     Start      `json:"start"`
 	Intervals []Interval `json:"intervals"`
 	End       End        `json:"end"`
+	// Error says why a run ended before its length (its path or its peer
+	// went away): its intervals are those measured until then, its End
+	// what the client measured. "" for a run that ran to its end. A
+	// failed run is shown as failed and never counted in a median.
+	Error string `json:"error,omitempty"`
 }
 
 // Start is what the test was and where it ran.
 type Start struct {
 	Peer        string       `json:"peer"`
 	Port        int          `json:"port"`
-	Timestamp   time.Time    `json:"timestamp"`
+	Timestamp   time.Time    `json:"started_at"` // start.timestamp is iperf3's {time, timesecs}
 	Streams     int          `json:"streams"`
 	DurationS   float64      `json:"duration_s"`
 	OmitS       float64      `json:"omit_s"`
@@ -42,6 +47,19 @@ type Start struct {
 	// Notes are facts that could not be read, and limits the kernel
 	// imposed, in plain sentences.
 	Notes []string `json:"notes,omitempty"`
+
+	// Protocol is "udp" for a UDP run, "" for TCP, and Bitrate the rate a
+	// UDP sender paces to (bits/s, 0 unpaced). BlockSize is the bytes one
+	// write sends; MSS the data sockets' TCP_MAXSEG, read on the client's
+	// first stream once connected; SenderCongestion and
+	// ReceiverCongestion the sending and receiving sockets'
+	// TCP_CONGESTION (0 and "" when not known).
+	Protocol           string `json:"protocol,omitempty"`
+	Bitrate            uint64 `json:"bitrate_bps,omitempty"`
+	BlockSize          int    `json:"block_size,omitempty"`
+	MSS                int    `json:"tcp_mss,omitempty"`
+	SenderCongestion   string `json:"sender_congestion,omitempty"`
+	ReceiverCongestion string `json:"receiver_congestion,omitempty"`
 }
 
 // Placement is where the stream threads ran: the CPUs of each end, in
@@ -71,6 +89,11 @@ type Connection struct {
 	Sender    string `json:"sender"` // "client" or "server"
 	ClientCPU int    `json:"client_cpu"`
 	ServerCPU int    `json:"server_cpu"`
+
+	// Local and Remote are the client's address and the agent's
+	// ("host:port").
+	Local  string `json:"local,omitempty"`
+	Remote string `json:"remote,omitempty"`
 }
 
 // Interval is one report period.
@@ -90,7 +113,7 @@ type Interval struct {
 // end's socket (TCP_INFO).
 type StreamInterval struct {
 	ID              int     `json:"id"`
-	Sender          string  `json:"sender"`
+	Sender          string  `json:"sent_by"` // "client" or "server"
 	Bytes           uint64  `json:"bytes"`
 	BitsPerSecond   float64 `json:"bits_per_second"`
 	RTTus           uint32  `json:"rtt_us"`
@@ -98,6 +121,8 @@ type StreamInterval struct {
 	CwndBytes       uint64  `json:"cwnd_bytes"`
 	Retransmits     uint64  `json:"retransmits"`
 	DeliveryRateBps float64 `json:"delivery_rate_bps"`
+
+	Packets uint64 `json:"packets,omitempty"` // UDP datagrams
 }
 
 // Sum totals the streams of an interval, or of a run.
@@ -134,6 +159,13 @@ type End struct {
 	CPU         EndCPU      `json:"cpu"`
 	ZeroCopy    *ZCReport   `json:"zerocopy,omitempty"`
 	Errors      []string    `json:"errors,omitempty"`
+	Sum         *UDPStream  `json:"sum,omitempty"` // a UDP run's streams together, as iperf3 -u; nil for TCP
+	// Latency is a ping-pong run's (bench --latency); UDP what the native
+	// engine adds to a UDP run's Sum (bench --udp): packets per second,
+	// what the receiver counted, the target and how datagrams were sent.
+	// Nil otherwise.
+	Latency *Latency `json:"latency,omitempty"`
+	UDP     *UDPSum  `json:"udp,omitempty"`
 	// NICCounters is how both ends' NIC counters grew during the run;
 	// nil when neither was read.
 	NICCounters *NICCounters `json:"nic_counters,omitempty"`
@@ -144,10 +176,12 @@ type End struct {
 // the sender's.
 type StreamEnd struct {
 	ID            int    `json:"id"`
-	Sender        string `json:"sender"`
+	Sender        string `json:"sent_by"`
 	SentBytes     uint64 `json:"sent_bytes"`
 	ReceivedBytes uint64 `json:"received_bytes"`
 	Retransmits   uint64 `json:"retransmits"`
+
+	UDP *UDPStream `json:"udp,omitempty"` // what the receiver counted of a UDP stream
 }
 
 // EndCPU is the CPU time each end's process used while measuring
@@ -156,6 +190,12 @@ type StreamEnd struct {
 type EndCPU struct {
 	ClientSeconds float64 `json:"client_seconds"`
 	ServerSeconds float64 `json:"server_seconds"`
+
+	// The same split into user and system time (0 when not reported).
+	ClientUserSeconds   float64 `json:"client_user_seconds,omitempty"`
+	ClientSystemSeconds float64 `json:"client_system_seconds,omitempty"`
+	ServerUserSeconds   float64 `json:"server_user_seconds,omitempty"`
+	ServerSystemSeconds float64 `json:"server_system_seconds,omitempty"`
 }
 
 // ZCReport says what zero copy did: for MSG_ZEROCOPY, how many sends the
