@@ -88,7 +88,8 @@ between the two hosts of a lab ('linerate lab up --name NAME').
 One run prints lines like iperf3's. --repeat, --sweep-streams and
 --placements make a campaign: every stream count crossed with every
 placement, each repeated, interleaved round by round; it ends with each
-point's median, min, max and bootstrap 95% interval, its share of the path's
+point's median, min, max and 95% interval (order statistics of the runs,
+distribution-free: 6 runs or more), its share of the path's
 goodput ceiling (from doctor), the CPU cost per Gbit/s, and, when repeats
 split into buckets or placements differ, what differed between them in
 plain words, with the command that reproduces the best point.
@@ -173,6 +174,12 @@ func runBench(cmd *cobra.Command, env *cliEnv, peer string, f benchFlags) error 
 		return errors.New("--json-stream shows one native run as it happens: use --json for campaigns and other engines")
 	}
 	if err := f.checkEngine(cfg); err != nil {
+		return err
+	}
+	if err := checkAffinity(peer, f.affinity, cfg.ClientCPUs, cfg.ServerCPUs); err != nil {
+		return err
+	}
+	if err := checkBenchPeer(cmd.Context(), peer, f.port); err != nil {
 		return err
 	}
 	tcfg := bench.TargetConfig{Peer: peer, Engine: f.engine, Port: f.port, Interval: cfg.Interval, Base: cfg,
@@ -294,6 +301,9 @@ func runOne(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFlags, t
 	} else if !native {
 		fmt.Fprintf(env.stdout, "%s: %.2f Gbit/s received, %.2f Gbit/s sent, %d retransmits\n",
 			c.Driver.Name(), run.Gbps(), run.End.SumSent.BitsPerSecond/1e9, run.End.SumSent.Retransmits)
+	}
+	if run.Fairness != nil {
+		fmt.Fprintf(env.stdout, "Streams: %s\n", run.Fairness.Explanation)
 	}
 	if c.Store != nil {
 		fmt.Fprintf(env.stdout, "stored as run %d in %s\n", outs[0].ID, c.Store.Path())

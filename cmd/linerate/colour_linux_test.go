@@ -25,13 +25,19 @@ func TestColourDecision(t *testing.T) {
 		w       io.Writer
 		noColor *string
 		want    bool
+		color   string // --color
+		term    string
 	}{
-		{"tty", tty, nil, true},
-		{"tty NO_COLOR=1", tty, strPtr("1"), false},
-		{"tty NO_COLOR=", tty, strPtr(""), true},
-		{"pipe", pw, nil, false},
-		{"pipe NO_COLOR=", pw, strPtr(""), false},
-		{"buffer", &bytes.Buffer{}, nil, false},
+		{"tty", tty, nil, true, "", ""},
+		{"tty TERM=dumb", tty, nil, false, "", "dumb"},
+		{"tty --color=never", tty, nil, false, "never", ""},
+		{"pipe --color=always", pw, nil, true, "always", ""},
+		{"pipe --color=always NO_COLOR=1", pw, strPtr("1"), true, "always", ""},
+		{"tty NO_COLOR=1", tty, strPtr("1"), false, "", ""},
+		{"tty NO_COLOR=", tty, strPtr(""), true, "", ""},
+		{"pipe", pw, nil, false, "", ""},
+		{"pipe NO_COLOR=", pw, strPtr(""), false, "", ""},
+		{"buffer", &bytes.Buffer{}, nil, false, "auto", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -40,6 +46,11 @@ func TestColourDecision(t *testing.T) {
 			} else {
 				t.Setenv("NO_COLOR", *tt.noColor)
 			}
+			env.color = tt.color
+			if tt.term == "" {
+				tt.term = "xterm-256color"
+			}
+			t.Setenv("TERM", tt.term)
 			if got := env.colour(tt.w); got != tt.want {
 				t.Errorf("colour = %v, want %v", got, tt.want)
 			}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -22,6 +23,8 @@ type compareFlags struct {
 	threshold float64
 	json      bool
 	db        string
+	streams   int  // keep a label's runs of this many streams
+	unlike    bool // compare unlike runs with a warning instead of refusing
 }
 
 func newCompareCmd(env *cliEnv) *cobra.Command {
@@ -29,15 +32,28 @@ func newCompareCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "compare A B",
 		Short: "Compare two stored runs, or two labels, and flag a regression",
-		Long: `compare shows how B's goodput differs from A's: the change of the median with a
-95% bootstrap interval (` + strconv.Itoa(bench.Resamples) + ` resamples). A and B are run IDs or labels
-('linerate history' lists both).
+		Long: `compare shows how B's goodput differs from A's: the change of the median, and
+whether the difference is significant by a two-sided Mann-Whitney U test over
+whole runs (each run's goodput one value: a run's 1-s intervals are correlated,
+not independent samples). A and B are run IDs or labels ('linerate history'
+lists both); a label's sample is the goodput of each of its runs, a run ID's
+that one run. Small samples (3 runs against 3, or one run against another) can
+never show a significant difference at α = 0.05, and compare says so.
 
-Two runs are compared interval by interval (each run's measured intervals are
-its sample); a label's sample is the goodput of each of its runs.
+Only like runs are pooled or compared: the same engine, streams and
+direction (what is measured), placement, peer and MTU (where). A label whose
+runs differ in any of these is refused, naming its groups: pick one with
+--streams, or pool them anyway with --unlike. A and B that measure different
+things (send against bidir, 1 stream against 4, iperf3 against native) are
+refused too unless --unlike; when they differ only in placement, peer or MTU
+— usually the point of the comparison — compare lists the differences.
 
-Exit status: 0 no regression, 1 B is slower than A by more than --threshold
-percent, 2 error.`,
+Exit status:
+  0  no significant regression: no significant difference, B faster, or B
+     slower by less than --threshold percent
+  1  regression: B is significantly slower than A (p < 0.05) and by more
+     than --threshold percent
+  2  error: a side names nothing, or the runs cannot be compared`,
 		Example: `  linerate compare 12 17
   linerate compare baseline tuned --threshold 3`,
 		Args: cobra.ExactArgs(2),
@@ -47,30 +63,44 @@ percent, 2 error.`,
 	fl.Float64Var(&f.threshold, "threshold", 5, "percent slower that counts as a regression (exit 1)")
 	fl.BoolVar(&f.json, "json", false, "print the "+compareSchema+" JSON document")
 	fl.StringVar(&f.db, "db", "", "the results database (default "+store.DefaultPath()+")")
+	fl.IntVarP(&f.streams, "streams", "P", 0, "keep only the runs of this many streams in a label (a sweep's point)")
+	fl.BoolVar(&f.unlike, "unlike", false, "compare runs of different kinds (streams, direction, engine, ...) with a warning instead of refusing")
 	return cmd
 }
 
 // compareSide is A or B: what it names and its sample.
 type compareSide struct {
-	Ref     string    `json:"ref"`
-	Kind    string    `json:"kind"` // "run" or "label"
-	RunIDs  []int64   `json:"run_ids"`
-	Engine  string    `json:"engine,omitempty"`
-	Streams int       `json:"streams,omitempty"`
+	Ref     string  `json:"ref"`
+	Kind    string  `json:"kind"` // "run" or "label"
+	RunIDs  []int64 `json:"run_ids"`
+	Engine  string  `json:"engine,omitempty"`
+	Streams int     `json:"streams,omitempty"`
+	// Kind is what the side's runs measured and where (the first run's,
+	// when --unlike pooled several kinds).
+	RunKind runKind   `json:"run_kind"`
 	Sample  []float64 `json:"sample_gbps"`
 	Median  float64   `json:"median_gbps"`
+	kinds   []kindGroup
 }
 
 type compareDoc struct {
-	Schema       string      `json:"schema"`
-	A            compareSide `json:"a"`
-	B            compareSide `json:"b"`
-	Basis        string      `json:"basis"` // "intervals" or "runs"
-	Change       float64     `json:"change"`
-	ChangeCI95   [2]float64  `json:"change_ci95"`
-	ThresholdPct float64     `json:"threshold_pct"`
-	Regression   bool        `json:"regression"`
-	Verdict      string      `json:"verdict"`
+	Schema string      `json:"schema"`
+	A      compareSide `json:"a"`
+	B      compareSide `json:"b"`
+	Basis  string      `json:"basis"` // "runs": each run's goodput is one value
+	Change float64     `json:"change"`
+	// The two-sided Mann-Whitney U test of A's runs against B's.
+	PValue       float64 `json:"p_value"`
+	Alpha        float64 `json:"alpha"`
+	Significant  bool    `json:"significant"`
+	StatsNote    string  `json:"stats_note,omitempty"`
+	ThresholdPct float64 `json:"threshold_pct"`
+	Regression   bool    `json:"regression"`
+	Verdict      string  `json:"verdict"`
+	// Differences are the fields in which A's runs and B's differ
+	// ("peer lab:ux1 vs lab:ux2"); Warnings what --unlike let through.
+	Differences []string `json:"differences"`
+	Warnings    []string `json:"warnings,omitempty"`
 }
 
 func runCompare(cmd *cobra.Command, env *cliEnv, a, b string, f compareFlags) error {
@@ -82,32 +112,28 @@ func runCompare(cmd *cobra.Command, env *cliEnv, a, b string, f compareFlags) er
 		return err
 	}
 	defer db.Close()
-	sa, ra, err := resolve(cmd.Context(), db, a)
+	sa, err := resolve(cmd.Context(), db, a, f.streams)
 	if err != nil {
 		return err
 	}
-	sb, rb, err := resolve(cmd.Context(), db, b)
+	sb, err := resolve(cmd.Context(), db, b, f.streams)
 	if err != nil {
 		return err
 	}
-	doc := compareDoc{Schema: compareSchema, A: sa, B: sb, ThresholdPct: f.threshold, Basis: "runs"}
-	if sa.Kind == "run" && sb.Kind == "run" {
-		// Two single runs: their intervals are the samples.
-		doc.Basis = "intervals"
-		if doc.A.Sample, err = bench.IntervalGbps(ra[0].Result); err != nil {
-			return err
-		}
-		if doc.B.Sample, err = bench.IntervalGbps(rb[0].Result); err != nil {
-			return err
-		}
-	}
+	doc := compareDoc{Schema: compareSchema, A: sa, B: sb, ThresholdPct: f.threshold, Basis: "runs", Differences: []string{}}
 	if len(doc.A.Sample) == 0 || len(doc.B.Sample) == 0 {
-		return errors.New("nothing to compare: a run without measured intervals")
+		return errors.New("nothing to compare: a side without runs")
 	}
-	ch := bench.CompareSamples(doc.A.Sample, doc.B.Sample)
+	if doc.Warnings, err = checkComparable(&doc, f.unlike); err != nil {
+		return err
+	}
+	ch := bench.CompareRuns(doc.A.Sample, doc.B.Sample)
 	doc.A.Median, doc.B.Median = round(ch.MedianA, 3), round(ch.MedianB, 3)
-	doc.Change, doc.ChangeCI95 = round(ch.Relative, 4), [2]float64{round(ch.CI95[0], 4), round(ch.CI95[1], 4)}
-	doc.Regression = ch.Relative*100 < -f.threshold
+	doc.Change = round(ch.Relative, 4)
+	doc.PValue, doc.Alpha, doc.Significant, doc.StatsNote = round(ch.P, 4), ch.Alpha, ch.Significant, ch.Note
+	// A regression is a difference the statistics show, and large enough
+	// to matter.
+	doc.Regression = ch.Significant && ch.Relative*100 < -f.threshold
 	doc.Verdict = verdict(ch, f.threshold)
 	if f.json {
 		err = writeJSON(env.stdout, doc)
@@ -126,50 +152,107 @@ func round(x float64, digits int) float64 {
 }
 
 // resolve reads A or B: a run ID when it is a number that names a run,
-// else a label.
-func resolve(ctx context.Context, db *store.Store, ref string) (compareSide, []store.Run, error) {
+// else a label (only its runs of `streams` streams, when not 0).
+func resolve(ctx context.Context, db *store.Store, ref string, streams int) (compareSide, error) {
 	side := compareSide{Ref: ref}
+	var runs []store.Run
 	if id, err := strconv.ParseInt(ref, 10, 64); err == nil {
-		if r, err := db.Run(ctx, id); err == nil {
-			if r.Failed != "" {
-				return side, nil, fmt.Errorf("run %d failed (%s): it has no result to compare; pick another run or a label", id, r.Failed)
-			}
-			side.Kind, side.RunIDs, side.Engine, side.Streams = "run", []int64{id}, r.Engine, r.Streams
-			side.Sample = []float64{r.Gbps}
-			return side, []store.Run{*r}, nil
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return side, nil, err
+		r, err := db.Run(ctx, id)
+		switch {
+		case err == nil && r.Failed != "":
+			return side, fmt.Errorf("run %d failed (%s): it has no result to compare; pick another run or a label", id, r.Failed)
+		case err == nil:
+			side.Kind, runs = "run", []store.Run{*r}
+		case !errors.Is(err, store.ErrNotFound):
+			return side, err
 		}
 	}
-	runs, err := db.Runs(ctx, store.Query{Label: ref, Full: true})
-	if err != nil {
-		return side, nil, err
+	if side.Kind == "" {
+		all, err := db.Runs(ctx, store.Query{Label: ref, Full: true})
+		if err != nil {
+			return side, err
+		}
+		if len(all) == 0 {
+			return side, fmt.Errorf("%q is neither a run ID nor a label in %s (see 'linerate history')", ref, db.Path())
+		}
+		side.Kind = "label"
+		for _, r := range all {
+			if streams == 0 || r.Streams == streams {
+				runs = append(runs, r)
+			}
+		}
+		if len(runs) == 0 {
+			return side, fmt.Errorf("label %q has no run of %d stream%s (see 'linerate history --label %s')", ref, streams, plural(streams), ref)
+		}
 	}
 	runs = slices.DeleteFunc(runs, func(r store.Run) bool { return r.Failed != "" }) // a failed run is no sample
 	if len(runs) == 0 {
-		return side, nil, fmt.Errorf("%q is neither a run ID nor a label of a finished run in %s (see 'linerate history')", ref, db.Path())
+		return side, fmt.Errorf("%q has no finished run in %s (see 'linerate history')", ref, db.Path())
 	}
-	side.Kind = "label"
 	for _, r := range runs {
 		side.RunIDs = append(side.RunIDs, r.ID)
 		side.Sample = append(side.Sample, r.Gbps)
 	}
-	side.Engine, side.Streams = runs[0].Engine, runs[0].Streams
-	return side, runs, nil
+	side.kinds = groupRuns(runs)
+	side.RunKind = side.kinds[0].kind
+	side.Engine, side.Streams = side.RunKind.Engine, side.RunKind.Streams
+	return side, nil
+}
+
+// checkComparable refuses (or, with unlike, warns about) a side that
+// pools unlike runs, and A and B that measure different things; it
+// lists the fields in which A and B differ.
+func checkComparable(d *compareDoc, unlike bool) ([]string, error) {
+	var warnings []string
+	for _, s := range []*compareSide{&d.A, &d.B} {
+		if len(s.kinds) < 2 {
+			continue
+		}
+		msg := fmt.Sprintf("label %q mixes runs that cannot be pooled: %s", s.Ref, groupsText(s.kinds))
+		if !unlike {
+			return nil, errors.New(msg + "; pick one with --streams N or a run ID, or pool them with --unlike")
+		}
+		warnings = append(warnings, msg)
+	}
+	d.Differences = append(d.Differences, d.A.RunKind.diff(d.B.RunKind)...)
+	if !d.A.RunKind.measures(d.B.RunKind) {
+		msg := "A and B measure different things (" + strings.Join(d.A.RunKind.diff(d.B.RunKind)[:measureDiffs(d.A.RunKind, d.B.RunKind)], ", ") + ")"
+		if !unlike {
+			return nil, errors.New(msg + ": compare like runs, or pass --unlike to compare them anyway")
+		}
+		warnings = append(warnings, msg)
+	}
+	return warnings, nil
+}
+
+// measureDiffs counts the leading differences that are of what is
+// measured (diff lists engine, streams and direction first).
+func measureDiffs(a, b runKind) int {
+	n := 0
+	if a.Engine != b.Engine {
+		n++
+	}
+	if a.Streams != b.Streams {
+		n++
+	}
+	if a.Direction != b.Direction {
+		n++
+	}
+	return n
 }
 
 // verdict says in one sentence what the change means.
 func verdict(ch bench.Change, threshold float64) string {
-	pct, lo, hi := 100*ch.Relative, 100*ch.CI95[0], 100*ch.CI95[1]
+	pct := 100 * ch.Relative
 	switch {
+	case !ch.Significant:
+		return fmt.Sprintf("no significant difference (p = %.3g, U test over whole runs)", ch.P)
 	case pct < -threshold:
-		return fmt.Sprintf("regression: B is %.1f%% slower than A, beyond the %.1f%% threshold", -pct, threshold)
-	case lo > 0:
-		return "B is faster than A (the interval lies above zero)"
-	case hi < 0:
-		return fmt.Sprintf("B is slower than A, within the %.1f%% threshold", threshold)
+		return fmt.Sprintf("regression: B is %.1f%% slower than A (p = %.3g), beyond the %.1f%% threshold", -pct, ch.P, threshold)
+	case pct < 0:
+		return fmt.Sprintf("B is slower than A (p = %.3g), within the %.1f%% threshold", ch.P, threshold)
 	}
-	return "no significant change (the interval includes zero)"
+	return fmt.Sprintf("B is faster than A (p = %.3g)", ch.P)
 }
 
 func writeCompare(w io.Writer, d compareDoc) error {
@@ -178,11 +261,20 @@ func writeCompare(w io.Writer, d compareDoc) error {
 		if s.Kind == "label" {
 			what = fmt.Sprintf("label %q (%d run%s)", s.Ref, len(s.RunIDs), plural(len(s.RunIDs)))
 		}
-		return fmt.Sprintf("%s: %s, %s, %d stream%s: median %.2f Gbit/s over %d %s\n", name, what, s.Engine, s.Streams,
-			plural(s.Streams), s.Median, len(s.Sample), d.Basis)
+		return fmt.Sprintf("%s: %s, %s: median %.2f Gbit/s over %d run%s\n", name, what, s.RunKind, s.Median, len(s.Sample), plural(len(s.Sample)))
 	}
-	_, err := fmt.Fprintf(w, "%s%schange: %+.1f%% (95%% interval %+.1f%% to %+.1f%%, bootstrap of %d resamples)\n%s\n",
-		side("A", d.A), side("B", d.B), 100*d.Change, 100*d.ChangeCI95[0], 100*d.ChangeCI95[1], bench.Resamples, d.Verdict)
+	note := ""
+	if len(d.Differences) > 0 {
+		note += "A and B differ in: " + strings.Join(d.Differences, "; ") + "\n"
+	}
+	for _, w := range d.Warnings {
+		note += "warning: " + w + "\n"
+	}
+	if d.StatsNote != "" {
+		note += "note: " + d.StatsNote + "\n"
+	}
+	_, err := fmt.Fprintf(w, "%s%schange: %+.1f%% (Mann-Whitney U test over whole runs: p = %.3g, α = %.2f)\n%s%s\n",
+		side("A", d.A), side("B", d.B), 100*d.Change, d.PValue, d.Alpha, note, d.Verdict)
 	return err
 }
 

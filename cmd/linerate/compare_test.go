@@ -82,28 +82,68 @@ func TestHistory(t *testing.T) {
 
 func TestCompare(t *testing.T) {
 	db := historyDB(t)
-	// Labels: base → slow is a 20% regression.
+	// Labels: base → slow is 20% slower, but 3 runs against 3 cannot
+	// show it: the U test's smallest p-value is 2/C(6,3) = 0.1.
 	out, errOut, code := runCLI(t, "compare", "base", "slow", "--db", db)
-	if code != 1 || !strings.Contains(out, "change: -20.0%") || !strings.Contains(out, "regression") {
+	if code != 0 || !strings.Contains(out, "change: -20.0%") || !strings.Contains(out, "p = 0.1,") ||
+		!strings.Contains(out, "no significant difference") || !strings.Contains(out, "cannot show a difference") {
 		t.Errorf("base→slow: exit %d\n%s%s", code, out, errOut)
 	}
-	// Runs: 1 → 7 is faster, interval by interval.
+	// Two single runs: whole runs are the samples, never their intervals.
 	out, _, code = runCLI(t, "compare", "1", "7", "--db", db, "--json")
 	var doc compareDoc
 	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 0 {
 		t.Fatalf("1→7: %v exit %d\n%s", err, code, out)
 	}
-	if doc.Basis != "intervals" || doc.A.Median != 10 || doc.B.Median != 10.5 || doc.Change != 0.05 || doc.ChangeCI95[0] <= 0 || doc.Regression {
+	if doc.Basis != "runs" || len(doc.A.Sample) != 1 || doc.A.Median != 10 || doc.B.Median != 10.5 || doc.Change != 0.05 ||
+		doc.PValue != 1 || doc.Significant || doc.Regression || doc.StatsNote == "" {
 		t.Errorf("1→7: %+v", doc)
-	}
-	// A small slowdown within the threshold is not a regression.
-	out, _, code = runCLI(t, "compare", "7", "base", "--db", db, "--threshold", "10")
-	if code != 0 || !strings.Contains(out, "within the 10.0% threshold") {
-		t.Errorf("7→base: exit %d\n%s", code, out)
 	}
 	_, errOut, code = runCLI(t, "compare", "base", "nosuch", "--db", db)
 	if code != 2 || !strings.Contains(errOut, `"nosuch" is neither a run ID nor a label`) {
 		t.Errorf("unknown ref: exit %d %s", code, errOut)
+	}
+}
+
+// TestCompareSignificance: with 5 runs a side the U test can show a
+// difference. Fully separated samples of 5 and 5 give p = 2/C(10,5) =
+// 2/252 = 0.0079; a 5.5% slowdown (median 10.05 to 9.5) beyond a 3% threshold is then a
+// regression (exit 1), within a 10% threshold it is not; overlapping
+// samples are no significant difference at all.
+func TestCompareSignificance(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "results.db")
+	db, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(label string, gbps ...float64) {
+		for _, g := range gbps {
+			r := &store.Run{StartedAt: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC), Label: label, Engine: "native",
+				Peer: "lab:demo", Streams: 1, Direction: "send", DurationS: 3, Gbps: g, SentGbps: g, Result: resultDoc(g)}
+			if err := db.AddRun(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	add("before", 10.0, 10.1, 9.9, 10.2, 10.05)
+	add("after", 9.55, 9.6, 9.4, 9.5, 9.45)
+	add("mixed", 9.8, 10.3, 9.95, 10.15, 9.7)
+	db.Close()
+	out, errOut, code := runCLI(t, "compare", "before", "after", "--db", path, "--threshold", "3", "--json")
+	var doc compareDoc
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 1 {
+		t.Fatalf("before→after: %v exit %d\n%s%s", err, code, out, errOut)
+	}
+	if doc.PValue != 0.0079 || !doc.Significant || !doc.Regression || doc.Change != -0.0547 {
+		t.Errorf("before→after: %+v", doc)
+	}
+	out, _, code = runCLI(t, "compare", "before", "after", "--db", path, "--threshold", "10")
+	if code != 0 || !strings.Contains(out, "within the 10.0% threshold") {
+		t.Errorf("before→after, 10%%: exit %d\n%s", code, out)
+	}
+	out, _, code = runCLI(t, "compare", "before", "mixed", "--db", path)
+	if code != 0 || !strings.Contains(out, "no significant difference") || strings.Contains(out, "note:") {
+		t.Errorf("before→mixed: exit %d\n%s", code, out)
 	}
 }
 
@@ -122,6 +162,96 @@ func TestReadersDoNotCreate(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Dir(db)); err == nil {
 			t.Fatalf("%v created %s", args, filepath.Dir(db))
+		}
+	}
+}
+
+// walkthroughDB holds the walkthrough's compare cases (fixed data, as the
+// lab gave them): label "healthy" (lab:ux1, 1 stream), "capped" (lab:ux2,
+// 1 stream, MTU 9000 against 1500), "sweep" (1, 2 and 4 streams in one
+// label), and run 17, a --bidir run.
+func walkthroughDB(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "results.db")
+	db, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	doctorMTU := func(mtu int) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`{"nics":[{"interface":"veth0","mtu":%d}]}`, mtu))
+	}
+	add := func(label, peer, dir string, streams, mtu int, gbps ...float64) {
+		for _, g := range gbps {
+			r := &store.Run{StartedAt: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC), Label: label, Engine: "native",
+				Peer: peer, Streams: streams, Direction: dir, DurationS: 2, Gbps: g, SentGbps: g,
+				Result:       json.RawMessage(`{"schema":"linerate.bench/v1","start":{"client":{"iface":"veth0"},"server":{"iface":"veth0"}}}`),
+				ClientDoctor: doctorMTU(mtu), ServerDoctor: doctorMTU(mtu)}
+			if err := db.AddRun(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	add("healthy", "lab:ux1", "send", 1, 1500, 11.70, 13.42, 9.66)          // runs 1-3, median 11.70
+	add("healthy2", "lab:ux1", "send", 1, 1500, 10.20, 8.93, 13.79)         // runs 4-6, median 10.20: -12.8%
+	add("capped", "lab:ux2", "send", 1, 9000, 8.75, 8.71, 8.80, 8.69)       // runs 7-10
+	add("sweep", "lab:ux1", "send", 1, 1500, 9.66)                          // run 11
+	add("sweep", "lab:ux1", "send", 2, 1500, 13.05)                         // run 12
+	add("sweep", "lab:ux1", "send", 4, 1500, 11.70)                         // run 13
+	add("bidir", "lab:ux1", "bidir", 1, 1500, 14.62)                        // run 14
+	add("before", "lab:ux1", "send", 1, 1500, 10.0, 10.1, 9.9, 10.2, 10.05) // runs 15-19
+	add("after", "lab:ux1", "send", 1, 1500, 8.0, 8.1, 7.9, 8.2, 8.05)      // runs 20-24
+	return path
+}
+
+// TestCompareWalkthrough: the walkthrough's cases on fixed data. A -12.8%
+// change of the median whose samples overlap is no significant difference
+// (exit 0); a label of 1-, 2- and 4-stream runs is refused with its
+// groups (exit 2) unless --streams picks one; send against bidir is
+// refused unless --unlike; different peers and MTUs are listed; a
+// significant 20% slowdown exits 1.
+func TestCompareWalkthrough(t *testing.T) {
+	db := walkthroughDB(t)
+	out, errOut, code := runCLI(t, "compare", "healthy", "healthy2", "--db", db)
+	if code != 0 || !strings.Contains(out, "change: -12.8%") || !strings.Contains(out, "no significant difference") ||
+		strings.Contains(out, "differ in") {
+		t.Errorf("-12.8%% inside its spread: exit %d\n%s%s", code, out, errOut)
+	}
+	_, errOut, code = runCLI(t, "compare", "sweep", "healthy", "--db", db)
+	if code != 2 || !strings.Contains(errOut, `label "sweep" mixes runs that cannot be pooled`) ||
+		!strings.Contains(errOut, "streams 2 (run 12)") || !strings.Contains(errOut, "streams 4 (run 13)") ||
+		strings.Count(errOut, "\n") != 1 {
+		t.Errorf("sweep pooled: exit %d %q", code, errOut)
+	}
+	out, errOut, code = runCLI(t, "compare", "sweep", "healthy", "--db", db, "--streams", "1")
+	if code != 0 || !strings.Contains(out, `label "sweep" (1 run), native, 1 stream, send`) {
+		t.Errorf("sweep --streams 1: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = runCLI(t, "compare", "sweep", "healthy", "--db", db, "--unlike")
+	if code != 0 || !strings.Contains(out, "warning: label \"sweep\" mixes runs") {
+		t.Errorf("sweep --unlike: exit %d\n%s%s", code, out, errOut)
+	}
+	_, errOut, code = runCLI(t, "compare", "1", "14", "--db", db)
+	if code != 2 || !strings.Contains(errOut, "A and B measure different things (direction send vs bidir)") {
+		t.Errorf("send vs bidir: exit %d %q", code, errOut)
+	}
+	out, errOut, code = runCLI(t, "compare", "healthy", "capped", "--db", db, "--json")
+	var doc compareDoc
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 0 {
+		t.Fatalf("healthy→capped: %v exit %d\n%s%s", err, code, out, errOut)
+	}
+	want := []string{"peer lab:ux1 vs lab:ux2", "MTU 1500 vs 9000"}
+	if fmt.Sprint(doc.Differences) != fmt.Sprint(want) || doc.Regression || doc.A.RunKind.MTU != "1500" {
+		t.Errorf("healthy→capped: differences %q (want %q), %+v", doc.Differences, want, doc)
+	}
+	out, _, code = runCLI(t, "compare", "before", "after", "--db", db)
+	if code != 1 || !strings.Contains(out, "regression: B is 19.9% slower than A") {
+		t.Errorf("before→after: exit %d\n%s", code, out)
+	}
+	out, _, _ = runCLI(t, "compare", "--help")
+	for _, w := range []string{"0  no significant regression", "1  regression", "2  error"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("compare --help lacks %q", w)
 		}
 	}
 }

@@ -20,6 +20,7 @@ type historyFlags struct {
 	limit    int
 	json     bool
 	db       string
+	run      int64 // show this one run
 }
 
 func newHistoryCmd(env *cliEnv) *cobra.Command {
@@ -35,7 +36,8 @@ The database is ` + "`--db`" + `, or ` + store.DefaultPath() + `
 ($LINERATE_STATE_DIR/results.db when that is set; /var/lib/linerate for root,
 $XDG_DATA_HOME/linerate, i.e. ~/.local/share/linerate, for other users).`,
 		Example: `  linerate history
-  linerate history --label baseline --json`,
+  linerate history --label baseline --json
+  linerate history --run 7`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runHistory(cmd, env, f) },
 	}
@@ -43,6 +45,7 @@ $XDG_DATA_HOME/linerate, i.e. ~/.local/share/linerate, for other users).`,
 	fl.StringVar(&f.label, "label", "", "only runs with this label")
 	fl.Int64Var(&f.campaign, "campaign", 0, "only the runs of this campaign")
 	fl.IntVar(&f.limit, "last", 0, "only the newest N runs")
+	fl.Int64Var(&f.run, "run", 0, "show this one run as bench printed it, and the command that runs it again")
 	fl.BoolVar(&f.json, "json", false, "print the "+historySchema+" JSON document")
 	fl.StringVar(&f.db, "db", "", "the results database (default "+store.DefaultPath()+")")
 	return cmd
@@ -67,6 +70,9 @@ type historyRun struct {
 	ClientCPUs  *float64  `json:"client_cpu_s"`
 	ServerCPUs  *float64  `json:"server_cpu_s"`
 	Failed      string    `json:"failed,omitempty"` // why the run ended early; its Gbit/s are no result
+	// CPU seconds per Gbit moved, the unit of campaigns and reports.
+	ClientCPUPerGbit *float64 `json:"client_cpu_s_per_gbit"`
+	ServerCPUPerGbit *float64 `json:"server_cpu_s_per_gbit"`
 }
 
 func runHistory(cmd *cobra.Command, env *cliEnv, f historyFlags) error {
@@ -78,6 +84,9 @@ func runHistory(cmd *cobra.Command, env *cliEnv, f historyFlags) error {
 		return err
 	}
 	defer db.Close()
+	if f.run != 0 {
+		return showRun(cmd.Context(), env.stdout, db, f.run)
+	}
 	runs, err := db.Runs(cmd.Context(), store.Query{Label: f.label, CampaignID: f.campaign, Limit: f.limit})
 	if err != nil {
 		return err
@@ -91,7 +100,8 @@ func runHistory(cmd *cobra.Command, env *cliEnv, f historyFlags) error {
 		for _, r := range runs {
 			out.Runs = append(out.Runs, historyRun{r.ID, r.CampaignID, r.Seq, r.StartedAt, r.Label, r.Engine, r.Peer,
 				r.Streams, placementName(r.Placement), r.Direction, r.DurationS, r.Gbps, r.SentGbps, r.Retransmits,
-				r.ClientCPUSeconds, r.ServerCPUSeconds, r.Failed})
+				r.ClientCPUSeconds, r.ServerCPUSeconds, r.Failed, cpuPerGbit(r.ClientCPUSeconds, r.Gbps, r.DurationS),
+				cpuPerGbit(r.ServerCPUSeconds, r.Gbps, r.DurationS)})
 		}
 		return writeJSON(env.stdout, out)
 	}

@@ -49,12 +49,13 @@ func campaignLab(t *testing.T, name string) (bin, db string) {
 type campaignDoc struct {
 	Schema string `json:"schema"`
 	Points []struct {
-		Streams    int        `json:"streams"`
-		Placement  string     `json:"placement"`
-		RunIDs     []int64    `json:"run_ids"`
-		MedianGbps float64    `json:"median_gbps"`
-		CI95Gbps   [2]float64 `json:"ci95_gbps"`
-		Buckets    []any      `json:"buckets"`
+		Streams    int         `json:"streams"`
+		Placement  string      `json:"placement"`
+		RunIDs     []int64     `json:"run_ids"`
+		MedianGbps float64     `json:"median_gbps"`
+		CI95Gbps   *[2]float64 `json:"ci95_gbps"`
+		CINote     string      `json:"ci_note"`
+		Buckets    []any       `json:"buckets"`
 	} `json:"points"`
 	Best *struct {
 		Streams    int     `json:"streams"`
@@ -124,10 +125,12 @@ func TestCampaignsEndToEnd(t *testing.T) {
 	out, errOut, code := runCLI(t, "history", "--db", db, "--json")
 	var h struct {
 		Runs []struct {
-			ID     int64   `json:"id"`
-			Engine string  `json:"engine"`
-			Label  string  `json:"label"`
-			Gbps   float64 `json:"gbps"`
+			ID        int64   `json:"id"`
+			Engine    string  `json:"engine"`
+			Label     string  `json:"label"`
+			Gbps      float64 `json:"gbps"`
+			Streams   int     `json:"streams"`
+			Placement string  `json:"placement"`
 		} `json:"runs"`
 	}
 	if err := json.Unmarshal([]byte(out), &h); err != nil || code != 0 {
@@ -140,13 +143,28 @@ func TestCampaignsEndToEnd(t *testing.T) {
 	if strings.Count(out, " iperf3-place ") != 4 {
 		t.Errorf("history --label iperf3-place:\n%s", out)
 	}
-	out, errOut, code = runCLI(t, "compare", "iperf3-place", "iperf2-place", "--db", db, "--threshold", "90")
-	if code != 0 || !strings.Contains(out, "change:") {
-		t.Errorf("compare: exit %d\n%s%s", code, out, errOut)
+	// Two labels of two engines and two placements each: refused, as
+	// pooling unlike runs; with --unlike compared, with the warnings.
+	_, errOut, code = runCLI(t, "compare", "iperf3-place", "iperf2-place", "--db", db, "--threshold", "90")
+	if code != 2 || !strings.Contains(errOut, `label "iperf3-place" mixes runs that cannot be pooled: placement 0,0`) {
+		t.Errorf("compare unlike labels: exit %d %s", code, errOut)
 	}
-	out, _, code = runCLI(t, "compare", strconv.FormatInt(h.Runs[0].ID, 10), strconv.FormatInt(h.Runs[1].ID, 10), "--db", db)
-	if code == 2 || !strings.Contains(out, "intervals") {
-		t.Errorf("compare two runs: exit %d\n%s", code, out)
+	out, errOut, code = runCLI(t, "compare", "iperf3-place", "iperf2-place", "--db", db, "--threshold", "90", "--unlike")
+	if code != 0 || !strings.Contains(out, "change:") || !strings.Contains(out, "warning: A and B measure different things (engine iperf3 vs iperf2)") {
+		t.Errorf("compare --unlike: exit %d\n%s%s", code, out, errOut)
+	}
+	// Two like runs (one label, one point): compared, and too few to tell.
+	var a, b int64
+	for i, r := range h.Runs {
+		for _, o := range h.Runs[i+1:] {
+			if a == 0 && r.Label == o.Label && r.Streams == o.Streams && r.Placement == o.Placement && r.Engine == o.Engine {
+				a, b = r.ID, o.ID
+			}
+		}
+	}
+	out, errOut, code = runCLI(t, "compare", strconv.FormatInt(a, 10), strconv.FormatInt(b, 10), "--db", db)
+	if a == 0 || code != 0 || !strings.Contains(out, "no significant difference") {
+		t.Errorf("compare runs %d and %d: exit %d\n%s%s", a, b, code, out, errOut)
 	}
 }
 

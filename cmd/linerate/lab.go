@@ -45,7 +45,7 @@ func scenarioHelp() string {
 // labFlags are the flags that say which lab and how to shape it.
 type labFlags struct {
 	name, scenario, rate string
-	mtu, hosts           int
+	mtu, hosts, queues   int
 }
 
 // register adds the flags; a non-empty scenario also adds the shaping
@@ -67,10 +67,11 @@ func (f *labFlags) register(cmd *cobra.Command, scenario lab.Scenario) {
 	cmd.Flags().StringVar(&f.scenario, "scenario", string(scenario), "healthy, capped-10g, mtu-mismatch or small-buffers")
 	cmd.Flags().StringVar(&f.rate, "rate", "", "shape both ends with tbf at this rate, e.g. 25gbit, 400mbit")
 	cmd.Flags().IntVar(&f.mtu, "mtu", 0, "MTU of both ends (for mtu-mismatch: of host a)")
+	cmd.Flags().IntVar(&f.queues, "queues", 0, "TX/RX queues of each veth end, steered by RPS and XPS so that a flow's softirq runs on its threads' CPU; ask for one more than the CPUs (default: the kernel's)")
 }
 
 func (f *labFlags) config() (lab.Config, error) {
-	c := lab.Config{Name: f.name, MTU: f.mtu, Hosts: f.hosts}
+	c := lab.Config{Name: f.name, MTU: f.mtu, Hosts: f.hosts, Queues: f.queues}
 	sc, err := lab.ParseScenario(f.scenario)
 	if err != nil {
 		return c, err

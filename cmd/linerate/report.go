@@ -122,7 +122,7 @@ func runReport(cmd *cobra.Command, env *cliEnv, f reportFlags) error {
 		Selection: report.Selection{RunIDs: f.runs, Last: f.last, Labels: f.labels},
 		TuneDir:   filepath.Join(state, "tune"),
 		Title:     f.title,
-		Linerate:  version,
+		Linerate:  versionText(),
 	})
 	if err != nil {
 		return err

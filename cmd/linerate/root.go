@@ -34,14 +34,23 @@ type cliEnv struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+	color  string // --color: "auto" (or ""), "always" or "never"
 }
 
-// colour reports whether human output on w may use ANSI colour: only on a
-// terminal, and never when NO_COLOR holds a value. An empty NO_COLOR= is
-// as if unset (https://no-color.org: "when present and not an empty
-// string").
+// colour reports whether human output on w may use ANSI colour: as
+// --color says; by default only on a terminal that is not TERM=dumb, and
+// never when NO_COLOR holds a value. An empty NO_COLOR= is as if unset
+// (https://no-color.org: "when present and not an empty string").
+// --color=always (for less -R and logs) wins over NO_COLOR, as an explicit
+// flag does over the environment.
 func (e *cliEnv) colour(w io.Writer) bool {
-	return os.Getenv("NO_COLOR") == "" && isTerminal(w)
+	switch e.color {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	return os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb" && isTerminal(w)
 }
 
 // isTerminal reports whether w is a terminal.
@@ -64,7 +73,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case errors.As(err, &status):
 		return int(status)
 	default:
-		fmt.Fprintf(stderr, "linerate: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(stderr, "linerate: %s\n", oneLine(hintError(err).Error()))
 		return exitError
 	}
 }
@@ -87,16 +96,27 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 arithmetic and the exact fix, and runs a virtual two-host lab to try it all.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionText(),
 	}
+	root.SetVersionTemplate("linerate {{.Version}}\n")
 	root.SetOut(env.stdout)
 	root.SetErr(env.stderr)
 	root.SetIn(env.stdin)
+	root.PersistentFlags().StringVar(&env.color, "color", "auto", "colour the text output: auto (on a terminal, unless NO_COLOR or TERM=dumb), always or never")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		switch env.color {
+		case "auto", "always", "never":
+			return nil
+		}
+		return fmt.Errorf("--color %q: choose auto, always or never", env.color)
+	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%v (see '%s --help')", err, c.CommandPath())
 	})
 	for _, add := range commands {
 		root.AddCommand(add(env))
 	}
+	registerCompletions(root)
 	return root
 }
 
@@ -125,7 +145,7 @@ func newVersionCmd(env *cliEnv) *cobra.Command {
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(env.stdout, "linerate %s\n", version)
+			fmt.Fprintf(env.stdout, "linerate %s\n", versionText())
 			return nil
 		},
 	}

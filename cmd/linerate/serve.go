@@ -105,6 +105,9 @@ func runServe(cmd *cobra.Command, env *cliEnv, f serveFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := checkBind(bind); err != nil {
+		return err
+	}
 	if f.tokenFile == "" {
 		return errors.New("serve needs --token-file FILE: make one with 'linerate serve --new-token-file FILE' and copy it to the clients")
 	}

@@ -108,6 +108,7 @@ func (c *client) merge(mine engine.Sample, theirs *engine.Sample) result.Interva
 		si := result.StreamInterval{ID: ms.ID, Sender: senderName(send), Bytes: ms.Bytes,
 			BitsPerSecond: bps(ms.Bytes, secs), RTTus: tcp.RTT, RTTVarUs: tcp.RTTVar, CwndBytes: tcp.Cwnd,
 			Retransmits: uint64(tcp.Retransmits), DeliveryRateBps: float64(tcp.DeliveryRate) * 8}
+		si.RxCPU = receiverCPU(send, ms, theirs, i)
 		iv.Streams[i] = si
 		iv.Sum.Bytes += si.Bytes
 		iv.Sum.Retransmits += si.Retransmits
@@ -166,4 +167,16 @@ func bps(bytes uint64, secs float64) float64 {
 func sysctlKey(kv string) string {
 	k, _, _ := strings.Cut(kv, "=")
 	return k
+}
+
+// receiverCPU is the softirq CPU of stream i's receiving socket, from the
+// sample of the end that receives it.
+func receiverCPU(clientSends bool, mine engine.StreamSample, theirs *engine.Sample, i int) *int {
+	if !clientSends {
+		return mine.RxCPU
+	}
+	if theirs != nil && i < len(theirs.Streams) {
+		return theirs.Streams[i].RxCPU
+	}
+	return nil
 }

@@ -1,7 +1,7 @@
 // Package bench runs benchmark campaigns — repeats, stream-count sweeps
 // and CPU-placement comparisons — through one of several drivers (the
 // native engine, iperf3, iperf2, perftest), with per-CPU telemetry beside
-// every run; it summarises each campaign point (median, bootstrap
+// every run; it summarises each campaign point (median, order-statistic
 // interval, share of the line-rate ceiling, CPU cost) and, when repeats
 // fall into buckets, says in plain words what differed between them.
 //
@@ -27,6 +27,9 @@ type Run struct {
 	// Perftest holds what a perftest tool reported (latencies, message
 	// rate) beyond the bandwidth in End.
 	Perftest *PerftestResult `json:"perftest,omitempty"`
+	// Fairness is set when the run's streams differed by more than 25%:
+	// which streams, and the receive CPUs that explain it (fairness.go).
+	Fairness *Fairness `json:"fairness,omitempty"`
 
 	// raw is the tool's output as it printed it (kept in the database,
 	// not in the JSON).

@@ -143,10 +143,16 @@ func (c *Campaign) begin(ctx context.Context) (int64, error) {
 	return cg.ID, nil
 }
 
+// runSetup is the time a run takes beyond its duration and warm-up before
+// any run has been timed: lab runs of -t 2 followed each other 2.0 s
+// apart, so the 2 s once assumed here doubled the first ETA.
+const runSetup = 250 * time.Millisecond
+
 // eta estimates the campaign's time left: runs left × the mean time of
-// the runs done, or of the planned duration plus 2 s of setup before any.
+// the runs done, or of the planned duration and warm-up plus runSetup
+// before any.
 func (c *Campaign) eta(done, total int, started time.Time) time.Duration {
-	per := c.Spec.params(Point{Streams: 1}).Duration + c.Spec.Run.Omit + 2*time.Second
+	per := c.Spec.params(Point{Streams: 1}).Duration + c.Spec.Run.Omit + runSetup
 	if done > 0 {
 		per = time.Since(started) / time.Duration(done)
 	}
@@ -184,6 +190,8 @@ func (c *Campaign) one(ctx context.Context, campaignID int64, seq, pi int, p Poi
 	if r.Start.Peer == "" {
 		r.Start.Peer = c.Spec.Peer
 	}
+	CompactTelemetry(r, TopologyFromDoctor(c.ClientDoctor), TopologyFromDoctor(c.ServerDoctor))
+	r.Fairness = FairnessOf(r)
 	out := Outcome{Point: pi, Run: r}
 	if err := c.keep(ctx, &out, params, campaignID, seq); err != nil {
 		return out, err

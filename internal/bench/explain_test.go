@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"math"
 	"strconv"
 	"strings"
@@ -184,18 +185,51 @@ func TestExplainPlacements(t *testing.T) {
 	}
 }
 
-func TestBootstrapDeterministic(t *testing.T) {
-	xs := []float64{9.1, 9.3, 9.2, 9.6, 9.4, 9.0, 9.5}
-	a, b := bootstrapMedianCI(xs), bootstrapMedianCI(xs)
-	if a != b || a[0] > median(xs) || a[1] < median(xs) || a[0] < 9.0 || a[1] > 9.6 {
-		t.Errorf("ci %v %v", a, b)
+// TestMedianCI checks the order-statistic interval on fixed samples.
+// By hand, for n = 10: the number of runs below the population median
+// is binomial(10, ½), so [x(2), x(9)] misses it when 0 or 1 runs lie
+// below or 0 or 1 above: 2 × (1 + 10)/1024 = 0.0215, coverage 0.9785.
+// [x(3), x(8)] would miss with 2 × 56/1024 = 0.109: below 95%. For n = 6,
+// [min, max] misses with 2/64: coverage 0.96875, the first n to reach
+// 95%; for n = 5, min to max covers 1 − 2/32 = 93.75%: no interval.
+func TestMedianCI(t *testing.T) {
+	ten := []float64{9.7, 9.1, 9.9, 9.3, 9.5, 9.0, 9.8, 9.2, 9.6, 9.4} // sorted: 9.0 9.1 … 9.9
+	c := medianCI(ten)
+	if !c.OK() || c.Median != 9.45 || c.Lo != 9.1 || c.Hi != 9.8 || math.Abs(c.Level-0.978515625) > 1e-9 {
+		t.Errorf("n=10: %+v", c)
 	}
-	if c := bootstrapMedianCI([]float64{4}); c != [2]float64{4, 4} {
-		t.Errorf("one value: %v", c)
+	six := medianCI([]float64{5, 3, 4, 6, 1, 2})
+	if !six.OK() || six.Lo != 1 || six.Hi != 6 || six.Level != 0.96875 {
+		t.Errorf("n=6: %+v", six)
 	}
-	ch := bootstrapChangeCI([]float64{10, 10.2, 9.9}, []float64{9, 9.1, 8.9})
-	if ch[1] >= 0 || ch[0] < -0.2 {
-		t.Errorf("change ci %v", ch)
+	for n, want := range map[int]string{5: "5 runs (min to max covers the median with 94% confidence)",
+		3: "3 runs (min to max covers the median with 75% confidence)", 1: "1 run (min to max covers the median with 0% confidence)"} {
+		c := medianCI(ten[:n])
+		if c.OK() || !math.IsNaN(c.Lo) || !strings.Contains(c.Note, "too few runs for a 95% interval: "+want) {
+			t.Errorf("n=%d: %+v", n, c)
+		}
+	}
+}
+
+// TestCompareRuns checks the U test on fixed samples. By hand: {1,2,3}
+// against {4,5,6} is the most extreme of the C(6,3) = 20 equally likely
+// splits on either side, p = 2/20 = 0.1, which can never reach 0.05;
+// five against five wholly apart gives 2/C(10,5) = 2/252 = 0.00794.
+func TestCompareRuns(t *testing.T) {
+	c := CompareRuns([]float64{1, 2, 3}, []float64{4, 5, 6})
+	if math.Abs(c.P-0.1) > 1e-12 || c.Significant || c.Note == "" || c.MedianA != 2 || c.MedianB != 5 || c.Relative != 1.5 {
+		t.Errorf("3 vs 3: %+v", c)
+	}
+	c = CompareRuns([]float64{10, 10.2, 9.9, 10.1, 10.05}, []float64{9, 9.1, 8.9, 9.05, 8.95})
+	if math.Abs(c.P-2.0/252) > 1e-12 || !c.Significant || c.Note != "" || c.Relative >= 0 {
+		t.Errorf("5 vs 5: %+v", c)
+	}
+	c = CompareRuns([]float64{10}, []float64{11})
+	if c.P != 1 || c.Significant || !strings.Contains(c.Note, "1 run against 1 cannot show a difference") {
+		t.Errorf("1 vs 1: %+v", c)
+	}
+	if p := minUTestP(4, 4); math.Abs(p-2.0/70) > 1e-12 {
+		t.Errorf("min p 4 vs 4 = %v", p)
 	}
 }
 
@@ -240,5 +274,46 @@ func TestSpecOrderInterleaves(t *testing.T) {
 	}
 	if !s.IsCampaign() || (Spec{}).IsCampaign() {
 		t.Error("IsCampaign")
+	}
+}
+
+// TestSummaryInterval: a campaign of 3 runs prints no 95% interval and
+// says why; one of 10 prints the order-statistic interval [x(2), x(9)];
+// both count their runs though none was stored (--no-store: ID 0).
+func TestSummaryInterval(t *testing.T) {
+	spec := Spec{Engine: "native", Peer: "lab:t", Repeat: 3}
+	gb := []float64{9.7, 9.1, 9.9, 9.3, 9.5, 9.0, 9.8, 9.2, 9.6, 9.4}
+	outs := func(n int) []Outcome {
+		var o []Outcome
+		for _, g := range gb[:n] {
+			o = append(o, Outcome{Run: syntheticRun(g, nil)})
+		}
+		return o
+	}
+	var b strings.Builder
+	s3 := Summarize(spec, outs(3), Topology{}, nil)
+	if err := WriteSummary(&b, s3); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	if p := s3.Points[0]; p.CI95Gbps != nil || p.Runs != 3 || len(p.RunIDs) != 0 ||
+		!strings.Contains(text, "none (see below)") || strings.Contains(text, "9.10-9.90") ||
+		!strings.Contains(text, "95% CI: too few runs for a 95% interval: 3 runs (min to max covers the median with 75% confidence); 6 or more give one.") ||
+		!strings.Contains(text, "    3 ") {
+		t.Errorf("3 runs: %+v\n%s", p, text)
+	}
+	if j, _ := json.Marshal(s3.Points[0]); !strings.Contains(string(j), `"ci95_gbps":null,`) || !strings.Contains(string(j), `"ci_note":"too few runs`) {
+		t.Errorf("3 runs, JSON: %s", j)
+	}
+	spec.Repeat = 10
+	b.Reset()
+	s10 := Summarize(spec, outs(10), Topology{}, nil)
+	if err := WriteSummary(&b, s10); err != nil {
+		t.Fatal(err)
+	}
+	text = b.String()
+	if p := s10.Points[0]; p.CI95Gbps == nil || *p.CI95Gbps != [2]float64{9.1, 9.8} || p.CILevel != 0.9785 || p.CINote != "" ||
+		!strings.Contains(text, "9.10-9.80") || strings.Contains(text, "95% CI:") || !strings.Contains(text, "   10 ") {
+		t.Errorf("10 runs: %+v\n%s", p, text)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -151,14 +152,24 @@ func WriteSummary(w io.Writer, s *Summary) error {
 		fmt.Fprintf(&b, "campaign %d: %s to %s\n", s.CampaignID, s.Engine, s.Peer)
 	}
 	fmt.Fprintf(&b, "%-8s %-10s %5s %9s %9s %9s  %-19s %-8s %s\n", "streams", "placement", "runs", "median", "min", "max", "95% CI (Gbit/s)", "ceiling", "CPU s/Gbit (client/server)")
+	var notes []string
 	for _, p := range s.Points {
 		share := "-"
 		if p.CeilingShare != nil {
 			share = fmt.Sprintf("%.0f%%", 100**p.CeilingShare)
 		}
-		fmt.Fprintf(&b, "%-8d %-10s %5d %9.2f %9.2f %9.2f  %-19s %-8s %s/%s\n", p.Streams, p.Placement, len(p.RunIDs),
-			p.MedianGbps, p.MinGbps, p.MaxGbps, fmt.Sprintf("%.2f-%.2f", p.CI95Gbps[0], p.CI95Gbps[1]), share,
+		ci := "none (see below)"
+		if p.CI95Gbps != nil {
+			ci = fmt.Sprintf("%.2f-%.2f", p.CI95Gbps[0], p.CI95Gbps[1])
+		} else if p.CINote != "" && !slices.Contains(notes, p.CINote) {
+			notes = append(notes, p.CINote)
+		}
+		fmt.Fprintf(&b, "%-8d %-10s %5d %9.2f %9.2f %9.2f  %-19s %-8s %s/%s\n", p.Streams, p.Placement, p.Runs,
+			p.MedianGbps, p.MinGbps, p.MaxGbps, ci, share,
 			optFloat(p.CPUPerGbit.Client), optFloat(p.CPUPerGbit.Server))
+	}
+	for _, n := range notes {
+		b.WriteString("95% CI: " + n + ".\n")
 	}
 	for _, e := range s.Explanation {
 		b.WriteString("\n" + e)

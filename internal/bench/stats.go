@@ -1,21 +1,12 @@
 package bench
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
+
+	"golang.org/x/perf/benchmath"
 )
-
-// Resamples is how many bootstrap resamples an interval is computed from.
-// 2,000 keeps the 2.5th and 97.5th percentiles stable to about a
-// hundredth of the spread, in well under a millisecond for 100 runs.
-const Resamples = 2000
-
-// bootstrapSeed fixes the resampling RNG, so the same runs always give the
-// same interval (and tests are deterministic).
-const bootstrapSeed = 0x6c696e6572617465 // "linerate"
 
 // median returns the median of xs (NaN for none).
 func median(xs []float64) float64 {
@@ -29,69 +20,6 @@ func median(xs []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
-}
-
-// bootstrapMedianCI returns a 95% percentile-bootstrap interval of the
-// median of xs: the 2.5th and 97.5th percentiles of the medians of
-// Resamples resamples drawn with replacement. One value gives [x, x].
-func bootstrapMedianCI(xs []float64) [2]float64 {
-	return bootstrap(len(xs), func(idx []int) float64 {
-		s := make([]float64, len(idx))
-		for i, j := range idx {
-			s[i] = xs[j]
-		}
-		return median(s)
-	})
-}
-
-// bootstrap resamples n indexes Resamples times and returns the 95%
-// percentile interval of stat over the resamples.
-func bootstrap(n int, stat func(idx []int) float64) [2]float64 {
-	if n == 0 {
-		return [2]float64{math.NaN(), math.NaN()}
-	}
-	rng := rand.New(rand.NewPCG(bootstrapSeed, uint64(n)))
-	vals := make([]float64, Resamples)
-	idx := make([]int, n)
-	for b := range vals {
-		for i := range idx {
-			idx[i] = rng.IntN(n)
-		}
-		vals[b] = stat(idx)
-	}
-	slices.Sort(vals)
-	return [2]float64{percentile(vals, 2.5), percentile(vals, 97.5)}
-}
-
-// percentile of sorted values, linear between ranks.
-func percentile(sorted []float64, p float64) float64 {
-	pos := p / 100 * float64(len(sorted)-1)
-	lo := int(math.Floor(pos))
-	hi := min(lo+1, len(sorted)-1)
-	return sorted[lo] + (pos-float64(lo))*(sorted[hi]-sorted[lo])
-}
-
-// bootstrapChangeCI returns a 95% interval of the relative change of the
-// median from a to b, (median(b)-median(a))/median(a), resampling both
-// samples independently.
-func bootstrapChangeCI(a, b []float64) [2]float64 {
-	if len(a) == 0 || len(b) == 0 {
-		return [2]float64{math.NaN(), math.NaN()}
-	}
-	rng := rand.New(rand.NewPCG(bootstrapSeed, uint64(len(a))<<32|uint64(len(b))))
-	vals := make([]float64, Resamples)
-	ra, rb := make([]float64, len(a)), make([]float64, len(b))
-	for i := range vals {
-		for j := range ra {
-			ra[j] = a[rng.IntN(len(a))]
-		}
-		for j := range rb {
-			rb[j] = b[rng.IntN(len(b))]
-		}
-		vals[i] = relChange(median(ra), median(rb))
-	}
-	slices.Sort(vals)
-	return [2]float64{percentile(vals, 2.5), percentile(vals, 97.5)}
 }
 
 func relChange(a, b float64) float64 {
@@ -157,32 +85,106 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-// Change is the relative change of the median from sample A to sample B,
-// with a 95% bootstrap interval (Resamples resamples of each sample).
+// ciLevel is the confidence asked of a median's interval.
+const ciLevel = 0.95
+
+// CIMethod says how campaign points' intervals are computed, as the
+// summary states it.
+const CIMethod = "95% distribution-free interval of the median from order statistics of the runs' throughputs (golang.org/x/perf/benchmath); none below 6 runs"
+
+// MedianCI is the median of a sample of whole runs and, when the sample
+// supports one, its distribution-free confidence interval: the order
+// statistics x(l) ≤ median ≤ x(h) chosen so that the population median
+// lies between them with probability Level ≥ 95% (the number of runs
+// below the median is binomial(n, ½), whatever the runs' distribution).
+// Below six runs no pair of order statistics reaches 95%: the widest,
+// min to max, covers the median with 1 − 2·½ⁿ (75% at 3 runs, 94% at 5),
+// so there is no interval and Note says why.
+type MedianCI struct {
+	Median float64
+	Lo, Hi float64 // NaN when there is no interval
+	Level  float64 // the interval's actual confidence, ≥ 0.95; 0 with none
+	Note   string  // why there is no interval
+}
+
+// OK reports whether there is an interval.
+func (c MedianCI) OK() bool { return c.Level > 0 }
+
+// medianCI computes the median of xs and its 95% order-statistic
+// interval.
+func medianCI(xs []float64) MedianCI {
+	n := len(xs)
+	if n == 0 {
+		return MedianCI{Median: math.NaN(), Lo: math.NaN(), Hi: math.NaN(), Note: "no runs"}
+	}
+	s := benchmath.NewSample(slices.Clone(xs), &benchmath.DefaultThresholds)
+	sum := benchmath.AssumeNothing.Summary(s, ciLevel)
+	out := MedianCI{Median: sum.Center, Lo: sum.Lo, Hi: sum.Hi, Level: sum.Confidence}
+	if math.IsInf(sum.Lo, 0) || math.IsInf(sum.Hi, 0) || n < 2 {
+		out.Lo, out.Hi, out.Level = math.NaN(), math.NaN(), 0
+		out.Note = fmt.Sprintf("too few runs for a 95%% interval: %d run%s (min to max covers the median with %.0f%% confidence); 6 or more give one",
+			n, plural(n), 100*minMaxCoverage(n))
+	}
+	return out
+}
+
+// minMaxCoverage is the probability that the population median lies
+// between the smallest and the largest of n runs: 1 − 2·½ⁿ (0 for one
+// run, which is a point).
+func minMaxCoverage(n int) float64 {
+	if n < 2 {
+		return 0
+	}
+	return 1 - 2*math.Pow(0.5, float64(n))
+}
+
+// Change is how B's runs differ from A's: the relative change of the
+// median, and whether the two samples differ at all by a two-sided
+// Mann-Whitney U test over whole runs (each run one value; a run's
+// intervals are not independent samples, adjacent TCP intervals are
+// correlated).
 type Change struct {
-	MedianA  float64    `json:"median_a_gbps"`
-	MedianB  float64    `json:"median_b_gbps"`
-	Relative float64    `json:"change"`      // (B-A)/A: -0.1 is 10% slower
-	CI95     [2]float64 `json:"change_ci95"` // NaN-free only when both samples are non-empty
+	MedianA  float64 `json:"median_a_gbps"`
+	MedianB  float64 `json:"median_b_gbps"`
+	Relative float64 `json:"change"` // (B-A)/A: -0.1 is 10% slower
+	// P is the U test's p-value; Significant says P < Alpha.
+	P           float64 `json:"p_value"`
+	Alpha       float64 `json:"alpha"`
+	Significant bool    `json:"significant"`
+	NA          int     `json:"n_a"`
+	NB          int     `json:"n_b"`
+	// Note says why a difference could not be shown, when the samples
+	// are too small for the test to ever reach Alpha.
+	Note string `json:"note,omitempty"`
 }
 
-// CompareSamples measures how B's median throughput differs from A's.
-func CompareSamples(a, b []float64) Change {
-	return Change{MedianA: median(a), MedianB: median(b), Relative: relChange(median(a), median(b)), CI95: bootstrapChangeCI(a, b)}
+// CompareRuns compares two samples of whole runs' throughputs.
+func CompareRuns(a, b []float64) Change {
+	ch := Change{MedianA: median(a), MedianB: median(b), NA: len(a), NB: len(b), P: 1,
+		Alpha: benchmath.DefaultThresholds.CompareAlpha}
+	ch.Relative = relChange(ch.MedianA, ch.MedianB)
+	if len(a) == 0 || len(b) == 0 {
+		ch.Note = "one side has no runs"
+		return ch
+	}
+	sa := benchmath.NewSample(slices.Clone(a), &benchmath.DefaultThresholds)
+	sb := benchmath.NewSample(slices.Clone(b), &benchmath.DefaultThresholds)
+	c := benchmath.AssumeNothing.Compare(sa, sb)
+	ch.P, ch.Significant = c.P, c.P < c.Alpha
+	if !ch.Significant && minUTestP(len(a), len(b)) >= c.Alpha {
+		ch.Note = fmt.Sprintf("%d run%s against %d cannot show a difference at α = %.2f whatever they measure (the smallest p-value they allow is %.2f): repeat each side, 4 runs or more (--repeat)",
+			len(a), plural(len(a)), len(b), c.Alpha, minUTestP(len(a), len(b)))
+	}
+	return ch
 }
 
-// IntervalGbps returns the goodput of each measured (not warm-up)
-// interval of a stored linerate.bench/v1 document, in Gbit/s.
-func IntervalGbps(result []byte) ([]float64, error) {
-	var r Run
-	if err := json.Unmarshal(result, &r); err != nil {
-		return nil, fmt.Errorf("reading a stored run: %w", err)
+// minUTestP is the smallest two-sided p-value the exact Mann-Whitney U
+// test can give for samples of n and m: both orderings where one sample
+// lies wholly below the other, 2 / C(n+m, n).
+func minUTestP(n, m int) float64 {
+	c := 1.0
+	for i := 1; i <= n; i++ {
+		c = c * float64(m+i) / float64(i)
 	}
-	var out []float64
-	for _, iv := range r.Intervals {
-		if !iv.Omitted && iv.End > iv.Start {
-			out = append(out, iv.Sum.BitsPerSecond/1e9)
-		}
-	}
-	return out, nil
+	return math.Min(1, 2/c)
 }

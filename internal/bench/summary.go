@@ -16,22 +16,30 @@ type Summary struct {
 	Points      []PointSummary `json:"points"`
 	Best        *Best          `json:"best"`
 	Explanation []string       `json:"explanation"`
-	// Resamples is how many bootstrap resamples the intervals come from;
-	// BucketRule states how repeats are split into buckets.
-	Resamples  int    `json:"bootstrap_resamples"`
+	// CIMethod states how the points' intervals are computed;
+	// BucketRule how repeats are split into buckets.
+	CIMethod   string `json:"ci_method"`
 	BucketRule string `json:"bucket_rule"`
 }
 
 // PointSummary is the statistics of one campaign point.
 type PointSummary struct {
-	Streams    int        `json:"streams"`
-	Placement  string     `json:"placement"`
-	RunIDs     []int64    `json:"run_ids"`
-	MedianGbps float64    `json:"median_gbps"`
-	MinGbps    float64    `json:"min_gbps"`
-	MaxGbps    float64    `json:"max_gbps"`
-	CI95Gbps   [2]float64 `json:"ci95_gbps"`
-	Buckets    []Bucket   `json:"buckets"`
+	Streams   int     `json:"streams"`
+	Placement string  `json:"placement"`
+	RunIDs    []int64 `json:"run_ids"`
+	// Runs is how many runs the point made (RunIDs lists only those
+	// stored: none with --no-store).
+	Runs       int     `json:"runs"`
+	MedianGbps float64 `json:"median_gbps"`
+	MinGbps    float64 `json:"min_gbps"`
+	MaxGbps    float64 `json:"max_gbps"`
+	// CI95Gbps is the median's distribution-free interval of at least
+	// 95% confidence (CILevel is its actual level); null below six runs,
+	// and CINote says why (CIMethod).
+	CI95Gbps *[2]float64 `json:"ci95_gbps"`
+	CILevel  float64     `json:"ci_level,omitempty"`
+	CINote   string      `json:"ci_note,omitempty"`
+	Buckets  []Bucket    `json:"buckets"`
 	// CeilingGbps is the TCP goodput ceiling of the path (doctor's limits
 	// for the client's NIC); CeilingShare the median's share of it.
 	CeilingGbps  *float64 `json:"ceiling_gbps"`
@@ -84,7 +92,7 @@ type Outcome struct {
 // path's goodput ceiling.
 func Summarize(spec Spec, outs []Outcome, topo Topology, ceiling *float64) *Summary {
 	s := &Summary{Schema: CampaignSchema, Engine: spec.Engine, Peer: spec.Peer, Label: spec.Label,
-		Points: []PointSummary{}, Explanation: []string{}, Resamples: Resamples, BucketRule: BucketRule}
+		Points: []PointSummary{}, Explanation: []string{}, CIMethod: CIMethod, BucketRule: BucketRule}
 	points := spec.Points()
 	byPoint := make([][]Outcome, len(points))
 	for _, o := range outs {
@@ -112,6 +120,7 @@ func Summarize(spec Spec, outs []Outcome, topo Topology, ceiling *float64) *Summ
 	bp := s.Points[best]
 	s.Best = &Best{Streams: bp.Streams, Placement: bp.Placement, MedianGbps: bp.MedianGbps,
 		Command: spec.Command(Point{Streams: bp.Streams, Placement: placementOf(points, bp)})}
+	s.Explanation = append(s.Explanation, fairnessSentences(s.Points, runsOf)...)
 	s.Explanation = append(s.Explanation, comparePoints(spec, s, runsOf, best, topo)...)
 	return s
 }
@@ -135,7 +144,7 @@ func runs(outs []Outcome) []*Run {
 
 func summarizePoint(p Point, outs []Outcome, topo Topology, ceiling *float64) (PointSummary, []string) {
 	gbps := make([]float64, len(outs))
-	ps := PointSummary{Streams: p.Streams, Placement: p.Placement.String(), RunIDs: []int64{}, Buckets: []Bucket{}}
+	ps := PointSummary{Streams: p.Streams, Placement: p.Placement.String(), RunIDs: []int64{}, Runs: len(outs), Buckets: []Bucket{}}
 	for i, o := range outs {
 		gbps[i] = o.Run.Gbps()
 		if o.ID != 0 { // 0: not stored (--no-store)
@@ -143,8 +152,11 @@ func summarizePoint(p Point, outs []Outcome, topo Topology, ceiling *float64) (P
 		}
 	}
 	ps.MedianGbps, ps.MinGbps, ps.MaxGbps = round3(median(gbps)), round3(slices.Min(gbps)), round3(slices.Max(gbps))
-	ci := bootstrapMedianCI(gbps)
-	ps.CI95Gbps = [2]float64{round3(ci[0]), round3(ci[1])}
+	if ci := medianCI(gbps); ci.OK() {
+		ps.CI95Gbps, ps.CILevel = &[2]float64{round3(ci.Lo), round3(ci.Hi)}, round4(ci.Level)
+	} else {
+		ps.CINote = ci.Note
+	}
 	if ceiling != nil && *ceiling > 0 {
 		share := round3(median(gbps) / *ceiling)
 		ps.CeilingGbps, ps.CeilingShare = ceiling, &share

@@ -18,12 +18,14 @@ import (
 // stream too when verbose, and the totals. Units are iperf3's: bytes in
 // powers of 1024, bits per second in powers of 1000.
 func TextProgress(w io.Writer, verbose bool) func(result.Event) {
+	var st result.Start // the pinned CPUs, for the interval lines
 	return func(e result.Event) {
 		switch d := e.Data.(type) {
 		case *result.Start:
+			st = *d
 			writeStart(w, d)
 		case *result.Interval:
-			writeInterval(w, d, verbose)
+			writeInterval(w, d, &st, verbose)
 		case *result.End:
 			writeEnd(w, d)
 		}
@@ -56,10 +58,11 @@ func writeStart(w io.Writer, s *result.Start) {
 	for _, n := range s.Notes {
 		fmt.Fprintf(w, "Note: %s\n", n)
 	}
+	fmt.Fprint(w, sharedCPUsNote(s))
 	fmt.Fprintln(w, "[ ID] Interval           Transfer     Bitrate         Retr")
 }
 
-func writeInterval(w io.Writer, iv *result.Interval, verbose bool) {
+func writeInterval(w io.Writer, iv *result.Interval, st *result.Start, verbose bool) {
 	tail := ""
 	if iv.Omitted {
 		tail = "  (omitted)"
@@ -71,7 +74,7 @@ func writeInterval(w io.Writer, iv *result.Interval, verbose bool) {
 		}
 	}
 	fmt.Fprintf(w, "[SUM] %s  %s  %4d retr%s%s\n", span(iv.Start, iv.End), rate(iv.Sum.Bytes, iv.Sum.BitsPerSecond),
-		iv.Sum.Retransmits, busiestCPU(" client", iv.CPU.Client), busiestCPU(" server", iv.CPU.Server)+tail)
+		iv.Sum.Retransmits, cpuColumns("client", iv.CPU.Client, st.Placement.Client), cpuColumns("server", iv.CPU.Server, st.Placement.Server)+tail)
 	if verbose {
 		writeCPUs(w, "client", iv.CPU.Client)
 		writeCPUs(w, "server", iv.CPU.Server)
@@ -101,13 +104,10 @@ func writeEnd(w io.Writer, e *result.End) {
 		return
 	}
 	fmt.Fprintln(w, "- - - - - - - - - - - - - - - - - - - - - - - - -")
+	writeDirections(w, e)
 	fmt.Fprintf(w, "[SUM] %s  %s  %4d retr  sender\n", span(0, e.Seconds), rate(e.SumSent.Bytes, e.SumSent.BitsPerSecond), e.SumSent.Retransmits)
 	fmt.Fprintf(w, "[SUM] %s  %s            receiver\n", span(0, e.Seconds), rate(e.SumReceived.Bytes, e.SumReceived.BitsPerSecond))
-	fmt.Fprintf(w, "CPU time: client %.2f s, server %.2f s", e.CPU.ClientSeconds, e.CPU.ServerSeconds)
-	if g := e.SumReceived.BitsPerSecond / 1e9; g > 0 {
-		fmt.Fprintf(w, " (%.3f s per Gbit/s)", (e.CPU.ClientSeconds+e.CPU.ServerSeconds)/g)
-	}
-	fmt.Fprintln(w)
+	fmt.Fprintln(w, cpuCostText(e))
 	if z := e.ZeroCopy; z != nil && z.Method == result.MsgZeroCopy {
 		fmt.Fprintf(w, "Zero copy: %d sends, %d completed, %d copied by the kernel anyway", z.Sends, z.Completions, z.Copied)
 		if z.Copied > 0 {
@@ -121,26 +121,6 @@ func writeEnd(w io.Writer, e *result.End) {
 	for _, err := range e.Errors {
 		fmt.Fprintf(w, "Error: %s\n", err)
 	}
-}
-
-// busiestCPU names the busiest CPU of one end: "client cpu0 99% si 31%".
-func busiestCPU(label string, cpus map[string]result.CPUSample) string {
-	best, key := -1.0, ""
-	keys := make([]string, 0, len(cpus))
-	for k := range cpus {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if cpus[k].Busy > best {
-			best, key = cpus[k].Busy, k
-		}
-	}
-	if key == "" {
-		return ""
-	}
-	c := cpus[key]
-	return fmt.Sprintf(" %s cpu%s %3.0f%% si %2.0f%%", label, key, c.Busy, c.SoftIRQ)
 }
 
 func span(a, b float64) string { return fmt.Sprintf("%6.2f-%-6.2f sec", a, b) }

@@ -39,11 +39,11 @@ func TestTextProgress(t *testing.T) {
 		"Connected to 198.18.0.2 port 5301: 1 stream, send, 10 s",
 		"Placement (user): client CPU 6, server CPU 6",
 		"Window: autotuned, granted 416 KBytes",
-		"[SUM]   0.00-1.00   sec  1.16 GBytes  9.93 Gbits/sec     0 retr  client cpu6  99% si 31%  server cpu6  97% si 60%",
+		"[SUM]   0.00-1.00   sec  1.16 GBytes  9.93 Gbits/sec     0 retr  client pinned cpu6  99% si 31% (other cpu7 40%)  server pinned cpu6  97% si 60%",
 		"[  1]   0.00-1.00   sec  1.16 GBytes  9.93 Gbits/sec     0   cwnd 3.00 MBytes  rtt 41 us",
 		"client cpu7   busy  40.0%  irq  0.0%  softirq  38.0%  NET_RX       0  NET_TX       0  NIC IRQs    4360",
 		"[SUM]   0.00-10.00  sec  11.6 GBytes  9.93 Gbits/sec     0 retr  sender",
-		"CPU time: client 9.90 s, server 9.70 s (1.974 s per Gbit/s)",
+		"CPU time: client 9.90 s, server 9.70 s (0.100 and 0.098 CPU s per Gbit)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

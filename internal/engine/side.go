@@ -62,7 +62,8 @@ type StreamSample struct {
 	RTTVar       uint32 `json:"rttvar_us"`
 	Cwnd         uint64 `json:"cwnd_bytes"`
 	Retransmits  uint32 `json:"retransmits"`
-	DeliveryRate uint64 `json:"delivery_rate"` // bytes per second
+	DeliveryRate uint64 `json:"delivery_rate"`    // bytes per second
+	RxCPU        *int   `json:"rx_cpu,omitempty"` // a receiving stream's softirq CPU (incomingCPU)
 }
 
 // NewSide prepares one end of test p over streams, whose descriptors it
@@ -149,7 +150,7 @@ func (s *Side) Sample() Sample {
 			ID: st.ID, Bytes: m.bytes - s.last[i].bytes,
 			RTT: m.tcp.RTT, RTTVar: m.tcp.RTTVar, Cwnd: m.tcp.Cwnd,
 			Retransmits:  m.retrans - s.last[i].retrans,
-			DeliveryRate: m.tcp.DeliveryRate,
+			DeliveryRate: m.tcp.DeliveryRate, RxCPU: incomingCPU(st),
 		}
 		s.last[i] = m
 	}

@@ -216,6 +216,11 @@ type Config struct {
 	// Hosts, when not zero, makes a lab of many hosts (MinHosts to
 	// MaxHosts) joined by a bridge instead of the two-host lab.
 	Hosts int
+	// Queues, when above 1, gives each veth end that many TX and RX
+	// queues (0 or 1: the kernel's default, whatever an existing lab has), with RPS and XPS steering queue i to CPU i (modulo the
+	// CPUs): flows then land on different CPUs by their queue, as on a
+	// multi-queue NIC (see queues.go).
+	Queues int
 
 	// afterStep, when set, is called after each applied change with its
 	// description. Tests use it to kill or interrupt an up half-way.
@@ -241,6 +246,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MTU != 0 && (c.MTU < minMTU || c.MTU > maxMTU) {
 		return c, fmt.Errorf("MTU %d is out of range (%d to %d for a veth)", c.MTU, minMTU, maxMTU)
+	}
+	if c.Queues < 0 || c.Queues > maxQueues {
+		return c, fmt.Errorf("queues %d is out of range (1 to %d)", c.Queues, maxQueues)
 	}
 	return c, c.checkHosts()
 }
@@ -271,6 +279,7 @@ type spec struct {
 	MTU    [2]int
 	Rate   Rate // 0: no shaping
 	Sysctl [2]map[string]string
+	Queues int // 1: the kernel's default
 }
 
 // The rate of capped-10g.
@@ -285,7 +294,7 @@ const (
 
 // spec resolves c (already defaulted) into the wanted shape.
 func (c Config) spec() spec {
-	s := spec{MTU: [2]int{jumboMTU, jumboMTU}}
+	s := spec{MTU: [2]int{jumboMTU, jumboMTU}, Queues: max(c.Queues, 1)}
 	s.Sysctl[0], s.Sysctl[1] = kernelDefaults(), kernelDefaults()
 	switch c.Scenario {
 	case Capped10G:

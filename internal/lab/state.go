@@ -36,6 +36,7 @@ type record struct {
 	RateBPS    uint64    `json:"rate_bps,omitempty"` // the --rate asked for, 0 if none
 	MTU        int       `json:"mtu,omitempty"`      // the --mtu asked for, 0 if none
 	Hosts      int       `json:"hosts,omitempty"`    // a lab of many hosts: how many; 0 for a and b
+	Queues     int       `json:"queues,omitempty"`   // the --queues asked for, 0 if none
 	Phase      string    `json:"phase"`
 	Namespaces []string  `json:"namespaces"`
 	Created    time.Time `json:"created"`
@@ -49,7 +50,7 @@ func newRecord(c Config, phase string, created time.Time) *record {
 	}
 	return &record{
 		Schema: recordSchema, Name: c.Name, Scenario: c.Scenario,
-		RateBPS: uint64(c.Rate), MTU: c.MTU, Hosts: c.Hosts, Phase: phase,
+		RateBPS: uint64(c.Rate), MTU: c.MTU, Hosts: c.Hosts, Queues: c.Queues, Phase: phase,
 		Namespaces: c.namespaces(),
 		Created:    created, Updated: now,
 	}
@@ -58,7 +59,7 @@ func newRecord(c Config, phase string, created time.Time) *record {
 // sameAsk reports whether r was written for the same configuration as c.
 func (r *record) sameAsk(c Config) bool {
 	return r != nil && r.Name == c.Name && r.Scenario == c.Scenario &&
-		r.RateBPS == uint64(c.Rate) && r.MTU == c.MTU && r.Hosts == c.Hosts
+		r.RateBPS == uint64(c.Rate) && r.MTU == c.MTU && r.Hosts == c.Hosts && max(r.Queues, 1) == max(c.Queues, 1)
 }
 
 // labDir returns the directory of lab records, creating it.

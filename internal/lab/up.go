@@ -261,11 +261,13 @@ func structuralPlan(name string, v [2]hostView, want spec) []change {
 			plan = append(plan, change{"create namespace " + ns, func() error { return createNS(ns) }})
 		}
 	}
-	if v[0].lab0 != nil && v[1].lab0 != nil && vethPaired(v[0].lab0, v[1].lab0) {
+	if v[0].lab0 != nil && v[1].lab0 != nil && vethPaired(v[0].lab0, v[1].lab0) &&
+		queuesFit(v[0].lab0, want.Queues) && queuesFit(v[1].lab0, want.Queues) {
 		return plan
 	}
-	// One end alone, or two links that are not one pair (someone changed
-	// the lab by hand): replace them.
+	// One end alone, two links that are not one pair (someone changed
+	// the lab by hand), or a pair with other queue counts (fixed when a
+	// link is created): replace them.
 	for i := range v {
 		if v[i].lab0 == nil {
 			continue
@@ -285,7 +287,7 @@ func structuralPlan(name string, v [2]hostView, want spec) []change {
 		}})
 	}
 	plan = append(plan, change{
-		fmt.Sprintf("create veth %s in %s <-> %s in %s (MTU %d/%d)", Iface, v[0].ns, Iface, v[1].ns, want.MTU[0], want.MTU[1]),
+		fmt.Sprintf("create veth %s in %s <-> %s in %s (MTU %d/%d%s)", Iface, v[0].ns, Iface, v[1].ns, want.MTU[0], want.MTU[1], queuesPhrase(want.Queues)),
 		func() error { return createVeth(name, v[0].ns, v[1].ns, want) },
 	})
 	return plan
@@ -307,6 +309,9 @@ func createVeth(name, nsA, nsB string, want spec) error {
 	la := netlink.NewLinkAttrs()
 	la.Name = Iface
 	la.MTU = want.MTU[0]
+	if want.Queues > 1 { // the peer gets the same counts (the library copies them)
+		la.NumTxQueues, la.NumRxQueues = want.Queues, want.Queues
+	}
 	veth := &netlink.Veth{
 		LinkAttrs:     la,
 		PeerName:      Iface,
@@ -334,6 +339,7 @@ func settingsPlan(v [2]hostView, want spec) ([]change, error) {
 			return nil, err
 		}
 		plan = append(plan, p...)
+		plan = append(plan, steeringPlan(v[i], want.Queues)...)
 	}
 	return plan, nil
 }

@@ -19,8 +19,9 @@ func (b *builder) dotsChart(id string, groups []runGroup) (*chart, error) {
 			yMax = math.Max(yMax, runGbps(&r.Result))
 		}
 	}
-	if b.path != nil {
-		yMax = math.Max(yMax, b.path.line.gbps)
+	path := b.groupsPath(groups)
+	if path != nil {
+		yMax = math.Max(yMax, path.line.gbps)
 	}
 	// Narrower for few groups, so that one group's dots are not lost in
 	// a wide empty plot.
@@ -31,7 +32,7 @@ func (b *builder) dotsChart(id string, groups []runGroup) (*chart, error) {
 	s := &scene{}
 	f.drawY(s, "Gbit/s")
 	f.drawXBase(s, "")
-	b.ceilingRefs(s, f)
+	ceilingRefs(s, f, path)
 	slot := (f.right - f.left) / float64(len(groups))
 	spread := math.Min(slot*0.3, 40)
 	for gi, g := range groups {

@@ -33,8 +33,9 @@ func (b *builder) sweepChart(id string, c *Campaign) (*chart, error) {
 		yMax = math.Max(yMax, p.MaxGbps)
 	}
 	slices.Sort(streams)
-	if b.path != nil {
-		yMax = math.Max(yMax, b.path.line.gbps)
+	path := b.campaignPath(c)
+	if path != nil {
+		yMax = math.Max(yMax, path.line.gbps)
 	}
 	f := newFrame(yMax*1.02, chartW, chartH)
 	f.top = 36
@@ -54,7 +55,7 @@ func (b *builder) sweepChart(id string, c *Campaign) (*chart, error) {
 		s.text("tick", f.left+slot*(float64(slices.Index(streams, n))+0.5), f.bottom+tickLen+14, "middle", strconv.Itoa(n))
 	}
 	f.drawXBase(s, "parallel streams")
-	b.ceilingRefs(s, f)
+	ceilingRefs(s, f, path)
 	var leg []series
 	for si, pl := range placements {
 		class := seriesClass(si)

@@ -51,8 +51,9 @@ func (b *builder) timeChart(id, title string, groups []runGroup) (*chart, error)
 	if n == 0 || xMax == 0 {
 		return nil, nil
 	}
-	if b.path != nil {
-		yMax = math.Max(yMax, b.path.line.gbps)
+	path := b.groupsPath(groups)
+	if path != nil {
+		yMax = math.Max(yMax, path.line.gbps)
 	}
 	f := newFrame(yMax*1.02, chartW, chartH)
 	f.top = 36
@@ -62,7 +63,7 @@ func (b *builder) timeChart(id, title string, groups []runGroup) (*chart, error)
 	s := &scene{}
 	f.drawY(s, "Gbit/s")
 	f.drawXNumeric(s, xTicks, "time since the end of the warm-up (s)")
-	b.ceilingRefs(s, f)
+	ceilingRefs(s, f, path)
 	thin := ""
 	if n > 40 {
 		thin = " thin" // many runs: thin lines so that the bundle stays readable
@@ -87,9 +88,24 @@ func (b *builder) timeChart(id, title string, groups []runGroup) (*chart, error)
 	return b.r.render(id, title, "Throughput of every run per interval, in Gbit/s over seconds, one line per run, coloured by group.", chartW, chartH, s)
 }
 
-// ceilingRefs draws the path's ceiling and line rate as reference lines.
-func (b *builder) ceilingRefs(s *scene, f *frame) {
-	p := b.path
+// groupsPath is the one path all the groups' runs took; nil when they
+// took several (a chart of two labs draws no one ceiling).
+func (b *builder) groupsPath(groups []runGroup) *path {
+	var p *path
+	for _, g := range groups {
+		for _, r := range g.runs {
+			q := b.pathOf(r)
+			if p != nil && q != p {
+				return nil
+			}
+			p = q
+		}
+	}
+	return p
+}
+
+// ceilingRefs draws a path's ceiling and line rate as reference lines.
+func ceilingRefs(s *scene, f *frame, p *path) {
 	if p == nil || p.ceiling == 0 {
 		return
 	}

@@ -38,7 +38,9 @@ func waterfallRows(p *path, m *measured) []waterfallRow {
 
 // waterfallChart draws line rate → PCIe → MTU goodput → measured as
 // horizontal bars on one Gbit/s axis, each stage's loss shaded.
-func (b *builder) waterfallChart(rows []waterfallRow) (*chart, error) {
+// id and the title's suffix (" — label \"capped\"") tell apart the
+// waterfalls of a report with one per path.
+func (b *builder) waterfallChart(id, suffix string, rows []waterfallRow) (*chart, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
@@ -62,7 +64,7 @@ func (b *builder) waterfallChart(rows []waterfallRow) (*chart, error) {
 		y := top + rowH*float64(i) + 8
 		b.waterfallBar(s, x, y, r)
 	}
-	return b.r.render("waterfall", "Ceiling waterfall: line rate → PCIe → MTU goodput → measured",
+	return b.r.render(id, "Ceiling waterfall: line rate → PCIe → MTU goodput → measured"+suffix,
 		"Horizontal bars in Gbit/s: each stage's ceiling is the lowest so far; the shaded part is what the stage costs.",
 		chartW, h, s)
 }
@@ -92,10 +94,17 @@ func (b *builder) waterfallBar(s *scene, x scale, y float64, r waterfallRow) {
 		label += " (−" + gbps(r.prev-r.value) + ")"
 	}
 	lx, anchor := x.at(math.Max(r.value, r.prev))+6, "start"
-	if lx > x.p1-150 {
+	// labelW is about how wide the label is drawn (7 px a character).
+	labelW := 7 * float64(len([]rune(label)))
+	switch {
+	case lx > x.p1-150 && x.at(r.value)-x.p0 < labelW+12:
+		// A bar too short to hold its label inside (a result far below
+		// the ceiling): the label goes after the bar, over the lost part.
+		s.text("bar-label", x.at(r.value)+6, y+15, "start", label)
+	case lx > x.p1-150:
 		lx, anchor = x.at(r.value)-6, "end"
 		s.text("bar-label inverse", lx, y+15, anchor, label)
-	} else {
+	default:
 		s.text("bar-label", lx, y+15, anchor, label)
 	}
 	s.text("wf-detail", x.p0, y+barH+14, "start", r.short)

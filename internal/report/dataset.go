@@ -54,6 +54,9 @@ const CampaignSchema = "linerate.campaign/v1"
 // Campaign is a set of runs summarised per point (linerate.campaign/v1).
 type Campaign struct {
 	Schema string `json:"schema"`
+	// ID is the campaign's number in the results database (what
+	// `linerate history --campaign` takes); 0 when it was not stored.
+	ID int64 `json:"id,omitempty"`
 	// Label is the --label the campaign ran with.
 	Label string `json:"label,omitempty"`
 	// Command reproduces the whole campaign; "" lists the runs' commands.

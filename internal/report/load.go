@@ -242,7 +242,7 @@ func (l *loader) add(row *store.Run, r *storedRun) error {
 		l.ds.Perftest = append(l.ds.Perftest, perftestFrom(r, row))
 		return nil
 	}
-	run := Run{Result: r.Result, Label: r.Label, TuneID: tuneOf(&r.Result)}
+	run := Run{Result: r.Result, Label: r.Label, TuneID: tuneOf(&r.Result), Command: storedCommand(row, r.Label)}
 	l.ds.Runs = append(l.ds.Runs, run)
 	return nil
 }
@@ -436,7 +436,7 @@ func (l *loader) campaigns(ctx context.Context, st *store.Store) error {
 // minimum and maximum from the selected runs, and no interval (the
 // stored one is of all its runs). ok is false when no run is left.
 func campaignFrom(c *store.Campaign, sum *bench.Summary, have map[int64]*storedRun) (Campaign, bool) {
-	out := Campaign{Schema: CampaignSchema, Label: cmp.Or(sum.Label, c.Label), Command: campaignCommand(c.Spec),
+	out := Campaign{Schema: CampaignSchema, ID: c.ID, Label: cmp.Or(sum.Label, c.Label), Command: campaignCommand(c.Spec),
 		Explanation: slices.Clone(sum.Explanation)}
 	if out.Explanation == nil {
 		out.Explanation = []string{}
@@ -453,8 +453,9 @@ func campaignFrom(c *store.Campaign, sum *bench.Summary, have map[int64]*storedR
 		p := Point{Streams: sp.Streams, Placement: sp.Placement, RunIDs: ids,
 			MedianGbps: sp.MedianGbps, MinGbps: sp.MinGbps, MaxGbps: sp.MaxGbps}
 		if whole {
-			if lo, hi := sp.CI95Gbps[0], sp.CI95Gbps[1]; known(lo) && known(hi) && hi > 0 {
-				p.CI95Gbps = []float64{lo, hi}
+			// No interval when the campaign had too few runs for one.
+			if ci := sp.CI95Gbps; ci != nil && known(ci[0]) && known(ci[1]) && ci[1] > 0 {
+				p.CI95Gbps = []float64{ci[0], ci[1]}
 			}
 		} else {
 			vals := gbpsOf(ids, have)

@@ -149,13 +149,12 @@ func specOf(tb testing.TB, c Campaign, runs map[int64]*Run) json.RawMessage {
 // types.
 func summaryOf(tb testing.TB, c Campaign) json.RawMessage {
 	s := bench.Summary{Schema: bench.CampaignSchema, Label: c.Label, Points: []bench.PointSummary{}, Explanation: c.Explanation,
-		Resamples: bench.Resamples, BucketRule: bench.BucketRule}
+		CIMethod: bench.CIMethod, BucketRule: bench.BucketRule}
 	for _, p := range c.Points {
 		ps := bench.PointSummary{Streams: p.Streams, Placement: p.Placement, RunIDs: p.RunIDs, MedianGbps: p.MedianGbps,
 			MinGbps: p.MinGbps, MaxGbps: p.MaxGbps, Buckets: []bench.Bucket{}}
-		ps.CI95Gbps = [2]float64{p.MinGbps, p.MaxGbps} // bench always gives one; the fixture not for 3 runs
-		if len(p.CI95Gbps) == 2 {
-			ps.CI95Gbps = [2]float64{p.CI95Gbps[0], p.CI95Gbps[1]}
+		if len(p.CI95Gbps) == 2 { // null, as bench writes it, below 6 runs
+			ps.CI95Gbps = &[2]float64{p.CI95Gbps[0], p.CI95Gbps[1]}
 		}
 		for _, bk := range p.Buckets {
 			ps.Buckets = append(ps.Buckets, bench.Bucket{RunIDs: bk.RunIDs, MedianGbps: bk.MedianGbps, Softirq: []int{8}})

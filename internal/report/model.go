@@ -3,6 +3,7 @@ package report
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Model is a built report: the verdict and the sections with their tables
@@ -97,7 +98,9 @@ type builder struct {
 	ds   *Dataset
 	r    *renderer
 	runs map[int64]*Run // by run ID
-	path *path          // the tested path and its ceilings; nil when unknown
+	path *path          // the tested path (the first run's) and its ceilings; nil when unknown
+	// paths are the paths of the runs by their ends (pathOf).
+	paths map[string]*path
 }
 
 // Build makes the report model from a dataset. It fails on data that
@@ -120,7 +123,7 @@ func Build(ds Dataset) (*Model, error) {
 	m := &Model{Title: b.title(), Synthetic: ds.Synthetic, version: ds.Linerate, r: r}
 	m.Verdict = b.verdict()
 	for _, mk := range []func() (*section, error){
-		b.hostsSection, b.ceilingSection, b.findingsSection, b.resultsSection,
+		b.hostsSection, b.ceilingSection, b.findingsSection, b.resultsSection, b.comparisonSection,
 		b.varianceSection, b.latencySection, b.c2cSection, b.tuningSection, b.environmentSection, b.commandsSection,
 	} {
 		s, err := mk()
@@ -159,8 +162,15 @@ func (b *builder) title() string {
 	t := b.ds.Title
 	if t == "" {
 		t = "linerate report"
-		if p := b.path; p != nil && len(p.ends) > 0 {
-			t += ": " + p.hostsText()
+		var names []string
+		for _, p := range b.allPaths() {
+			names = append(names, p.hostsText())
+		}
+		if len(names) == 0 && b.path != nil && len(b.path.ends) > 0 {
+			names = append(names, b.path.hostsText())
+		}
+		if len(names) > 0 {
+			t += ": " + strings.Join(names, "; ")
 		}
 	}
 	if b.ds.Synthetic != "" {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/linerate/linerate/internal/doctor"
@@ -60,9 +61,7 @@ func (b *builder) findPath() *path {
 	p := &path{tcp: len(b.ds.Runs) > 0}
 	switch {
 	case len(b.ds.Runs) > 0:
-		st := b.ds.Runs[0].Result.Start
-		p.addEnd(b.endFor("client", st.Client))
-		p.addEnd(b.endFor("server", st.Server))
+		return b.pathOf(&b.ds.Runs[0])
 	case len(b.ds.Perftest) > 0:
 		for i := range b.ds.Hosts {
 			rep := &b.ds.Hosts[i]
@@ -79,6 +78,58 @@ func (b *builder) findPath() *path {
 	}
 	p.compute()
 	return p
+}
+
+// pathOf is the path one run took and its ceilings, computed once per
+// pair of ends: a report of two labs has a path, and a ceiling, for each.
+func (b *builder) pathOf(r *Run) *path {
+	st := r.Result.Start
+	key := strings.Join([]string{st.Client.Hostname, st.Client.Iface, st.Server.Hostname, st.Server.Iface}, "\x00")
+	if p, ok := b.paths[key]; ok {
+		return p
+	}
+	p := &path{tcp: true}
+	p.addEnd(b.endFor("client", st.Client))
+	p.addEnd(b.endFor("server", st.Server))
+	if len(p.ends) == 0 {
+		p = nil
+	} else {
+		p.compute()
+	}
+	if b.paths == nil {
+		b.paths = map[string]*path{}
+	}
+	b.paths[key] = p
+	return p
+}
+
+// runPath is the path of the run with this ID; nil when unknown.
+func (b *builder) runPath(id int64) *path {
+	if r := b.runs[id]; r != nil {
+		return b.pathOf(r)
+	}
+	return nil
+}
+
+// campaignPath is the path of a campaign's first run.
+func (b *builder) campaignPath(c *Campaign) *path {
+	for _, p := range c.Points {
+		for _, id := range p.RunIDs {
+			return b.runPath(id)
+		}
+	}
+	return nil
+}
+
+// allPaths lists the distinct known paths of the runs, in run order.
+func (b *builder) allPaths() []*path {
+	var out []*path
+	for i := range b.ds.Runs {
+		if p := b.pathOf(&b.ds.Runs[i]); p != nil && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func (p *path) addEnd(e *end) {

@@ -51,9 +51,14 @@ func (b *builder) resultsSection() (*section, error) {
 	return s, nil
 }
 
-// campaignName is "campaign 1 (before-tune)".
+// campaignName is "Campaign 4 (before-tune)": the database's number,
+// which history shows too, else its place in the report.
 func campaignName(ci int, c *Campaign) string {
-	n := "Campaign " + strconv.Itoa(ci+1)
+	id := int64(ci + 1)
+	if c.ID > 0 {
+		id = c.ID
+	}
+	n := "Campaign " + strconv.FormatInt(id, 10)
 	if c.Label != "" {
 		n += " (" + c.Label + ")"
 	}
@@ -86,9 +91,9 @@ func (b *builder) campaignResults(s *section, ci int, c *Campaign) error {
 // pointsTable has one row per campaign point.
 func (b *builder) pointsTable(ci int, c *Campaign) *table {
 	t := &table{ID: fmt.Sprintf("points-c%d", ci+1), Caption: campaignName(ci, c) + ": per point",
-		Head: []string{"Streams", "Placement", "Runs", "Median (Gbit/s)", "95% CI (Gbit/s)", "Min–max (Gbit/s)", "% of ceiling", "Retr. per run", "CPU cores, client / server"},
+		Head: []string{"Streams", "Placement", "Runs", "Median (Gbit/s)", "95% CI (Gbit/s)", "Min–max (Gbit/s)", "% of ceiling", "Retr. per run", "CPU s per Gbit, client / server"},
 		Num:  []bool{true, false, true, true, true, true, true, true, true}}
-	ceiling := b.ceilingGbps(true)
+	ceiling := ceilingOf(b.campaignPath(c), true)
 	for _, p := range c.Points {
 		runs := b.runsOf(p.RunIDs)
 		ci95 := "—"
@@ -107,27 +112,40 @@ func (b *builder) pointsTable(ci int, c *Campaign) *table {
 	return t
 }
 
-// cpuCost is the mean CPU time per second of each end's process, in
-// cores, and the median retransmits per run.
+// cpuCost is each end's CPU cost in CPU seconds per Gbit moved (its
+// process's CPU time over goodput × seconds: the unit bench prints and
+// stores as cpu_s_per_gbit), the median over the runs, and the median
+// retransmits per run.
 func cpuCost(runs []*Run) (client, server, retr string) {
 	if len(runs) == 0 {
 		return "—", "—", "—"
 	}
-	var cs, ss float64
-	var rs []float64
+	var cs, ss, rs []float64
 	for _, r := range runs {
-		sec := r.Result.End.Seconds
-		if sec <= 0 {
-			sec = r.Result.Start.DurationS
-		}
-		if sec > 0 {
-			cs += r.Result.End.CPU.ClientSeconds / sec
-			ss += r.Result.End.CPU.ServerSeconds / sec
+		if c, s, ok := cpuPerGbit(&r.Result); ok {
+			cs, ss = append(cs, c), append(ss, s)
 		}
 		rs = append(rs, float64(r.Result.End.SumSent.Retransmits))
 	}
-	n := float64(len(runs))
-	return num(cs/n, 2), num(ss/n, 2), num(median(rs), 0)
+	client, server = "—", "—"
+	if len(cs) > 0 {
+		client, server = num(median(cs), 3), num(median(ss), 3)
+	}
+	return client, server, num(median(rs), 0)
+}
+
+// cpuPerGbit is one run's CPU seconds per Gbit moved on each end; ok is
+// false when nothing was moved or no CPU time was recorded.
+func cpuPerGbit(res *result.Result) (client, server float64, ok bool) {
+	sec := res.End.Seconds
+	if sec <= 0 {
+		sec = res.Start.DurationS
+	}
+	gbit := runGbps(res) * sec
+	if gbit <= 0 || res.End.CPU.ClientSeconds+res.End.CPU.ServerSeconds <= 0 {
+		return 0, 0, false
+	}
+	return res.End.CPU.ClientSeconds / gbit, res.End.CPU.ServerSeconds / gbit, true
 }
 
 // campaignGroups colours a campaign's runs by bucket when it has buckets,
@@ -162,11 +180,11 @@ func pointLabel(p Point) string {
 // runsTable has one row per run.
 func (b *builder) runsTable() *table {
 	t := &table{ID: "runs", Caption: "Every run",
-		Head: []string{"Run", "Label", "Engine", "Streams", "Placement, client / server", "Gbit/s", "% of ceiling", "Retr.", "CPU cores, client / server", "Tune"},
+		Head: []string{"Run", "Label", "Engine", "Streams", "Placement, client / server", "Gbit/s", "% of ceiling", "Retr.", "CPU s per Gbit, client / server", "Tune"},
 		Num:  []bool{true, false, false, true, false, true, true, true, true, false}}
-	ceiling := b.ceilingGbps(true)
 	for i := range b.ds.Runs {
 		r := &b.ds.Runs[i]
+		ceiling := ceilingOf(b.pathOf(r), true)
 		res := &r.Result
 		cl, sv, _ := cpuCost([]*Run{r})
 		g := runGbps(res)
@@ -185,10 +203,13 @@ func (b *builder) runsTable() *table {
 	return t
 }
 
-// ceilingGbps is the ceiling to compare results with: with the MTU stage
-// for TCP, without it for RDMA (which has its own framing).
-func (b *builder) ceilingGbps(tcp bool) float64 {
-	p := b.path
+// ceilingGbps is the ceiling of the first run's path to compare results
+// with: with the MTU stage for TCP, without it for RDMA (which has its own
+// framing).
+func (b *builder) ceilingGbps(tcp bool) float64 { return ceilingOf(b.path, tcp) }
+
+// ceilingOf is a path's ceiling (see ceilingGbps); 0 when unknown.
+func ceilingOf(p *path, tcp bool) float64 {
 	if p == nil || p.line.gbps == 0 {
 		return 0
 	}

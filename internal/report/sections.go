@@ -8,21 +8,51 @@ import (
 	"github.com/linerate/linerate/internal/doctor"
 )
 
-// ceilingSection shows the waterfall from line rate to the measured rate.
+// ceilingSection shows the waterfall from line rate to the measured rate:
+// one for the path, or one per label when the runs took different paths
+// (a report of two labs), each with that label's best result.
 func (b *builder) ceilingSection() (*section, error) {
 	const id, title = "ceiling", "Ceiling"
-	rows := waterfallRows(b.path, b.best())
-	if len(rows) == 0 {
-		return omitted(id, title, "Ceiling: no line rate is known for the tested path, so no ceiling can be drawn."), nil
+	gs := b.labelGroups()
+	if len(gs) < 2 || len(b.allPaths()) < 2 {
+		rows := waterfallRows(b.path, b.best())
+		if len(rows) == 0 {
+			return omitted(id, title, "Ceiling: no line rate is known for the tested path, so no ceiling can be drawn."), nil
+		}
+		s := &section{ID: id, Title: title}
+		s.addText(ceilingIntro)
+		if err := b.addWaterfall(s, "", "", rows); err != nil {
+			return nil, err
+		}
+		return s, nil
 	}
 	s := &section{ID: id, Title: title}
-	s.addText("Each stage can only lower the ceiling: the line rate, what the PCIe link carries, and what is left for TCP payload at the MTU (IPv4, TCP timestamps, Ethernet preamble, gap and FCS on the wire). The slower end of the path sets each stage.")
-	c, err := b.waterfallChart(rows)
+	s.addText(ceilingIntro)
+	for i, g := range gs {
+		s.addHeading("Ceiling of " + g.title())
+		rows := waterfallRows(g.path, b.bestOf(g.has))
+		if len(rows) == 0 {
+			s.addText("No line rate is known for this path, so no ceiling can be drawn.")
+			continue
+		}
+		if err := b.addWaterfall(s, fmt.Sprintf("-%d", i+1), " — "+g.title(), rows); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+const ceilingIntro = "Each stage can only lower the ceiling: the line rate, what the PCIe link carries, and what is left for TCP payload at the MTU (IPv4, TCP timestamps, Ethernet preamble, gap and FCS on the wire). The slower end of the path sets each stage."
+
+// addWaterfall adds one path's waterfall chart and stage table; idSuffix
+// keeps their IDs unique in a report with several.
+func (b *builder) addWaterfall(s *section, idSuffix, titleSuffix string, rows []waterfallRow) error {
+	c, err := b.waterfallChart("waterfall"+idSuffix, titleSuffix, rows)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.addChart(c)
-	t := &table{ID: "ceiling-stages", Caption: "Ceiling stages",
+	t := &table{ID: "ceiling-stages" + idSuffix, Caption: "Ceiling stages" + titleSuffix,
 		Head: []string{"Stage", "Rate (Gbit/s)", "Ceiling after it (Gbit/s)", "Share of line rate", "Detail"},
 		Num:  []bool{false, true, true, true, false}}
 	line := rows[0].value
@@ -35,7 +65,7 @@ func (b *builder) ceilingSection() (*section, error) {
 		t.Classes = append(t.Classes, class)
 	}
 	s.addTable(t)
-	return s, nil
+	return nil
 }
 
 // findingsSection lists the findings with evidence and fixes, noting

@@ -104,7 +104,7 @@ func (b *builder) beforeAfter(s *section, ji int, j *TuneJournal) error {
 		return nil
 	}
 	t := &table{ID: fmt.Sprintf("tune-%d-bench", ji+1), Caption: fmt.Sprintf("Bench before and after tune %s", j.ID),
-		Head: []string{"Phase", "Runs", "Median (Gbit/s)", "Min (Gbit/s)", "Max (Gbit/s)", "CPU client (cores)", "CPU server (cores)"},
+		Head: []string{"Phase", "Runs", "Median (Gbit/s)", "Min (Gbit/s)", "Max (Gbit/s)", "CPU client (s per Gbit)", "CPU server (s per Gbit)"},
 		Num:  []bool{false, true, true, true, true, true, true}}
 	var meds [2]float64
 	for i, ph := range []struct {

@@ -75,7 +75,7 @@ func (b *builder) bucketTable(ci int, c *Campaign) *table {
 	t := &table{ID: fmt.Sprintf("buckets-c%d", ci+1), Caption: campaignName(ci, c) + ": buckets",
 		Head: []string{"Point", "Bucket", "Runs", "Run IDs", "Median (Gbit/s)", "Min (Gbit/s)", "Max (Gbit/s)", "% of ceiling", "What sets it apart"},
 		Num:  []bool{false, false, true, false, true, true, true, true, false}}
-	ceiling := b.ceilingGbps(true)
+	ceiling := ceilingOf(b.campaignPath(c), true)
 	for _, p := range c.Points {
 		if len(p.Buckets) == 0 {
 			lo, hi := spread(b.runsOf(p.RunIDs))

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/linerate/linerate/internal/doctor"
 	"github.com/linerate/linerate/internal/result"
@@ -31,18 +32,24 @@ type measured struct {
 
 // best finds the best campaign point median, else the best run, and the
 // best perftest average; the higher of the two is the result.
-func (b *builder) best() *measured {
+func (b *builder) best() *measured { return b.bestOf(nil) }
+
+// bestOf is best over the runs keep accepts (nil: all, and perftest too).
+func (b *builder) bestOf(keep func(id int64) bool) *measured {
 	var m *measured
 	better := func(c *measured) {
 		if c != nil && (m == nil || c.gbps > m.gbps) {
 			m = c
 		}
 	}
+	kept := func(ids []int64) bool { return keep == nil || len(ids) > 0 && keep(ids[0]) }
 	for ci := range b.ds.Campaigns {
 		for pi := range b.ds.Campaigns[ci].Points {
 			p := &b.ds.Campaigns[ci].Points[pi]
-			better(&measured{gbps: p.MedianGbps, runIDs: p.RunIDs, point: p,
-				what: fmt.Sprintf("median of %d run%s, %d stream%s, placement %s", len(p.RunIDs), plural(len(p.RunIDs)), p.Streams, plural(p.Streams), orDash(p.Placement))})
+			if kept(p.RunIDs) {
+				better(&measured{gbps: p.MedianGbps, runIDs: p.RunIDs, point: p,
+					what: fmt.Sprintf("median of %d run%s, %d stream%s, placement %s", len(p.RunIDs), plural(len(p.RunIDs)), p.Streams, plural(p.Streams), orDash(p.Placement))})
+			}
 		}
 	}
 	if m == nil {
@@ -51,12 +58,16 @@ func (b *builder) best() *measured {
 			if r.Result.Error != "" { // cut short: what it measured is no result
 				continue
 			}
-			better(&measured{gbps: runGbps(&r.Result), runIDs: []int64{r.Result.RunID}, what: "run " + strconv.FormatInt(r.Result.RunID, 10)})
+			if ids := []int64{r.Result.RunID}; kept(ids) {
+				better(&measured{gbps: runGbps(&r.Result), runIDs: ids, what: "run " + strconv.FormatInt(r.Result.RunID, 10)})
+			}
 		}
 	}
-	for _, r := range b.ds.Perftest {
-		if r.Latency == nil {
-			better(&measured{gbps: r.AverageGbps, rdma: true, what: r.Test + " average"})
+	if keep == nil {
+		for _, r := range b.ds.Perftest {
+			if r.Latency == nil {
+				better(&measured{gbps: r.AverageGbps, rdma: true, what: r.Test + " average"})
+			}
 		}
 	}
 	if m != nil && !known(m.gbps) {
@@ -65,38 +76,102 @@ func (b *builder) best() *measured {
 	return m
 }
 
-// verdict is the report's first sentence, and what tuning did when the
-// data show runs before and after it.
+// verdict is the report's first sentence (one per label when the report
+// holds several), and what tuning did when the data show runs before and
+// after it.
 func (b *builder) verdict() string { return b.verdictHead() + b.tuneNote() }
 
-// verdictHead is what was achieved against the ceiling, and what limits it.
+// verdictHead is what was achieved against the ceiling, and what limits
+// it: for the whole data set, or — when the runs took different paths (two
+// labs, two NICs) — for each label against its own path's ceiling. Labels
+// over one path share its verdict; the comparison section sets them apart.
 func (b *builder) verdictHead() string {
-	m, p := b.best(), b.path
+	gs := b.labelGroups()
+	if len(gs) < 2 || len(b.allPaths()) < 2 {
+		return verdictSentence(b.verdictFacts(b.best(), b.path))
+	}
+	var parts []string
+	for _, g := range gs {
+		parts = append(parts, g.title()+": "+verdictSentence(b.verdictFacts(b.bestOf(g.has), g.path)))
+	}
+	return strings.Join(parts, " ")
+}
+
+// verdictFacts gathers what the verdict sentence is made of.
+func (b *builder) verdictFacts(m *measured, p *path) verdictFacts {
+	v := verdictFacts{}
+	if p != nil && p.ceiling > 0 {
+		v.ceiling, v.line, v.factor, v.bottleneck = p.ceiling, p.line.gbps, p.factor(), p.bottleneck
+	}
+	if m == nil {
+		return v
+	}
+	v.measured, v.gbps, v.what = true, m.gbps, m.what
+	if pt := m.point; pt != nil && len(pt.Buckets) > 1 {
+		v.buckets, v.bucketMin, v.bucketMax = len(pt.Buckets), pt.MinGbps, pt.MaxGbps
+	}
+	v.hot = b.hottest(m.runIDs)
+	v.finding = b.worstFinding(p)
+	return v
+}
+
+// verdictFacts are the numbers a verdict states; verdictSentence words
+// them, and never in a way its own numbers contradict.
+type verdictFacts struct {
+	measured   bool
+	gbps       float64 // the best result
+	what       string  // what the result is ("median of 5 runs, …")
+	ceiling    float64 // 0 when unknown
+	line       float64
+	factor     string // what binds the ceiling, in words
+	bottleneck string // "PCIe", "line rate"
+	// buckets > 1: the best point's runs fell into that many groups.
+	buckets              int
+	bucketMin, bucketMax float64
+	hot                  *hot // the busiest CPU over the best runs
+	finding              *doctor.Finding
+}
+
+// verdictSentence is the verdict's wording, table-tested in
+// verdict_test.go.
+func verdictSentence(v verdictFacts) string {
 	switch {
-	case m == nil && (p == nil || p.ceiling == 0):
+	case !v.measured && v.ceiling == 0:
 		return "Nothing was measured, and no ceiling is known: the data hold no run and no line rate."
-	case m == nil:
-		return fmt.Sprintf("Nothing was measured; the ceiling is %s Gbit/s, set by %s.", gbps(p.ceiling), p.factor())
-	case p == nil || p.ceiling == 0:
-		return fmt.Sprintf("Achieved %s Gbit/s (%s); no ceiling is known, as no line rate was reported for the path.", gbps(m.gbps), m.what)
+	case !v.measured:
+		return fmt.Sprintf("Nothing was measured; the ceiling is %s Gbit/s, set by %s.", gbps(v.ceiling), v.factor)
+	case v.ceiling == 0:
+		return fmt.Sprintf("Achieved %s Gbit/s (%s); no ceiling is known, as no line rate was reported for the path.", gbps(v.gbps), v.what)
 	}
 	head := fmt.Sprintf("Achieved %s of %s Gbit/s (%s of the ceiling, %s of the %s Gbit/s line rate)",
-		gbps(m.gbps), gbps(p.ceiling), pct(m.gbps, p.ceiling), pct(m.gbps, p.line.gbps), lineText(p.line.gbps))
-	if m.gbps >= nearCeiling*p.ceiling {
-		return head + ": the limiting factor is " + p.factor() + "."
+		gbps(v.gbps), gbps(v.ceiling), pct(v.gbps, v.ceiling), pct(v.gbps, v.line), lineText(v.line))
+	if v.gbps >= nearCeiling*v.ceiling {
+		return head + ": the limiting factor is " + v.factor + "."
 	}
-	if pt := m.point; pt != nil && len(pt.Buckets) > 1 {
+	gap := gapText(v.gbps, v.ceiling, v.bottleneck)
+	if v.buckets > 1 {
 		return fmt.Sprintf("%s: the limiting factor is placement, not the %s ceiling: the runs fall into %d buckets from %s to %s Gbit/s (see Variance and placement).",
-			head, p.bottleneck, len(pt.Buckets), gbps(pt.MinGbps), gbps(pt.MaxGbps))
+			head, v.bottleneck, v.buckets, gbps(v.bucketMin), gbps(v.bucketMax))
 	}
-	if h := b.hottest(m.runIDs); h != nil && h.sample.Busy >= hotCPU {
-		return fmt.Sprintf("%s: the limiting factor is CPU %d of %s (%s), %s%% busy with %s%% in softirq, well below the %s ceiling.",
-			head, h.cpu, h.host, h.role, num(h.sample.Busy, 1), num(h.sample.SoftIRQ, 1), p.bottleneck)
+	if h := v.hot; h != nil && h.sample.Busy >= hotCPU {
+		return fmt.Sprintf("%s: the limiting factor is CPU %d of %s, %s%% busy with %s%% in softirq; the result is %s.",
+			head, h.cpu, h.where(), num(h.sample.Busy, 1), num(h.sample.SoftIRQ, 1), gap)
 	}
-	if f := b.worstFinding(); f != nil {
-		return fmt.Sprintf("%s: the result is well below the %s ceiling; the most severe finding is %s on %s.", head, p.bottleneck, f.ID, f.Subject)
+	if f := v.finding; f != nil {
+		return fmt.Sprintf("%s: the result is %s; the most severe finding is %s on %s.", head, gap, f.ID, f.Subject)
 	}
-	return head + ": the result is well below the " + p.bottleneck + " ceiling, and no finding explains why."
+	return head + ": the result is " + gap + ", and no finding explains why."
+}
+
+// gapText says how far below the ceiling a result is, in the verdict's
+// own numbers: "11.7% below the line rate ceiling"; "well below" only
+// under half of it.
+func gapText(g, ceiling float64, bottleneck string) string {
+	share := g / ceiling
+	if share < 0.5 {
+		return fmt.Sprintf("well below the %s ceiling (less than half of it)", bottleneck)
+	}
+	return fmt.Sprintf("%s below the %s ceiling", num(100*(1-share), 1)+"%", bottleneck)
 }
 
 // factor says what binds the ceiling, in words.
@@ -120,6 +195,19 @@ type hot struct {
 	host, role string
 	cpu        int
 	sample     result.CPUSample
+	// shared names both ends when they are network namespaces of one
+	// kernel (a lab): their CPUs are the same CPUs, and the busy one
+	// works for both.
+	shared string
+}
+
+// where is "lr-ux2-a (client)", or for a lab "lr-ux2-a and lr-ux2-b
+// (network namespaces of one kernel: both ends share its CPUs)".
+func (h *hot) where() string {
+	if h.shared != "" {
+		return h.shared + " (network namespaces of one kernel: both ends share its CPUs)"
+	}
+	return h.host + " (" + h.role + ")"
 }
 
 // hottest finds the CPU with the highest average busy share over the runs'
@@ -138,14 +226,24 @@ func (b *builder) hottest(ids []int64) *hot {
 			}
 		}
 	}
+	if st := runs[0].Result.Start; h != nil && st.Client.BootID != "" && st.Client.BootID == st.Server.BootID {
+		h.shared = st.Client.Hostname
+		if st.Server.Hostname != st.Client.Hostname {
+			h.shared += " and " + st.Server.Hostname
+		}
+	}
 	return h
 }
 
 // worstFinding is the first finding of the highest severity over the
-// hosts (doctor sorts findings most severe first).
-func (b *builder) worstFinding() *doctor.Finding {
+// hosts of a path, or of every host when the path is unknown (doctor sorts
+// findings most severe first).
+func (b *builder) worstFinding(p *path) *doctor.Finding {
 	var w *doctor.Finding
 	for i := range b.ds.Hosts {
+		if p != nil && !p.has(&b.ds.Hosts[i]) {
+			continue
+		}
 		for j := range b.ds.Hosts[i].Findings {
 			f := &b.ds.Hosts[i].Findings[j]
 			if w == nil || f.Severity.Rank() > w.Severity.Rank() {

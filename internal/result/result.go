@@ -106,6 +106,24 @@ type Interval struct {
 	CPU     HostCPUs         `json:"cpu"`
 	// CPUTotal is each host's load over all its CPUs.
 	CPUTotal HostTotals `json:"cpu_total"`
+	// CPUDomains, on a host of many CPUs, totals by L3 domain (or NUMA
+	// node) the CPUs whose samples CPU leaves out: those the test did not
+	// use and that stayed idle (docs/architecture.md, "Stored telemetry").
+	CPUDomains *HostDomains `json:"cpu_domains,omitempty"`
+}
+
+// HostDomains is the folded CPUs of each end, by domain.
+type HostDomains struct {
+	Client []DomainSample `json:"client,omitempty"`
+	Server []DomainSample `json:"server,omitempty"`
+}
+
+// DomainSample is the load of the folded CPUs of one domain over an
+// interval: percentages are their mean, counts their sum.
+type DomainSample struct {
+	Domain string `json:"domain"` // "l3:1", "numa:0" or "rest"
+	CPUs   string `json:"cpus"`   // the folded CPUs, as a CPU list ("8-15,24-31")
+	CPUSample
 }
 
 // StreamInterval is one stream over one interval. Bytes are those the
@@ -121,6 +139,9 @@ type StreamInterval struct {
 	CwndBytes       uint64  `json:"cwnd_bytes"`
 	Retransmits     uint64  `json:"retransmits"`
 	DeliveryRateBps float64 `json:"delivery_rate_bps"`
+	// RxCPU is the CPU whose softirq served the stream's receiving socket
+	// at the end of the interval (SO_INCOMING_CPU); absent when unknown.
+	RxCPU *int `json:"rx_cpu,omitempty"`
 
 	Packets uint64 `json:"packets,omitempty"` // UDP datagrams
 }

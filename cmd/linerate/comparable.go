@@ -1,0 +1,169 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/linerate/linerate/internal/cpulist"
+	"github.com/linerate/linerate/internal/store"
+)
+
+// runKind is what makes two runs comparable: runs of one kind measure the
+// same thing, so their goodputs may be pooled into one sample. Engine,
+// streams and direction change what is measured; placement, peer and MTU
+// change where, which is often what an A/B comparison is about.
+type runKind struct {
+	Engine    string `json:"engine"`
+	Streams   int    `json:"streams"`
+	Direction string `json:"direction"`
+	Placement string `json:"placement"` // the -A pair asked for, "auto" when none
+	Peer      string `json:"peer"`
+	MTU       string `json:"mtu"` // "9000", "1500/9000" (client/server), "" unknown
+}
+
+// kindOf reads a stored run's kind; the MTU comes from the doctor reports
+// taken with it, for the interfaces the run used.
+func kindOf(r *store.Run) runKind {
+	k := runKind{Engine: r.Engine, Streams: r.Streams, Direction: r.Direction, Placement: r.Placement, Peer: r.Peer}
+	if k.Placement == "" {
+		k.Placement = "auto"
+	}
+	if k.Direction == "" {
+		k.Direction = "send"
+	}
+	var doc struct {
+		Start struct {
+			Client struct{ Iface string } `json:"client"`
+			Server struct{ Iface string } `json:"server"`
+		} `json:"start"`
+	}
+	if json.Unmarshal(r.Result, &doc) != nil {
+		return k
+	}
+	c, s := ifaceMTU(r.ClientDoctor, doc.Start.Client.Iface), ifaceMTU(r.ServerDoctor, doc.Start.Server.Iface)
+	switch {
+	case c == s:
+		k.MTU = c
+	case c == "" || s == "":
+		k.MTU = c + s
+	default:
+		k.MTU = c + "/" + s
+	}
+	return k
+}
+
+// ifaceMTU is the MTU a doctor report gives for one interface, "" when
+// unknown.
+func ifaceMTU(rep json.RawMessage, iface string) string {
+	if len(rep) == 0 || iface == "" {
+		return ""
+	}
+	var doc struct {
+		NICs []struct {
+			Interface string `json:"interface"`
+			MTU       *int   `json:"mtu"`
+		} `json:"nics"`
+	}
+	if json.Unmarshal(rep, &doc) != nil {
+		return ""
+	}
+	for _, n := range doc.NICs {
+		if n.Interface == iface && n.MTU != nil {
+			return strconv.Itoa(*n.MTU)
+		}
+	}
+	return ""
+}
+
+// measures reports whether two kinds measure the same thing (engine,
+// streams, direction).
+func (k runKind) measures(o runKind) bool {
+	return k.Engine == o.Engine && k.Streams == o.Streams && k.Direction == o.Direction
+}
+
+// diff lists the fields in which two kinds differ, as "streams 1 vs 4".
+func (k runKind) diff(o runKind) []string {
+	var out []string
+	add := func(name, a, b string) {
+		if a != b {
+			out = append(out, fmt.Sprintf("%s %s vs %s", name, orUnknown(a), orUnknown(b)))
+		}
+	}
+	add("engine", k.Engine, o.Engine)
+	add("streams", strconv.Itoa(k.Streams), strconv.Itoa(o.Streams))
+	add("direction", k.Direction, o.Direction)
+	add("placement", k.Placement, o.Placement)
+	add("peer", k.Peer, o.Peer)
+	add("MTU", k.MTU, o.MTU)
+	return out
+}
+
+// String is "native, 4 streams, send, placement auto, peer lab:ux1, MTU 1500".
+func (k runKind) String() string {
+	s := fmt.Sprintf("%s, %d stream%s, %s, placement %s, peer %s", k.Engine, k.Streams, plural(k.Streams), k.Direction, k.Placement, k.Peer)
+	if k.MTU != "" {
+		s += ", MTU " + k.MTU
+	}
+	return s
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// kindGroup is the runs of one kind in a side.
+type kindGroup struct {
+	kind runKind
+	runs []store.Run
+}
+
+// groupRuns splits runs by kind, in order of first appearance.
+func groupRuns(runs []store.Run) []kindGroup {
+	var out []kindGroup
+	for _, r := range runs {
+		k := kindOf(&r)
+		i := slices.IndexFunc(out, func(g kindGroup) bool { return g.kind == k })
+		if i < 0 {
+			out = append(out, kindGroup{kind: k})
+			i = len(out) - 1
+		}
+		out[i].runs = append(out[i].runs, r)
+	}
+	return out
+}
+
+// groupsText lists groups for an error: "1 stream (runs 1-3); 4 streams (runs 7, 9)",
+// naming only the fields in which the groups differ.
+func groupsText(gs []kindGroup) string {
+	var parts []string
+	for _, g := range gs {
+		var ids []int
+		for _, r := range g.runs {
+			ids = append(ids, int(r.ID))
+		}
+		var what []string
+		for _, d := range gs[0].kind.diff(g.kind) {
+			// "streams 1 vs 4": keep the field and this group's value.
+			f := strings.Fields(d)
+			what = append(what, f[0]+" "+f[len(f)-1])
+		}
+		if len(what) == 0 { // the first group: name it by what the others change
+			for _, o := range gs[1:] {
+				for _, d := range g.kind.diff(o.kind) {
+					f := strings.Fields(d)
+					if w := f[0] + " " + f[1]; !slices.Contains(what, w) {
+						what = append(what, w)
+					}
+				}
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s (run%s %s)", strings.Join(what, ", "), plural(len(ids)), cpulist.Format(ids)))
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/linerate/linerate/internal/bench"
+	"github.com/linerate/linerate/internal/result"
+	"github.com/linerate/linerate/internal/store"
+)
+
+// showRun prints one stored run as bench printed it (start, intervals,
+// totals: the same writer, replayed from the stored document), headed by
+// where it is stored and followed by the command that runs it again.
+func showRun(ctx context.Context, w io.Writer, db *store.Store, id int64) error {
+	r, err := db.Run(ctx, id)
+	if err != nil {
+		return fmt.Errorf("run %d: %w (see 'linerate history')", id, err)
+	}
+	var res result.Result
+	if err := json.Unmarshal(r.Result, &res); err != nil || res.Schema != result.Schema {
+		return fmt.Errorf("run %d: its stored result is not %s JSON", id, result.Schema)
+	}
+	label, camp := "no label", ""
+	if r.Label != "" {
+		label = "label " + r.Label
+	}
+	if r.CampaignID != 0 {
+		camp = fmt.Sprintf(", campaign %d (#%d)", r.CampaignID, r.Seq)
+	}
+	fmt.Fprintf(w, "Run %d: %s, %s engine, peer %s, %s%s\n", r.ID, r.StartedAt.Local().Format("2006-01-02 15:04:05"), r.Engine, r.Peer, label, camp)
+	p := bench.TextProgress(w, false)
+	p(result.Event{Event: "start", Data: &res.Start})
+	for i := range res.Intervals {
+		p(result.Event{Event: "interval", Data: &res.Intervals[i]})
+	}
+	p(result.Event{Event: "end", Data: &res.End})
+	var params bench.Params
+	if json.Unmarshal(r.Params, &params) == nil && r.Peer != "" && params.Perftest.Test == "" {
+		s := bench.Spec{Engine: r.Engine, Peer: r.Peer, Label: r.Label, Run: params}
+		fmt.Fprintf(w, "Run it again: %s\n", s.Command(bench.Point{Streams: max(params.Streams, 1), Placement: params.Placement}))
+	}
+	return nil
+}
+
+// cpuPerGbit is CPU seconds per Gbit moved; nil when unknown.
+func cpuPerGbit(cpuS *float64, gbps, seconds float64) *float64 {
+	if cpuS == nil || gbps <= 0 || seconds <= 0 {
+		return nil
+	}
+	v := round(*cpuS/(gbps*seconds), 4)
+	return &v
+}
