@@ -254,3 +254,48 @@ func TestDataConnectionStolen(t *testing.T) {
 	replay.Write(p)
 	waitLog(t, logs, "refused connection", "data connection")
 }
+
+// TestNICCounterBounds: what an end or tool_end may carry of the agent's
+// NIC counters, one bound at a time.
+func TestNICCounterBounds(t *testing.T) {
+	good := func() *result.NICDelta {
+		return &result.NICDelta{Interface: "lab0", Driver: "veth", Deltas: map[string]uint64{"qdisc_drops": 12},
+			Sources: map[string]map[string]uint64{"qdisc_drops": {"qdisc.drops": 12}}}
+	}
+	many := func(n int) map[string]uint64 {
+		m := map[string]uint64{}
+		for i := range n {
+			m[strings.Repeat("c", 1+i%7)+string(rune('a'+i%26))+strings.Repeat("x", i/26)] = 1
+		}
+		return m
+	}
+	tests := []struct {
+		name string
+		mod  func(*result.NICDelta)
+		want string
+	}{
+		{"good", func(*result.NICDelta) {}, ""},
+		{"not read", func(d *result.NICDelta) { *d = result.NICDelta{Interface: "lab0", NotRead: "ENODEV"} }, ""},
+		{"long interface", func(d *result.NICDelta) { d.Interface = strings.Repeat("i", maxNICName+1) }, "interface or driver named in 129"},
+		{"long reason", func(d *result.NICDelta) { d.NotRead = strings.Repeat("r", maxErrorText+1) }, "for a reason of 4097 bytes"},
+		{"many causes", func(d *result.NICDelta) { d.Deltas = many(maxNICCauses + 1) }, "NIC counters of 33 causes"},
+		{"long cause", func(d *result.NICDelta) { d.Deltas[strings.Repeat("c", maxNICName+1)] = 1 }, "cause of 129 bytes"},
+		{"many counters", func(d *result.NICDelta) { d.Sources["qdisc_drops"] = many(maxNICSources + 1) }, "with 65 counters"},
+		{"long counter", func(d *result.NICDelta) { d.Sources["qdisc_drops"][strings.Repeat("n", maxNICName+1)] = 1 }, "counter named in 129 bytes"},
+	}
+	for _, tt := range tests {
+		d := good()
+		tt.mod(d)
+		for _, err := range []error{
+			endMsg{Type: msgEnd, Streams: make([]engine.StreamTotal, 1), NICCounters: d}.check(1),
+			toolEndMsg{Type: msgToolEnd, NICCounters: d}.check(),
+		} {
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("%s: refused: %v", tt.name, err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, errBadMessage)):
+				t.Errorf("%s: %v, want %q", tt.name, err, tt.want)
+			}
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/nicstats"
 	"github.com/linerate/linerate/internal/pathwatch"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
@@ -40,6 +41,7 @@ type client struct {
 	side *engine.Side
 	mine []engine.Sample // this end's samples, one per interval
 	keys sessionKeys
+	nic  *nicstats.Span // this end's NIC counters from before the test
 	// route is the path to the agent as the test started (fault.go); nil
 	// when the kernel could not say.
 	route *pathwatch.Route
@@ -202,6 +204,7 @@ func (c *client) measure(ctx context.Context, streams []*engine.Stream) (*result
 	defer c.side.Close()
 	c.emit(result.Event{Event: "start", Data: &c.res.Start})
 	rd := newReader(c.ctrl, c.p)
+	c.nic = nicstats.Begin(c.counterIface())
 	c.side.Begin()
 	w := newStallWatch(c.route, c.side)
 	if err := c.ctrl.send(bareMsg{Type: msgStart}, handshakeTimeout); err != nil {
@@ -301,8 +304,10 @@ func (c *client) end(rd *reader, w *stallWatch) (*result.Result, error) {
 		}
 	}
 	<-drained
+	mine := c.nic.End() // once this end's streams have drained
 	c.lateSamples(rd)
 	c.res.End = c.totals(em)
+	c.res.End.NICCounters = &result.NICCounters{Client: mine, Server: em.NICCounters}
 	c.emit(result.Event{Event: "end", Data: &c.res.End})
 	return c.res, nil
 }

@@ -27,7 +27,7 @@
 //	client → start
 //	agent  → interval{…} every interval
 //	client → stop
-//	agent  → end{per-stream totals}
+//	agent  → end{per-stream totals, nic_counters}
 //
 // The token (at least 128 random bits, CheckToken) never crosses the wire.
 // The agent checks the client's proof in constant time and proves it holds

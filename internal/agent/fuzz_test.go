@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/result"
 )
 
 // FuzzRequest feeds the agent's request decoder and bounds arbitrary
@@ -94,8 +95,11 @@ func FuzzClientMessages(f *testing.F) {
 		`{"type":"interval","index":-1,"streams":null}`,
 		`{"type":"end","streams":[{"id":1,"received":10},{"id":2,"sent":3,"sent_omit":1}],"cpu_seconds":1.5,"errors":["stream 1: x"]}`,
 		`{"type":"end","streams":[],"cpu_seconds":-1}`,
+		`{"type":"end","streams":[{"id":1},{"id":2}],"cpu_seconds":1,"nic_counters":{"interface":"lab0","driver":"veth","deltas":{"qdisc_drops":1234,"rx_dropped":0},"sources":{"qdisc_drops":{"qdisc.drops":1234},"rx_dropped":{"link.rx_dropped":0}}}}`,
+		`{"type":"end","streams":[{"id":1},{"id":2}],"cpu_seconds":1,"nic_counters":{"interface":"eth0","not_read":"ENODEV"}}`,
 		`{"type":"tool_started","argv":["iperf3","-s","-1"],"auth":{"rsa_public_key":"x"}}`,
 		`{"type":"tool_end","cpu_seconds":0.25,"output":"done"}`,
+		`{"type":"tool_end","cpu_seconds":0.25,"output":"done","nic_counters":{"interface":"enp1s0f0np0","driver":"mlx5_core","deltas":{"rx_no_buffer":1200000},"sources":{"rx_no_buffer":{"rx_out_of_buffer":1200000}}}}`,
 		`{"type":"doctor_report","report":{"schema":"linerate.doctor/v1"},"host":{}}`,
 		`{"type":"doctor_report","report":"{"}`,
 		`{"type":"error","reason":"authentication failed"}`,
@@ -121,12 +125,14 @@ func FuzzClientMessages(f *testing.F) {
 			}
 		}
 		if m, err := decode(typ, body, msgEnd, func(m *endMsg) error { return m.check(conns) }); err == nil {
-			if len(m.Streams) != conns || len(m.Errors) > conns {
+			if len(m.Streams) != conns || len(m.Errors) > conns || !nicBounded(m.NICCounters) {
 				t.Fatalf("end passed: %+v", m)
 			}
 		}
 		decode(typ, body, msgToolStarted, (*toolStartedMsg).check)
-		decode(typ, body, msgToolEnd, (*toolEndMsg).check)
+		if m, err := decode(typ, body, msgToolEnd, (*toolEndMsg).check); err == nil && !nicBounded(m.NICCounters) {
+			t.Fatalf("tool_end passed: %+v", m)
+		}
 		decode(typ, body, msgInterval, (*toolSample).check)
 		if m, err := decode(typ, body, msgDoctorReport, (*doctorReportMsg).check); err == nil && !json.Valid(m.Report) {
 			t.Fatal("a doctor report that is not JSON passed")
@@ -256,4 +262,21 @@ func randomSession(addr string, r *mrand.Rand) {
 		}
 	}
 	nc.Read(make([]byte, 64))
+}
+
+// nicBounded restates checkNIC's bounds, for the fuzzer to hold it to.
+func nicBounded(d *result.NICDelta) bool {
+	if d == nil {
+		return true
+	}
+	if len(d.Interface) > maxNICName || len(d.Driver) > maxNICName || len(d.NotRead) > maxErrorText ||
+		len(d.Deltas) > maxNICCauses || len(d.Sources) > maxNICCauses {
+		return false
+	}
+	for _, src := range d.Sources {
+		if len(src) > maxNICSources {
+			return false
+		}
+	}
+	return true
 }

@@ -32,10 +32,10 @@ const protoVersion = 2
 //	ready          agent   data connections in      readyMsg.check: buffer sizes, sysctl names
 //	start, stop    client  the test's clock         none (type only)
 //	interval       agent   every interval           intervalMsg.check: index, one sample per connection, CPU count
-//	end            agent   after stop               endMsg.check: one total per connection, errors
+//	end            agent   after stop               endMsg.check: one total per connection, errors, NIC counters (checkNIC)
 //	tool           client  a tool session           toolMsg.check: description size, milliseconds
 //	tool_started   agent   after tool               toolStartedMsg.check: argv and credentials sizes
-//	tool_end       agent   after stop               toolEndMsg.check: output size
+//	tool_end       agent   after stop               toolEndMsg.check: output size, NIC counters (checkNIC)
 //	doctor         client  a doctor report          none (type only)
 //	doctor_report  agent   after doctor             doctorReportMsg.check: the report is JSON
 //	error, busy    either  instead of the answer    reason shown at most maxReason bytes
@@ -89,6 +89,9 @@ const (
 	maxToolArg    = 4 << 10  // bytes of one argument
 	maxToolAuth   = 16 << 10 // of a tool server's credentials (a public key)
 	maxToolOutput = 64 << 10 // of a tool server's output sent back (its tail)
+	maxNICName    = 128      // of an interface, driver, cause or counter name in NIC counters
+	maxNICCauses  = 32       // causes in one end's NIC counters (nicstats has 11)
+	maxNICSources = 64       // counters behind one cause (a driver's per-priority counters)
 )
 
 // PeerError is a refusal or failure the other end reported ("busy",
@@ -276,6 +279,10 @@ type endMsg struct {
 	ZCSends       uint64 `json:"zc_sends,omitempty"`
 	ZCCompletions uint64 `json:"zc_completions,omitempty"`
 	ZCCopied      uint64 `json:"zc_copied,omitempty"`
+	// NICCounters is how the agent's NIC counters grew during the test,
+	// on the interface holding its address (docs/architecture.md, "NIC
+	// counters during a run").
+	NICCounters *result.NICDelta `json:"nic_counters,omitempty"`
 }
 
 // check bounds an end of a test of n connections.
@@ -291,6 +298,38 @@ func (m endMsg) check(n int) error {
 	for _, e := range m.Errors {
 		if len(e) > maxErrorText {
 			return fmt.Errorf("%w: end with an error of %d bytes", errBadMessage, len(e))
+		}
+	}
+	return checkNIC(m.NICCounters)
+}
+
+// checkNIC bounds an end's NIC counters: names, how many causes and
+// counters, the reason they were not read.
+func checkNIC(d *result.NICDelta) error {
+	if d == nil {
+		return nil
+	}
+	switch {
+	case len(d.Interface) > maxNICName || len(d.Driver) > maxNICName:
+		return fmt.Errorf("%w: NIC counters of an interface or driver named in %d and %d bytes", errBadMessage, len(d.Interface), len(d.Driver))
+	case len(d.NotRead) > maxErrorText:
+		return fmt.Errorf("%w: NIC counters not read, for a reason of %d bytes", errBadMessage, len(d.NotRead))
+	case len(d.Deltas) > maxNICCauses || len(d.Sources) > maxNICCauses:
+		return fmt.Errorf("%w: NIC counters of %d causes", errBadMessage, max(len(d.Deltas), len(d.Sources)))
+	}
+	for c := range d.Deltas {
+		if len(c) > maxNICName {
+			return fmt.Errorf("%w: a NIC counter cause of %d bytes", errBadMessage, len(c))
+		}
+	}
+	for c, src := range d.Sources {
+		if len(c) > maxNICName || len(src) > maxNICSources {
+			return fmt.Errorf("%w: NIC counter cause of %d bytes with %d counters", errBadMessage, len(c), len(src))
+		}
+		for n := range src {
+			if len(n) > maxNICName {
+				return fmt.Errorf("%w: a NIC counter named in %d bytes", errBadMessage, len(n))
+			}
 		}
 	}
 	return nil
@@ -341,13 +380,16 @@ type toolEndMsg struct {
 	CPUSeconds float64 `json:"cpu_seconds"`
 	Output     string  `json:"output"`
 	Error      string  `json:"error,omitempty"`
+	// NICCounters is how the agent's NIC counters grew while its tool
+	// server ran.
+	NICCounters *result.NICDelta `json:"nic_counters,omitempty"`
 }
 
 func (m toolEndMsg) check() error {
 	if len(m.Output) > maxToolOutput || len(m.Error) > maxErrorText || m.CPUSeconds < 0 {
 		return fmt.Errorf("%w: tool_end with %d bytes of output, %d of error, %g CPU seconds", errBadMessage, len(m.Output), len(m.Error), m.CPUSeconds)
 	}
-	return nil
+	return checkNIC(m.NICCounters)
 }
 
 // toolSample is one interval of the agent's host while its tool runs.

@@ -106,6 +106,7 @@ func checkEnd(t *testing.T, res *result.Result) {
 	if len(e.Errors) > 0 {
 		t.Errorf("errors: %v", e.Errors)
 	}
+	checkNICCounters(t, res)
 	// The measured window is the span of the measured intervals: from the
 	// end of the warm-up to the last sample. (How close it comes to the
 	// asked 1 s depends on how late a busy machine wakes the sampler, so
@@ -287,4 +288,33 @@ func TestLateAgentSamples(t *testing.T) {
 	if iv.CPUTotal.Server == nil || iv.CPU.Server["3"].Busy != 50 || iv.Streams[0].Bytes != 100 {
 		t.Errorf("the late sample was not merged: %+v", iv)
 	}
+}
+
+// checkNICCounters: both ends read the counters of the interface the test ran
+// over, and the causes every interface has (the kernel's own) are there.
+func checkNICCounters(t *testing.T, res *result.Result) {
+	t.Helper()
+	nc := res.End.NICCounters
+	if nc == nil || nc.Client == nil || nc.Server == nil {
+		t.Fatalf("NIC counters of both ends missing: %+v", nc)
+	}
+	for _, e := range []struct {
+		role  string
+		d     *result.NICDelta
+		iface string
+	}{{"client", nc.Client, res.Start.Client.Iface}, {"server", nc.Server, res.Start.Server.Iface}} {
+		if e.d.NotRead != "" || e.d.Interface != e.iface || !hasCauses(e.d, "rx_dropped", "tx_dropped", "qdisc_drops") {
+			t.Errorf("%s's NIC counters: %+v (its interface is %q)", e.role, e.d, e.iface)
+		}
+	}
+}
+
+// hasCauses reports whether d read every one of causes.
+func hasCauses(d *result.NICDelta, causes ...string) bool {
+	for _, c := range causes {
+		if _, ok := d.Deltas[c]; !ok {
+			return false
+		}
+	}
+	return true
 }

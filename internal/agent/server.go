@@ -15,6 +15,7 @@ import (
 
 	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/nicstats"
 	"github.com/linerate/linerate/internal/result"
 )
 
@@ -339,6 +340,8 @@ type session struct {
 	p    engine.Params
 	// serverCPUs are the CPUs the client asked for this end's threads.
 	serverCPUs []int
+	// nic is this end's NIC counters from before the test (nic.go).
+	nic *nicstats.Span
 
 	// Guarded by srv.mu: the data connections expected and received.
 	testID []byte

@@ -9,6 +9,7 @@ import (
 
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/nicstats"
 	"github.com/linerate/linerate/internal/telemetry"
 )
 
@@ -107,6 +108,7 @@ func (ss *session) setup(ctx context.Context) ([]*engine.Stream, error) {
 		return nil, err
 	}
 	win := engine.Buffers(ss.srv.fs(), streams[0].FD, ss.p.Window)
+	ss.nic = nicstats.Begin(ss.counterIface()) // before any payload moves
 	if err := ss.ctrl.send(readyMsg{Type: msgReady, Window: win}, handshakeTimeout); err != nil {
 		engine.CloseStreams(streams)
 		return nil, fmt.Errorf("sending ready: %w", err)
@@ -216,7 +218,7 @@ func (ss *session) measure(ctx context.Context, streams []*engine.Stream) error 
 	sd.Finish(endGrace)
 	zs, zc, zcp := sd.ZeroCopy()
 	end := endMsg{Type: msgEnd, Streams: sd.Totals(), CPUSeconds: sd.MeasuredCPU(), Errors: sd.Errors(),
-		ZCSends: zs, ZCCompletions: zc, ZCCopied: zcp}
+		ZCSends: zs, ZCCompletions: zc, ZCCopied: zcp, NICCounters: ss.nic.End()}
 	end.CPUUser, end.CPUSystem = sd.MeasuredCPUSplit()
 	ss.free()
 	if err := ss.ctrl.send(end, handshakeTimeout); err != nil {

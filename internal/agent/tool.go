@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/nicstats"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
 )
@@ -113,6 +114,7 @@ func (ss *session) runTool(ctx context.Context, body []byte) bool {
 		return false
 	}
 	ss.log.Info("tool started", "argv", fmt.Sprint(st.Argv))
+	nic := nicstats.Begin(ss.counterIface()) // before the client's tool can connect
 	smp := telemetry.NewSampler(ss.srv.fs(), ss.host.NICIRQs)
 	serr := ss.ctrl.send(toolStartedMsg{Type: msgToolStarted, Argv: st.Argv, Auth: st.Auth}, handshakeTimeout)
 	if serr == nil {
@@ -129,7 +131,7 @@ func (ss *session) runTool(ctx context.Context, body []byte) bool {
 	if len(out) > maxToolOutput {
 		out = out[len(out)-maxToolOutput:]
 	}
-	end := toolEndMsg{Type: msgToolEnd, CPUSeconds: result.Round3(cpu), Output: out}
+	end := toolEndMsg{Type: msgToolEnd, CPUSeconds: result.Round3(cpu), Output: out, NICCounters: nic.End()}
 	if perr != nil {
 		end.Error = perr.Error()
 	}
@@ -291,6 +293,17 @@ func (ts *ToolSession) Samples() []telemetry.Sample {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	return append([]telemetry.Sample(nil), ts.samples...)
+}
+
+// NICCounters is how the agent's NIC counters grew while its tool server
+// ran, as its tool_end said; nil before Stop, or when it did not say.
+func (ts *ToolSession) NICCounters() *result.NICDelta {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.end == nil {
+		return nil
+	}
+	return ts.end.NICCounters
 }
 
 // Stop tells the agent to stop the tool server and waits for its report:

@@ -94,6 +94,11 @@ func TestToolSession(t *testing.T) {
 	if string(ts.Auth()) != `{"key":"public"}` {
 		t.Errorf("auth = %s", ts.Auth())
 	}
+	// The agent read the counters of its interface (lo here) around the
+	// tool and sent their growth.
+	if n := ts.NICCounters(); n == nil || n.Interface != "lo" || n.NotRead != "" || !hasCauses(n, "rx_dropped", "tx_dropped", "qdisc_drops") {
+		t.Errorf("the agent's NIC counters: %+v", n)
+	}
 	waitLog(t, logs, "tool done", "cpu_seconds=0.25")
 }
 

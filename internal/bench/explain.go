@@ -303,7 +303,8 @@ func explainBuckets(point string, buckets [][]*Run, gap float64, t Topology) []s
 		out = append(out, fmt.Sprintf("The %d %s run%s (%s): on the receiver (%s), %s.",
 			len(b), names[i], plural(len(b)), gbpsRange(b), side, whereSoftirq(loads[i], t)))
 	}
-	return append(out, whatDiffers(loads[0], loads[len(loads)-1], names[0], names[len(names)-1], t))
+	out = append(out, whatDiffers(loads[0], loads[len(loads)-1], names[0], names[len(names)-1], t))
+	return append(out, explainNICBuckets(buckets[0], buckets[len(buckets)-1], names[0], names[len(names)-1])...)
 }
 
 // whatDiffers compares the slowest and fastest buckets' receivers.

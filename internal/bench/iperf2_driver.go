@@ -99,6 +99,7 @@ func (d *Iperf2) Run(ctx context.Context, p Params, live func(result.Interval)) 
 		args = append(args, "-w", strconv.Itoa(p.Window))
 	}
 	args = pinned(p.Placement.Client, args)
+	nic := beginNIC(d.Hosts) // both ends' NIC counters, before any payload
 	var raw string
 	var clientCPU float64
 	run, err := retryConnect(ctx, func() (*Run, error) {
@@ -114,6 +115,7 @@ func (d *Iperf2) Run(ctx context.Context, p Params, live func(result.Interval)) 
 		return nil, stopErr
 	}
 	attachServer(run, srv)
+	run.End.NICCounters = nic.end(srv)
 	run.raw = raw
 	run.Tool = &Tool{Name: "iperf2", Version: d.version, Client: args, Server: srvArgv}
 	// iperf2 reports no CPU time: the processes' own (getrusage) it is.

@@ -112,6 +112,7 @@ func (d *Iperf3) Run(ctx context.Context, p Params, live func(result.Interval)) 
 		return nil, err
 	}
 	args := d.clientArgs(p)
+	nic := beginNIC(d.Hosts) // both ends' NIC counters, before any payload
 	var raw string
 	run, err := retryConnect(ctx, func() (*Run, error) {
 		r, out, err := d.client(ctx, p, args, authOf(srv), live)
@@ -126,6 +127,7 @@ func (d *Iperf3) Run(ctx context.Context, p Params, live func(result.Interval)) 
 		return nil, stopErr
 	}
 	attachServer(run, srv)
+	run.End.NICCounters = nic.end(srv)
 	run.raw = raw
 	run.Tool.Client, run.Tool.Server = args, srvArgv
 	d.finish(run, p)

@@ -55,6 +55,9 @@ func (p *Progress) RunDone(i, n int, id int64, r *Run) {
 		stored = fmt.Sprintf(" (stored as run %d)", id)
 	}
 	p.println(fmt.Sprintf("run %d/%d: %.2f Gbit/s received, %d retransmits%s", i+1, n, r.Gbps(), r.End.SumSent.Retransmits, stored))
+	if l := NICLine(r.End.NICCounters); l != "" {
+		p.println("  " + l)
+	}
 }
 
 // Finish clears the status line.

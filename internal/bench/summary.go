@@ -183,10 +183,10 @@ func summarizePoint(p Point, outs []Outcome, topo Topology, ceiling *float64) (P
 		ps.Buckets = append(ps.Buckets, b)
 		bucketRuns = append(bucketRuns, rs)
 	}
-	if len(groups) < 2 {
-		return ps, nil
-	}
 	name := fmt.Sprintf("%d stream%s, placement %s", p.Streams, plural(p.Streams), ps.Placement)
+	if len(groups) < 2 {
+		return ps, explainNICPoint(name, runs(outs))
+	}
 	return ps, explainBuckets(name, bucketRuns, bucketGap(gbps), topo)
 }
 

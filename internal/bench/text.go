@@ -115,6 +115,9 @@ func writeEnd(w io.Writer, e *result.End) {
 		}
 		fmt.Fprintln(w)
 	}
+	if l := NICLine(e.NICCounters); l != "" {
+		fmt.Fprintln(w, l)
+	}
 	for _, err := range e.Errors {
 		fmt.Fprintf(w, "Error: %s\n", err)
 	}

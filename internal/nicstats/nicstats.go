@@ -45,10 +45,23 @@ const (
 	FECCorrected Cause = "fec_corrected"
 	// LinkDown: link-down events.
 	LinkDown Cause = "link_down"
+	// RXDropped: frames the interface received that the host's stack then
+	// discarded (no memory, a full backlog, a protocol nobody handles):
+	// the kernel's rx_dropped, which by its definition excludes what the
+	// device dropped for lack of buffers (that is rx_missed_errors, here
+	// RXNoBuffer).
+	RXDropped Cause = "rx_dropped"
+	// TXDropped: frames dropped on their way out, e.g. for lack of room
+	// in the driver's queue (the kernel's tx_dropped).
+	TXDropped Cause = "tx_dropped"
+	// QdiscDrops: packets the interface's root queueing discipline
+	// dropped because its queue was full (`tc -s qdisc`'s "dropped"): the
+	// sending side's own doing, before the NIC sees them.
+	QdiscDrops Cause = "qdisc_drops"
 )
 
 // Causes lists every cause, in the order reports show them.
-var Causes = []Cause{RXNoBuffer, RXNICBuffer, PHYErrors, PauseTX, PauseRX, FECUncorrectable, FECCorrected, LinkDown}
+var Causes = []Cause{RXNoBuffer, RXNICBuffer, RXDropped, TXDropped, QdiscDrops, PHYErrors, PauseTX, PauseRX, FECUncorrectable, FECCorrected, LinkDown}
 
 // Count is one cause's value and the counters it came from.
 type Count struct {
@@ -206,19 +219,8 @@ func FromFacts(driver string, f *ethtool.Facts) Counters {
 	return c
 }
 
-// Snapshot reads iface's counters now, through a new ethtool client in
-// the caller's network namespace. It fails only when nothing at all could
-// be read.
-func Snapshot(iface string) (Counters, error) {
-	c, err := ethtool.Open()
-	if err != nil {
-		return Counters{}, err
-	}
-	defer c.Close()
-	return SnapshotWith(c, iface)
-}
-
-// SnapshotWith is Snapshot through an open client.
+// SnapshotWith reads iface's driver and standard counters through an
+// open ethtool client: Snapshot without the kernel's own counters.
 func SnapshotWith(c *ethtool.Client, iface string) (Counters, error) {
 	f := &ethtool.Facts{Stats: &ethtool.Stats{}}
 	var errs []string

@@ -45,6 +45,7 @@ func (b *builder) resultsSection() (*section, error) {
 	}
 	if len(b.ds.Runs) > 0 {
 		s.addTable(b.runsTable())
+		b.nicCounters(s)
 	}
 	b.perftestTables(s)
 	return s, nil

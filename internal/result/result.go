@@ -187,6 +187,9 @@ type End struct {
 	// Nil otherwise.
 	Latency *Latency `json:"latency,omitempty"`
 	UDP     *UDPSum  `json:"udp,omitempty"`
+	// NICCounters is how both ends' NIC counters grew during the run;
+	// nil when neither was read.
+	NICCounters *NICCounters `json:"nic_counters,omitempty"`
 }
 
 // StreamEnd is one stream's bytes after the warm-up. The receiver's count
