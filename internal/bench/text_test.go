@@ -81,7 +81,7 @@ func TestJSONStreamRoundTrip(t *testing.T) {
 func TestBenchArgs(t *testing.T) {
 	cfg := agent.Config{Streams: 4, Duration: 30 * time.Second, Omit: 2 * time.Second, Direction: result.Bidir, Window: 4 << 20,
 		Congestion: "bbr", FQRate: 10e9, ZeroCopy: result.Sendfile, ClientCPUs: []int{0, 2}, ServerCPUs: []int{1}}
-	want := "-t 30s -P 4 -i 1s -O 2s --bidir --window 4194304 --congestion bbr --fq-rate 10000000000 --zerocopy=sendfile -A 0,2/1"
+	want := "-t 30s -i 1s -O 2s -P 4 --bidir --window 4194304 --congestion bbr --fq-rate 10000000000 --zerocopy=sendfile -A 0,2/1"
 	if got := strings.Join(benchArgs(cfg), " "); got != want {
 		t.Errorf("benchArgs = %q\nwant %q", got, want)
 	}
