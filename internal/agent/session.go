@@ -16,6 +16,7 @@ import (
 // its end, and reports whether the test started. Every failure is logged
 // with its reason; none outlives the session.
 func (ss *session) run(ctx context.Context) bool {
+	lk := startLook(ctx, ss.srv.fs()) // while the client looks at its own host
 	typ, body, err := ss.ctrl.recv(setupTimeout)
 	switch {
 	case isEOF(err):
@@ -34,7 +35,8 @@ func (ss *session) run(ctx context.Context) bool {
 		ss.refuse(err)
 		return false
 	}
-	streams, err := ss.setup(ctx)
+	load, _ := lk.wait() // unknown load: the client notes that the accept carries none
+	streams, err := ss.setup(ctx, load)
 	if err != nil {
 		ss.free()
 		ss.log.Warn("test failed", "reason", err.Error())
@@ -73,15 +75,17 @@ func (ss *session) request(typ string, body []byte) error {
 		}
 	}
 	ss.p = req.params()
-	ss.serverCPUs = req.ServerCPUs
+	ss.serverCPUs, ss.unpinned = req.ServerCPUs, req.Unpinned
 	return nil
 }
 
 // setup accepts the test, waits for its data connections and says ready.
-func (ss *session) setup(ctx context.Context) ([]*engine.Stream, error) {
+// load is this host's per-CPU busy share just before: the threads keep to
+// free CPUs (engine.Free) unless the client placed them.
+func (ss *session) setup(ctx context.Context, load map[int]float64) ([]*engine.Stream, error) {
 	cpus := ss.serverCPUs
-	if len(cpus) == 0 {
-		cpus = ss.host.Candidates
+	if len(cpus) == 0 && !ss.unpinned {
+		cpus = engine.Free(ss.host.Candidates, load)
 	}
 	place := engine.Assign(ss.p.Connections(), cpus)
 	testID, err := randomBytes(testIDSize)
@@ -91,7 +95,7 @@ func (ss *session) setup(ctx context.Context) ([]*engine.Stream, error) {
 	ss.expectData(testID)
 	defer ss.expectData(nil) // late or extra data connections are refused
 	port := engine.AddrPort(ss.ctrl.c.LocalAddr()).Port()
-	if err := ss.ctrl.send(acceptMsg{Type: msgAccept, Port: int(port), TestID: testID, Placement: place}, handshakeTimeout); err != nil {
+	if err := ss.ctrl.send(acceptMsg{Type: msgAccept, Port: int(port), TestID: testID, Placement: place, Load: engine.LoadKeys(load)}, handshakeTimeout); err != nil {
 		return nil, fmt.Errorf("sending accept: %w", err)
 	}
 	streams, err := ss.collect(ctx, place)
@@ -188,11 +192,13 @@ func cpusOf(streams []*engine.Stream) []int {
 // "stop"; a client that does not within the test's length and a grace is
 // cut off, so nobody holds the agent longer than they asked for.
 func (ss *session) measure(ctx context.Context, streams []*engine.Stream) error {
-	sd, err := engine.NewSide(ss.p, streams, telemetry.NewSampler(ss.srv.fs(), ss.host.NICIRQs), "lrs")
+	smp := telemetry.NewSampler(ss.srv.fs(), ss.host.NICIRQs)
+	sd, err := engine.NewSide(ss.p, streams, smp, "lrs")
 	if err != nil {
 		return err
 	}
 	defer sd.Close()
+	sd.WatchForeign(ss.srv.fs())
 	var start bareMsg
 	if err := ss.ctrl.expect(msgStart, &start, setupTimeout); err != nil {
 		return fmt.Errorf("waiting for start: %w", err)
@@ -207,7 +213,8 @@ func (ss *session) measure(ctx context.Context, streams []*engine.Stream) error 
 	sd.Finish(endGrace)
 	zs, zc, zcp := sd.ZeroCopy()
 	end := endMsg{Type: msgEnd, Streams: sd.Totals(), CPUSeconds: sd.MeasuredCPU(), Errors: sd.Errors(),
-		ZCSends: zs, ZCCompletions: zc, ZCCopied: zcp}
+		ZCSends: zs, ZCCompletions: zc, ZCCopied: zcp, Seconds: sd.MeasuredSeconds(), Unread: smp.Unread()}
+	end.Foreign, end.ForeignNote = foreignOrNote(sd.Foreign())
 	ss.free()
 	if err := ss.ctrl.send(end, handshakeTimeout); err != nil {
 		return fmt.Errorf("sending the totals: %w", err)

@@ -111,6 +111,7 @@ func Summarize(spec Spec, outs []Outcome, topo Topology, ceiling *float64) *Summ
 	if len(s.Points) == 0 {
 		return s
 	}
+	s.Explanation = append(s.Explanation, explainOtherLoad(runs(outs))...)
 	best := 0
 	for i, p := range s.Points {
 		if p.MedianGbps > s.Points[best].MedianGbps {
@@ -182,10 +183,14 @@ func summarizePoint(p Point, outs []Outcome, topo Topology, ceiling *float64) (P
 		ps.Buckets = append(ps.Buckets, b)
 		bucketRuns = append(bucketRuns, rs)
 	}
+	name := fmt.Sprintf("%d stream%s, placement %s", p.Streams, plural(p.Streams), ps.Placement)
+	if n := len(outs); n == 2 || n == 3 {
+		return ps, []string{fmt.Sprintf("%s: %d runs cannot fall into buckets (the rule needs 4 or more: with fewer, no gap between neighbours can exceed 3 × their median gap), so there is no variance to explain: run --repeat 4 or more for that.",
+			name, n)}
+	}
 	if len(groups) < 2 {
 		return ps, nil
 	}
-	name := fmt.Sprintf("%d stream%s, placement %s", p.Streams, plural(p.Streams), ps.Placement)
 	return ps, explainBuckets(name, bucketRuns, bucketGap(gbps), topo)
 }
 

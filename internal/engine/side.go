@@ -2,12 +2,14 @@ package engine
 
 import (
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
 )
@@ -32,6 +34,13 @@ type Side struct {
 	t0, omitAt, prevAt time.Time
 	last, atOmit       []mark
 	cpuAtOmit          float64
+
+	// The other load on this end's CPUs over the measured window
+	// (WatchForeign): tracked from the warm-up's end to the last sample.
+	fgFS    *hostfs.FS
+	fg      *telemetry.ForeignTracker
+	foreign *telemetry.Foreign
+	fgErr   error
 }
 
 // mark is a stream's counters at one instant.
@@ -55,8 +64,12 @@ type Sample struct {
 
 // StreamSample is one stream over one interval, from one end's socket.
 type StreamSample struct {
-	ID           int    `json:"id"`
-	Bytes        uint64 `json:"bytes"`
+	ID    int    `json:"id"`
+	Bytes uint64 `json:"bytes"`
+	// RxCPU is the CPU that last processed this receiving socket's
+	// packets in the kernel (SO_INCOMING_CPU: where its softirq ran, after
+	// RPS); -1 on a sending socket or where the kernel does not say.
+	RxCPU        int    `json:"rx_cpu"`
 	RTT          uint32 `json:"rtt_us"`
 	RTTVar       uint32 `json:"rttvar_us"`
 	Cwnd         uint64 `json:"cwnd_bytes"`
@@ -88,6 +101,11 @@ func CloseStreams(streams []*Stream) {
 	}
 }
 
+// WatchForeign makes the Side measure, over its measured window, the
+// load on this host's CPUs that is not this process's (Foreign), reading
+// fs. Call it before Begin.
+func (s *Side) WatchForeign(fs *hostfs.FS) { s.fgFS = fs }
+
 // Begin starts every stream thread and the interval clock.
 func (s *Side) Begin() {
 	reserveProcs(len(s.streams))
@@ -101,7 +119,21 @@ func (s *Side) Begin() {
 		}
 		st.run(&s.wg, s.snd, &s.halt, fmt.Sprintf("%s-%s-%d", s.tag, dir, st.ID))
 	}
+	if s.nOmit == 0 {
+		s.startForeign()
+	}
 }
+
+func (s *Side) startForeign() {
+	if s.fgFS != nil {
+		s.fg = telemetry.StartForeign(s.fgFS, os.Getpid())
+	}
+}
+
+// Foreign is the other load on this end's CPUs over the measured window,
+// once the last interval is sampled; nil and why when it is unknown (nil,
+// nil without WatchForeign).
+func (s *Side) Foreign() (*telemetry.Foreign, error) { return s.foreign, s.fgErr }
 
 // Due returns when the next interval ends, and false after the last.
 func (s *Side) Due() (time.Time, bool) {
@@ -144,7 +176,7 @@ func (s *Side) Sample() Sample {
 	for i, st := range s.streams {
 		m := s.markOf(st)
 		out.Streams[i] = StreamSample{
-			ID: st.ID, Bytes: m.bytes - s.last[i].bytes,
+			ID: st.ID, Bytes: m.bytes - s.last[i].bytes, RxCPU: rxCPU(st),
 			RTT: m.tcp.RTT, RTTVar: m.tcp.RTTVar, Cwnd: m.tcp.Cwnd,
 			Retransmits:  m.retrans - s.last[i].retrans,
 			DeliveryRate: m.tcp.DeliveryRate,
@@ -158,9 +190,27 @@ func (s *Side) Sample() Sample {
 	if k == s.nOmit-1 { // the warm-up ends here: what follows is measured
 		copy(s.atOmit, s.last)
 		s.omitAt, s.cpuAtOmit = now, cpuSeconds()
+		s.startForeign()
 	}
 	s.prevAt = now
+	if s.Done() && s.fg != nil {
+		s.foreign, s.fgErr = s.fg.Stop()
+		s.fg = nil
+	}
 	return out
+}
+
+// rxCPU reads a receiving stream's SO_INCOMING_CPU; -1 for a sender, or
+// when the socket does not say.
+func rxCPU(st *Stream) int {
+	if st.Send {
+		return -1
+	}
+	c, err := unix.GetsockoptInt(st.FD, unix.SOL_SOCKET, unix.SO_INCOMING_CPU)
+	if err != nil || c < 0 {
+		return -1
+	}
+	return c
 }
 
 // markOf reads a stream's counters. TCP_INFO may fail once the peer has
@@ -205,6 +255,10 @@ type StreamTotal struct {
 	SentOmit uint64 `json:"sent_omit"` // bytes written during the warm-up
 	Received uint64 `json:"received"`  // bytes read, if this end receives
 	Retrans  uint32 `json:"retrans"`   // retransmitted segments after the warm-up, if this end sends
+	// Measured is the bytes this end moved (sent or read) in its own
+	// measured window, from its warm-up mark to its last sample: the sum
+	// of its measured intervals' counts, by its own clock.
+	Measured uint64 `json:"measured"`
 }
 
 // Totals returns this end's byte counts once the stream threads ended.
@@ -212,7 +266,7 @@ func (s *Side) Totals() []StreamTotal {
 	out := make([]StreamTotal, len(s.streams))
 	for i, st := range s.streams {
 		m := s.markOf(st)
-		t := StreamTotal{ID: st.ID}
+		t := StreamTotal{ID: st.ID, Measured: s.last[i].bytes - min(s.atOmit[i].bytes, s.last[i].bytes)}
 		if st.Send {
 			t.Sent, t.SentOmit = m.bytes, s.atOmit[i].bytes
 			t.Retrans = m.retrans - s.atOmit[i].retrans

@@ -42,6 +42,16 @@ type Start struct {
 	// Notes are facts that could not be read, and limits the kernel
 	// imposed, in plain sentences.
 	Notes []string `json:"notes,omitempty"`
+	// LoadBefore is each end's per-CPU busy share (%) just before the run
+	// (telemetry.LookTime), as automatic placement saw it: all of it
+	// other work, the test had not started.
+	LoadBefore HostLoads `json:"load_before,omitzero"`
+}
+
+// HostLoads is a per-CPU share (%) of each end, keyed by CPU number.
+type HostLoads struct {
+	Client map[string]float64 `json:"client,omitempty"`
+	Server map[string]float64 `json:"server,omitempty"`
 }
 
 // Placement is where the stream threads ran: the CPUs of each end, in
@@ -89,10 +99,18 @@ type Interval struct {
 // client moved (sent or received); the TCP fields come from the sending
 // end's socket (TCP_INFO).
 type StreamInterval struct {
-	ID              int     `json:"id"`
-	Sender          string  `json:"sender"`
-	Bytes           uint64  `json:"bytes"`
-	BitsPerSecond   float64 `json:"bits_per_second"`
+	ID            int     `json:"id"`
+	Sender        string  `json:"sender"`
+	Bytes         uint64  `json:"bytes"`
+	BitsPerSecond float64 `json:"bits_per_second"`
+	// PeerBytes is the agent's count of the same stream over its own
+	// interval (the receiver's when the client sends), absent when its
+	// sample did not arrive or the driver has no agent.
+	PeerBytes *uint64 `json:"peer_bytes,omitempty"`
+	// RxCPU is the CPU where the receiving socket's packets were last
+	// processed (SO_INCOMING_CPU at the interval's end), absent where
+	// unknown.
+	RxCPU           *int    `json:"rx_cpu,omitempty"`
 	RTTus           uint32  `json:"rtt_us"`
 	RTTVarUs        uint32  `json:"rttvar_us"`
 	CwndBytes       uint64  `json:"cwnd_bytes"`
@@ -107,10 +125,15 @@ type Sum struct {
 	Retransmits   uint64  `json:"retransmits"`
 }
 
-// Received totals what the receivers got.
+// Received totals what the receivers got, each over its own measured
+// window (from its own warm-up mark to its own last sample).
 type Received struct {
 	Bytes         uint64  `json:"bytes"`
 	BitsPerSecond float64 `json:"bits_per_second"`
+	// Seconds is the receiver's window (the agent's with --bidir, whose
+	// client-side half has the client's window); 0 when the driver
+	// reports none.
+	Seconds float64 `json:"seconds,omitempty"`
 }
 
 // HostCPUs is the per-CPU load of each end, keyed by CPU number.
@@ -134,11 +157,42 @@ type End struct {
 	CPU         EndCPU      `json:"cpu"`
 	ZeroCopy    *ZCReport   `json:"zerocopy,omitempty"`
 	Errors      []string    `json:"errors,omitempty"`
+	// Foreign is each end's CPU time on other work than the test over its
+	// measured window; an end is absent where it is unknown.
+	Foreign HostForeign `json:"foreign,omitzero"`
+	// Unread lists, per end, the telemetry sources that could not be read
+	// (telemetry.SrcStat, SrcSoftirqs, SrcInterrupts) and why: what they
+	// measure is unknown for the run, not zero.
+	Unread HostUnread `json:"telemetry_unread,omitzero"`
 }
 
-// StreamEnd is one stream's bytes after the warm-up. The receiver's count
-// is what arrived of the bytes sent after the warm-up, so it never exceeds
-// the sender's.
+// HostForeign is the other load on each end; Notes say why an end's is
+// unknown.
+type HostForeign struct {
+	Client *Foreign `json:"client,omitempty"`
+	Server *Foreign `json:"server,omitempty"`
+	Notes  []string `json:"notes,omitempty"`
+}
+
+// Foreign is one end's other load over a run, and Proc one other process
+// in it (package telemetry measures them; the names are here because they
+// are part of the document).
+type (
+	Foreign = telemetry.Foreign
+	Proc    = telemetry.Proc
+)
+
+// HostUnread is the unreadable telemetry sources of each end.
+type HostUnread struct {
+	Client map[string]string `json:"client,omitempty"`
+	Server map[string]string `json:"server,omitempty"`
+}
+
+// StreamEnd is one stream's bytes after the warm-up: the sender's count
+// over the sender's window, the receiver's over the receiver's own window
+// (its per-interval counts from its warm-up mark to its last sample, by
+// its own clock). Bytes queued in buffers and in flight at either edge
+// make the two differ: the receiver's window lags the sender's.
 type StreamEnd struct {
 	ID            int    `json:"id"`
 	Sender        string `json:"sender"`
