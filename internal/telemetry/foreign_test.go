@@ -176,3 +176,19 @@ func TestSamplerUnread(t *testing.T) {
 		t.Errorf("notes %v, want one per source", h.Notes())
 	}
 }
+
+// TestTickerUnread: what the external drivers record for the run.
+func TestTickerUnread(t *testing.T) {
+	p := newProcTree(t)
+	p.write("version", "Linux\n")
+	tk := Start(p.fs(), nil, 10*time.Millisecond)
+	time.Sleep(25 * time.Millisecond)
+	tk.Stop()
+	if u := tk.Unread(); u[SrcStat] == "" || u[SrcSoftirqs] == "" {
+		t.Errorf("unread %v, want /proc/stat and /proc/softirqs", u)
+	}
+	var none *Ticker
+	if none.Unread() != nil {
+		t.Error("a nil Ticker (no telemetry asked) reports unread sources")
+	}
+}
