@@ -40,7 +40,7 @@ type client struct {
 	smp  *telemetry.Sampler
 	mine []engine.Sample // this end's samples, one per interval
 	keys sessionKeys
-	load map[int]float64 // this host's per-CPU busy share just before the test
+	load *telemetry.Looked // this host's CPUs just before the test
 	// loadNote says why load is nil: the look failed.
 	loadNote string
 }
@@ -113,9 +113,7 @@ func (c *client) run(ctx context.Context) (*result.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := newRequest(c.p, ch.server)
-	req.Unpinned = ch.unpinned
-	if err := c.ctrl.send(req, handshakeTimeout); err != nil {
+	if err := c.ctrl.send(newRequest(c.p, ch.server), handshakeTimeout); err != nil {
 		return nil, fmt.Errorf("sending the test request: %w", err)
 	}
 	acc, err := expect(c.ctrl, msgAccept, setupTimeout, func(m *acceptMsg) error { return m.check(c.p.Connections()) })
@@ -139,7 +137,6 @@ func (c *client) run(ctx context.Context) (*result.Result, error) {
 // choice is where both ends' stream threads go.
 type choice struct {
 	client, server []int
-	unpinned       bool   // both ends left to the scheduler (engine.SplitFree)
 	source         string // result.Placement.Source
 	why            string // how the load before the run changed it, or ""
 }
@@ -162,7 +159,7 @@ func (c *client) placement() (choice, error) {
 		ch.source = "user+auto"
 	}
 	if c.me.BootID != "" && c.me.BootID == c.peer.BootID {
-		ch.client, ch.server, ch.unpinned, ch.why = engine.SplitFree(c.cfg.ClientCPUs, c.cfg.ServerCPUs, c.me.Candidates, c.me.CPUs, c.load)
+		ch.client, ch.server, ch.why = engine.SplitFree(c.cfg.ClientCPUs, c.cfg.ServerCPUs, c.me.Candidates, c.me.CPUs, c.load)
 		return ch, nil
 	}
 	ch.client, ch.server = c.cfg.ClientCPUs, c.cfg.ServerCPUs // nil server: the agent picks its own

@@ -13,7 +13,7 @@ import (
 // look at once, so the look costs a test about telemetry.LookTime.
 type look struct {
 	done chan struct{}
-	load map[int]float64
+	load *telemetry.Looked
 	err  error
 }
 
@@ -26,9 +26,9 @@ func startLook(ctx context.Context, fs *hostfs.FS) *look {
 	return l
 }
 
-// wait returns the per-CPU busy shares, or nil and a note saying why
-// there are none.
-func (l *look) wait() (map[int]float64, string) {
+// wait returns what the look saw, or nil and a note saying why it saw
+// nothing.
+func (l *look) wait() (*telemetry.Looked, string) {
 	<-l.done
 	if l.err != nil {
 		return nil, fmt.Sprintf("CPU load before the run unknown (%v): placement could not avoid busy CPUs", l.err)

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -37,16 +36,8 @@ func (c *client) startResult(acc acceptMsg, streams []*engine.Stream, ch choice,
 	if ch.why != "" {
 		st.Notes = append(st.Notes, "placement: "+ch.why)
 	}
-	if ch.server == nil && !ch.unpinned && acc.Load != nil { // the agent placed its threads by its own look
-		load := map[int]float64{}
-		for k, v := range acc.Load {
-			if cpu, err := strconv.Atoi(k); err == nil {
-				load[cpu] = v
-			}
-		}
-		if why := engine.BusyWhy(c.peer.Candidates, engine.Free(c.peer.Candidates, load), load); why != "" {
-			st.Notes = append(st.Notes, "placement: server: "+why)
-		}
+	if acc.Why != "" { // the agent placed its threads by its own look
+		st.Notes = append(st.Notes, "placement: server: "+acc.Why)
 	}
 	mine := make([]int, len(streams))
 	for i, s := range streams {

@@ -151,10 +151,6 @@ type requestMsg struct {
 	FQRate     uint64           `json:"fq_rate,omitempty"`
 	ZeroCopy   result.ZeroCopy  `json:"zerocopy,omitempty"`
 	ServerCPUs []int            `json:"server_cpus,omitempty"`
-	// Unpinned asks the agent to leave its stream threads to the
-	// scheduler (engine.SplitFree, both ends on one machine); it excludes
-	// ServerCPUs.
-	Unpinned bool `json:"unpinned,omitempty"`
 }
 
 // validate checks r against the bounds; maxDuration is the agent's. Times
@@ -177,8 +173,6 @@ func (r requestMsg) validate(maxDuration time.Duration) error {
 		return fmt.Errorf("%s at %s intervals makes over %d reports: use a longer interval", msText(r.OmitMS+r.DurationMS), msText(r.IntervalMS), maxIntervals)
 	case r.Window < 0 || r.Window > engine.MaxWindow:
 		return fmt.Errorf("window %d: must be 0 to %d bytes (2 GiB - 1)", r.Window, engine.MaxWindow)
-	case r.Unpinned && len(r.ServerCPUs) > 0:
-		return errors.New("server CPUs and unpinned: one or the other")
 	case len(r.ServerCPUs) > engine.MaxStreams*2:
 		return fmt.Errorf("%d server CPUs: at most one per connection (%d)", len(r.ServerCPUs), engine.MaxStreams*2)
 	}
@@ -213,6 +207,9 @@ type acceptMsg struct {
 	// Load is the agent's per-CPU busy share (%) just before the test, as
 	// it placed its threads by it; absent when it could not look.
 	Load map[string]float64 `json:"load,omitempty"`
+	// Why says how the look changed the agent's own placement
+	// (engine.BusyWhy), "" when it did not or the client placed it.
+	Why string `json:"why,omitempty"`
 }
 
 // check bounds an accept for a test of n connections.
@@ -229,6 +226,9 @@ func (m acceptMsg) check(n int) error {
 		if c < -1 || c >= maxCPUs {
 			return fmt.Errorf("%w: accept places a connection on CPU %d", errBadMessage, c)
 		}
+	}
+	if len(m.Why) > maxErrorText {
+		return fmt.Errorf("%w: accept with a placement note of %d bytes", errBadMessage, len(m.Why))
 	}
 	return checkShares("accept's load", m.Load, 100)
 }

@@ -339,9 +339,6 @@ type session struct {
 	p    engine.Params
 	// serverCPUs are the CPUs the client asked for this end's threads.
 	serverCPUs []int
-	// unpinned: the client asked that this end's threads be left to the
-	// scheduler.
-	unpinned bool
 
 	// Guarded by srv.mu: the data connections expected and received.
 	testID []byte

@@ -75,17 +75,18 @@ func (ss *session) request(typ string, body []byte) error {
 		}
 	}
 	ss.p = req.params()
-	ss.serverCPUs, ss.unpinned = req.ServerCPUs, req.Unpinned
+	ss.serverCPUs = req.ServerCPUs
 	return nil
 }
 
 // setup accepts the test, waits for its data connections and says ready.
-// load is this host's per-CPU busy share just before: the threads keep to
-// free CPUs (engine.Free) unless the client placed them.
-func (ss *session) setup(ctx context.Context, load map[int]float64) ([]*engine.Stream, error) {
-	cpus := ss.serverCPUs
-	if len(cpus) == 0 && !ss.unpinned {
+// load is what this host's look saw just before: the threads keep to free
+// CPUs (engine.Free) unless the client placed them.
+func (ss *session) setup(ctx context.Context, load *telemetry.Looked) ([]*engine.Stream, error) {
+	cpus, why := ss.serverCPUs, ""
+	if len(cpus) == 0 {
 		cpus = engine.Free(ss.host.Candidates, load)
+		why = engine.BusyWhy(ss.host.Candidates, cpus, load)
 	}
 	place := engine.Assign(ss.p.Connections(), cpus)
 	testID, err := randomBytes(testIDSize)
@@ -95,7 +96,7 @@ func (ss *session) setup(ctx context.Context, load map[int]float64) ([]*engine.S
 	ss.expectData(testID)
 	defer ss.expectData(nil) // late or extra data connections are refused
 	port := engine.AddrPort(ss.ctrl.c.LocalAddr()).Port()
-	if err := ss.ctrl.send(acceptMsg{Type: msgAccept, Port: int(port), TestID: testID, Placement: place, Load: engine.LoadKeys(load)}, handshakeTimeout); err != nil {
+	if err := ss.ctrl.send(acceptMsg{Type: msgAccept, Port: int(port), TestID: testID, Placement: place, Load: engine.LoadKeys(load), Why: why}, handshakeTimeout); err != nil {
 		return nil, fmt.Errorf("sending accept: %w", err)
 	}
 	streams, err := ss.collect(ctx, place)

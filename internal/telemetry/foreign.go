@@ -44,7 +44,16 @@ type Proc struct {
 	// CPU is the CPU it last ran on (/proc/PID/stat field 39): where a
 	// pinned process runs, where an unpinned one was last seen.
 	CPU int `json:"cpu"`
+	// Pinned says the process may run on that one CPU only (its
+	// Cpus_allowed_list in /proc/PID/status): the scheduler cannot move
+	// it off.
+	Pinned bool `json:"pinned,omitempty"`
+
+	kthread bool
 }
+
+// pfKthread is PF_KTHREAD in /proc/PID/stat's flags: a kernel thread.
+const pfKthread = 0x00200000
 
 // MaxTop bounds Foreign.Top.
 const MaxTop = 5
@@ -198,7 +207,7 @@ func (t *ForeignTracker) top(window float64) []Proc {
 		used := n - min(n, t.procs[pid]) // a process that started in the window counts whole
 		pct := round1(100 * float64(used) / window)
 		if pct >= 1 {
-			out = append(out, Proc{PID: pid, Name: s.Comm, CPUPct: pct, CPU: int(s.Processor)})
+			out = append(out, Proc{PID: pid, Name: s.Comm, CPUPct: pct, CPU: int(s.Processor), kthread: s.Flags&pfKthread != 0})
 		}
 	}
 	slices.SortFunc(out, func(a, b Proc) int {
@@ -210,10 +219,29 @@ func (t *ForeignTracker) top(window float64) []Proc {
 	if len(out) > MaxTop {
 		out = out[:MaxTop]
 	}
+	for i := range out {
+		// A kernel thread bound to its CPU (kworker/0:1) serves that CPU
+		// and goes where the work is: it does not hold the CPU as a pinned
+		// program does.
+		out[i].Pinned = !out[i].kthread && t.pinned(out[i].PID, out[i].CPU)
+	}
 	if out == nil {
 		out = []Proc{}
 	}
 	return out
+}
+
+// pinned says whether process pid may run on cpu only.
+func (t *ForeignTracker) pinned(pid, cpu int) bool {
+	p, err := t.pfs.Proc(pid)
+	if err != nil {
+		return false
+	}
+	st, err := p.NewStatus()
+	if err != nil {
+		return false
+	}
+	return len(st.CpusAllowedList) == 1 && st.CpusAllowedList[0] == uint64(cpu)
 }
 
 func cmpDesc(a, b float64) int {

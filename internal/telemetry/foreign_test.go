@@ -71,6 +71,7 @@ func TestForeign(t *testing.T) {
 	p.proc("100/task/100/stat", "linerate", 100, 5, 0, 0)
 	p.proc("100/task/101/stat", "lrc-send-0", 101, 5, 0, 1)
 	p.proc("200/stat", "spin", 200, 500, 0, 0)
+	p.write("200/status", "Name:\tspin\nCpus_allowed:\t1\nCpus_allowed_list:\t0\n")
 	p.proc("300/stat", "ksoftirqd/1", 300, 0, 50, 1)
 	p.proc("400/stat", "sleeper", 400, 7, 3, 1)
 	fs := p.fs()
@@ -95,8 +96,8 @@ func TestForeign(t *testing.T) {
 	if len(f.CPU) != 1 || f.CPU["0"] != 95 {
 		t.Errorf("other load %v, want CPU 0 at 95%% only", f.CPU)
 	}
-	if len(f.Top) != 1 || f.Top[0] != (Proc{PID: 200, Name: "spin", CPUPct: 95, CPU: 0}) {
-		t.Errorf("top %+v, want pid 200 (spin) at 95%% on CPU 0", f.Top)
+	if len(f.Top) != 1 || f.Top[0] != (Proc{PID: 200, Name: "spin", CPUPct: 95, CPU: 0, Pinned: true}) {
+		t.Errorf("top %+v, want pid 200 (spin) at 95%% on CPU 0, pinned", f.Top)
 	}
 
 	// Both ends on one host: the peer's threads are taken out of the
@@ -137,22 +138,47 @@ func TestLook(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // within the look: the second reading sees it
 		p.write("stat", "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 119 0 0 101 0 0 0 0 0 0\ncpu1 100 0 0 118 0 0 2 0 0 0\n")
 	}()
-	load, err := Look(context.Background(), fs, 200*time.Millisecond)
+	lk, err := Look(context.Background(), fs, 200*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if load[0] != 95 || load[1] != 10 || len(load) != 2 {
-		t.Errorf("load %v, want CPU 0 at 95%%, CPU 1 at 10%%", load)
+	if lk.Busy[0] != 95 || lk.Busy[1] != 10 || len(lk.Busy) != 2 || len(lk.Held) != 0 {
+		t.Errorf("look %+v, want CPU 0 at 95%%, CPU 1 at 10%%, none held", lk)
 	}
 	os.Remove(filepath.Join(p.root, "proc", "stat"))
-	if load, err := Look(context.Background(), fs, time.Millisecond); load != nil || err == nil {
-		t.Errorf("without /proc/stat: %v, %v; want an error", load, err)
+	if lk, err := Look(context.Background(), fs, time.Millisecond); lk != nil || err == nil {
+		t.Errorf("without /proc/stat: %v, %v; want an error", lk, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	p.write("stat", "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 1 0 0 1 0 0 0 0 0 0\n")
 	if _, err := Look(ctx, fs, time.Hour); err == nil {
 		t.Error("a cancelled look returned no error")
+	}
+}
+
+// TestLookHeld: a process allowed on CPU 0 alone that used it all during
+// the look holds CPU 0; one that may run anywhere holds nothing.
+func TestLookHeld(t *testing.T) {
+	p := newProcTree(t)
+	p.write("stat", "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 100 0 0 100 0 0 0 0 0 0\ncpu1 100 0 0 100 0 0 0 0 0 0\n")
+	p.proc("4123/stat", "stress-ng", 4123, 100, 0, 0)
+	p.write("4123/status", "Name:\tstress-ng\nCpus_allowed_list:\t0\n")
+	p.proc("77/stat", "make", 77, 100, 0, 1)
+	p.write("77/status", "Name:\tmake\nCpus_allowed_list:\t0-1\n")
+	fs := p.fs()
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		p.write("stat", "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 120 0 0 100 0 0 0 0 0 0\ncpu1 120 0 0 100 0 0 0 0 0 0\n")
+		p.proc("4123/stat", "stress-ng", 4123, 120, 0, 0)
+		p.proc("77/stat", "make", 77, 120, 0, 1)
+	}()
+	lk, err := Look(context.Background(), fs, 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lk.Held) != 1 || lk.Held[0] != "pid 4123 (stress-ng), 100% of the CPU, pinned to it" {
+		t.Errorf("held %v, want CPU 0 by pid 4123 (stress-ng) only", lk.Held)
 	}
 }
 
