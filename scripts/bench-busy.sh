@@ -7,8 +7,7 @@
 # For each state, PAIRS interleaved pairs (native first in odd pairs,
 # iperf3 first in even ones) of one-stream runs of SECONDS; with the busy
 # loop, also native pinned as the old automatic placement pinned it
-# (-A 0,1: client on the busy CPU), both ends on the free CPU (-A 1,1), and
-# native unpinned (-A none is not a flag: ALL CPUs, -A 0-1,0-1).
+# (-A 0,1: client on the busy CPU) and both ends on the free CPU (-A 1,1).
 # Prints every run's Gbit/s and the placement it chose (the CPUs and the
 # placement notes), then the medians and the median of the pairs' ratios.
 set -euo pipefail
@@ -86,11 +85,10 @@ for state in idle busy; do
 		if [ "$state" = busy ]; then
 			run "native-A0,1" -A 0,1
 			run "native-A1,1" -A 1,1
-			run "native-A01" -A 0-1,0-1
 		fi
 	done
 	echo "$state: native auto median $(median "$work/native-$state"), iperf3 median $(median "$work/iperf3-$state"), median ratio of pairs $(ratios "$work/native-$state" "$work/iperf3-$state")"
 	if [ "$state" = busy ]; then
-		echo "busy: native -A 0,1 median $(median "$work/native-A0,1"), native -A 1,1 median $(median "$work/native-A1,1"), native -A 0-1,0-1 median $(median "$work/native-A01")"
+		echo "busy: native -A 0,1 median $(median "$work/native-A0,1"), native -A 1,1 median $(median "$work/native-A1,1")"
 	fi
 done
