@@ -17,6 +17,7 @@ import (
 	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/store"
+	"github.com/linerate/linerate/internal/testbin"
 )
 
 // lockedBuffer is a bytes.Buffer a command may write while a test reads.
@@ -315,10 +316,7 @@ func TestBenchLab(t *testing.T) {
 		t.Skip("needs root")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "linerate")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testbin.Build(t, ".")
 	t.Setenv("LINERATE_STATE_DIR", dir)
 	const name = "t-bench"
 	if _, err := lab.Up(context.Background(), lab.Config{Name: name}); err != nil {

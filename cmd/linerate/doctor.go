@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/doctor"
@@ -46,6 +49,10 @@ RDMA ports, the ceiling they add up to, and findings with their exact fixes.
 last bench results as Prometheus metrics for node_exporter's textfile
 collector: atomically (a temporary file in FILE's directory, flushed, then
 renamed), without timestamps; "-" writes them to stdout instead of the report.
+
+Each finding ends with its fix: numbered steps, each said in words with the
+command that does it on the lines below, ready to paste into a POSIX shell.
+The text wraps at $COLUMNS, else the terminal's width, else 80 columns.
 
 Exit status: 0 no finding at or above --fail-on, 1 some, 2 error.`,
 		Example: `  linerate doctor
@@ -140,13 +147,28 @@ func runDoctor(ctx context.Context, env *cliEnv, f doctorFlags) error {
 		if err := writeJSON(env.stdout, rep); err != nil {
 			return err
 		}
-	} else if err := doctor.WriteText(env.stdout, rep, termui.Style{Colour: env.colour(env.stdout)}); err != nil {
+	} else if err := doctor.WriteText(env.stdout, rep, termui.Style{Colour: env.colour(env.stdout)}, termWidth(env.stdout)); err != nil {
 		return err
 	}
 	if w := rep.Worst(); w != "" && w.Rank() >= failOn.Rank() {
 		return errFindings
 	}
 	return nil
+}
+
+// termWidth is the width the text view wraps at: $COLUMNS when it holds a
+// positive number (shells export it; a user can set it), else the
+// terminal's width when w is one, else doctor.DefaultWidth.
+func termWidth(w io.Writer) int {
+	if n, err := strconv.Atoi(strings.TrimSpace(os.Getenv("COLUMNS"))); err == nil && n > 0 {
+		return n
+	}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+			return cols
+		}
+	}
+	return doctor.DefaultWidth
 }
 
 // openRoot opens the host to read: the live "/", a captured tree, or a

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/linerate/linerate/internal/testbin"
 )
 
 // runCLI runs linerate in-process and returns stdout, stderr and the exit code.
@@ -268,19 +270,29 @@ func TestDoctorBrokenArchives(t *testing.T) {
 }
 
 func TestDoctorHumanView(t *testing.T) {
+	t.Setenv("COLUMNS", "200") // the loop on one line
 	out, _, _ := runCLI(t, "doctor", "--root", hostTree("ryzen-9900x-cx5-x4"), "--app-cpus", "6")
 	if strings.Contains(out, "\x1b[") {
 		t.Error("colour escapes on a stream that is not a terminal")
 	}
 	for _, want := range []string{"enp1s0f0np0", "8.0 GT/s x4 of 8.0 GT/s x16", "DOWNGRADED", "bottleneck: PCIe",
-		"CRITICAL  pcie.link_downgraded", "echo 7-11 > /proc/irq/$irq/smp_affinity_list"} {
+		"CRITICAL  pcie.link_downgraded", "echo 7-11 > /proc/irq/$irq/smp_affinity_list", "numa 0"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("human view lacks %q", want)
 		}
 	}
-	// Findings come critical first.
+	// Findings come critical first, and the root cause before what it
+	// causes: the downgraded link before the bandwidth it leaves.
 	if c, w := strings.Index(out, "CRITICAL"), strings.Index(out, "WARNING"); c < 0 || w < 0 || c > w {
 		t.Error("findings not sorted by severity")
+	}
+	if d, b := strings.Index(out, "pcie.link_downgraded"), strings.Index(out, "pcie.bandwidth_below_line_rate"); d < 0 || b < 0 || d > b {
+		t.Error("pcie.bandwidth_below_line_rate comes before its cause, pcie.link_downgraded")
+	}
+	// The 7950X's NIC has no NUMA affinity (-1): shown as n/a.
+	out, _, _ = runCLI(t, "doctor", "--root", hostTree("ryzen-7950x-cx5-x8-roce"))
+	if !strings.Contains(out, "numa n/a") || strings.Contains(out, "numa -1") {
+		t.Errorf("a NUMA node of -1 is not shown as n/a:\n%s", out)
 	}
 }
 
@@ -293,10 +305,7 @@ func TestDoctorUnprivileged(t *testing.T) {
 		}
 		t.Skip("needs root to switch to an unprivileged user")
 	}
-	bin := filepath.Join(t.TempDir(), "linerate")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := testbin.Build(t, ".")
 	os.Chmod(filepath.Dir(bin), 0o755)
 	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", bin, "doctor", "--json", "--peer", "127.0.0.1")
 	out, err := cmd.Output()

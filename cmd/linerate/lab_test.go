@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/linerate/linerate/internal/lab"
+	"github.com/linerate/linerate/internal/testbin"
 )
 
 // runLab runs linerate in-process and returns exit code, stdout and stderr.
@@ -223,12 +224,8 @@ func labNeedsRoot(t *testing.T) {
 // user may enter.
 func buildLinerate(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	os.Chmod(dir, 0o755)
-	bin := filepath.Join(dir, "linerate")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testbin.Build(t, ".")
+	os.Chmod(filepath.Dir(bin), 0o755)
 	return bin
 }
 

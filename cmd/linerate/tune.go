@@ -73,7 +73,7 @@ Exit status: 0 done, 2 error (nothing changed, or everything rolled back).`,
 	fl.StringVar(&f.profile, "profile", string(tune.Throughput), "throughput or latency")
 	fl.StringSliceVar(&f.ifaces, "iface", nil, "tune only these interfaces (repeat or comma-separate; default: the PCI NICs that are up)")
 	fl.StringVar(&f.appCPUs, "app-cpus", "", "CPUs the application runs on, e.g. 6: IRQs go to their L3 domain, never onto them")
-	fl.StringVar(&f.irqCPUs, "irq-cpus", "", "put the NIC's IRQs on these CPUs instead of choosing (round-robin)")
+	fl.StringVar(&f.irqCPUs, "irq-cpus", "", "put the NIC's IRQs on these CPUs instead of choosing (those already there stay)")
 	fl.DurationVar(&f.rtt, "rtt", doctor.DefaultRTT, "round-trip time socket buffers must cover")
 	fl.IntVar(&f.mtu, "mtu", 0, "set this MTU on the NICs (the peer and every switch port must carry it too)")
 	fl.BoolVar(&f.apply, "apply", false, "make the changes (needs root on the live host)")
@@ -212,7 +212,7 @@ func applyPlan(env *cliEnv, plan *tune.Plan, target *tune.Target, asJSON bool, p
 		}
 		if err == nil {
 			if app := tune.AppCPUs(plan); len(app) > 0 {
-				fmt.Fprintf(env.stdout, "Run your application on CPUs %s.\n", cpulist.Format(app))
+				fmt.Fprintf(env.stdout, "Run your application on %s %s.\n", map[bool]string{true: "CPU", false: "CPUs"}[len(app) == 1], cpulist.Format(app))
 			}
 		}
 	}

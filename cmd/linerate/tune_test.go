@@ -30,6 +30,7 @@ const tuneHelperEnv = "LINERATE_TUNE_CLI_HELPER"
 // TestTuneCLIHelper is not a test: it is linerate, for subprocesses.
 func TestTuneCLIHelper(t *testing.T) {
 	if os.Getenv(tuneHelperEnv) != "1" {
+		// CI: not a test but the CLI run as a child process; skips when not one.
 		t.Skip("helper process")
 	}
 	args := os.Args
@@ -203,7 +204,9 @@ func TestTunePlans(t *testing.T) {
 			t.Errorf("seed 000: %s → %s, want 7-11", c.Target, c.After)
 		}
 	}
-	if moved != 13 || cpulist.Format(tune.AppCPUs(&p)) != "6" {
+	// Twelve of the 13 IRQs are on 7-11 already and stay; IRQ 111 (on
+	// CPU 3) moves.
+	if moved != 1 || cpulist.Format(tune.AppCPUs(&p)) != "6" {
 		t.Errorf("seed 000: %d IRQs moved, application on %v", moved, tune.AppCPUs(&p))
 	}
 
@@ -387,11 +390,12 @@ func TestTuneApplyRevert(t *testing.T) {
 	root := seed000Copy(t)
 	orig := tuneTreeState(t, root)
 	code, out, stderr := tuneRun(t, "tune", "--root", root, "--app-cpus", "6", "--apply")
-	if code != 0 || !strings.Contains(out, "31 applied, 0 refused, 0 skipped") || !strings.Contains(out, "Run your application on CPUs 6.") {
+	// 5 sysctls, 12 governors, irqbalance's file and IRQ 111: 19 changes.
+	if code != 0 || !strings.Contains(out, "19 applied, 0 refused, 0 skipped") || !strings.Contains(out, "Run your application on CPU 6.") {
 		t.Fatalf("apply: exit %d\n%s%s", code, out, stderr)
 	}
-	if len(tuneTreeDiff(orig, tuneTreeState(t, root))) != 31 {
-		t.Errorf("apply changed %d files, want 31", len(tuneTreeDiff(orig, tuneTreeState(t, root))))
+	if len(tuneTreeDiff(orig, tuneTreeState(t, root))) != 19 {
+		t.Errorf("apply changed %d files, want 19", len(tuneTreeDiff(orig, tuneTreeState(t, root))))
 	}
 	code, out, _ = tuneRun(t, "tune", "list", "--json")
 	var list []struct {
@@ -400,7 +404,7 @@ func TestTuneApplyRevert(t *testing.T) {
 		Planned int    `json:"planned"`
 		Root    string `json:"root"`
 	}
-	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || len(list) != 1 || list[0].State != "applied" || list[0].Planned != 31 || list[0].Root != root {
+	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || len(list) != 1 || list[0].State != "applied" || list[0].Planned != 19 || list[0].Root != root {
 		t.Fatalf("list: exit %d, %v: %s", code, err, out)
 	}
 	if code, out, _ = tuneRun(t, "tune", "list"); code != 0 || !strings.Contains(out, list[0].ID) || !strings.Contains(out, "applied") {
@@ -412,7 +416,7 @@ func TestTuneApplyRevert(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, _ = tuneRun(t, "tune", "revert", "--last")
-	if code != 1 || !strings.Contains(out, "30 restored, 1 left alone, 0 failed") || !strings.Contains(out, `now "schedutil", tune set "performance"`) {
+	if code != 1 || !strings.Contains(out, "18 restored, 1 left alone, 0 failed") || !strings.Contains(out, `now "schedutil", tune set "performance"`) {
 		t.Errorf("revert with a value changed since: exit %d\n%s", code, out)
 	}
 	if d := tuneTreeDiff(orig, tuneTreeState(t, root)); len(d) != 1 || !strings.Contains(d[0], "schedutil") {

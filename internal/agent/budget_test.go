@@ -146,19 +146,19 @@ func TestAuthBudget(t *testing.T) {
 	defer c.Close()
 	start := time.Now()
 	hello := frameOf(t, helloMsg{Type: msgHello, Version: protoVersion})
-	var gone time.Duration
+	sent := 0
 	for _, b := range hello {
 		if _, err := c.Write([]byte{b}); err != nil {
-			gone = time.Since(start)
 			break
 		}
+		sent++
 		time.Sleep(150 * time.Millisecond)
 	}
-	if gone == 0 && !closedByPeer(c) {
-		t.Fatalf("a trickling client kept its connection for %s", time.Since(start))
-	}
-	if el := time.Since(start); el > 3*time.Second {
-		t.Errorf("cut off after %s; the budget is 600 ms", el)
+	// The trickle takes 150 ms a byte: a budget of 600 ms cuts it off long
+	// before the hello is whole (the write after the cut fails), where a
+	// per-read deadline would wait for every byte.
+	if sent == len(hello) {
+		t.Fatalf("a trickling client sent its whole %d-byte hello, one byte per 150 ms, over %s", len(hello), time.Since(start))
 	}
 	waitLog(t, logs, "refused connection", "kind=\"handshake not finished in time\"")
 }
@@ -345,11 +345,8 @@ func TestHostFactsBudget(t *testing.T) {
 	var once sync.Once
 	defer once.Do(func() { close(release) })
 	for range 3 {
-		start := time.Now()
+		// collect hangs until the test ends: a welcome at all is the budget's.
 		host := handshakeWith(t, addr)
-		if el := time.Since(start); el > 3*time.Second {
-			t.Errorf("the welcome took %s with a 200 ms budget", el)
-		}
 		cpus, _ := engine.AllowedCPUs()
 		if host.Hostname != "" || len(host.CPUs) != len(cpus) {
 			t.Errorf("host = %+v, want the allowed CPUs only", host)

@@ -129,6 +129,7 @@ func junk(addr string, i int) {
 // summaries included.
 func TestHostileNeighbour(t *testing.T) {
 	if testing.Short() {
+		// CI: runs the suite without -short, so this runs there.
 		t.Skip("-short: unit tests only, no lab")
 	}
 	needRoot(t)

@@ -18,6 +18,7 @@ import (
 // hosts of a lab: real namespaces, a real veth, as on two machines.
 func TestNamespaces(t *testing.T) {
 	if testing.Short() {
+		// CI: runs the suite without -short, so this runs there.
 		t.Skip("-short: unit tests only, no lab")
 	}
 	needRoot(t)

@@ -21,6 +21,7 @@ import (
 func TestSamplingOverhead(t *testing.T) {
 	rounds, _ := strconv.Atoi(os.Getenv("LINERATE_SAMPLING_ROUNDS"))
 	if rounds <= 0 {
+		// CI: a measurement for docs/benchmarks.md, not a check; run by hand.
 		t.Skip("a measurement: set LINERATE_SAMPLING_ROUNDS=N to run it")
 	}
 	secs, _ := strconv.Atoi(os.Getenv("LINERATE_SAMPLING_SECONDS"))
@@ -71,6 +72,7 @@ func TestSamplingOverhead(t *testing.T) {
 func TestSamplingOverheadPaired(t *testing.T) {
 	secs, _ := strconv.Atoi(os.Getenv("LINERATE_SAMPLING_PAIRED_SECONDS"))
 	if secs <= 0 {
+		// CI: a measurement for docs/benchmarks.md, not a check; run by hand.
 		t.Skip("a measurement: set LINERATE_SAMPLING_PAIRED_SECONDS=N to run it")
 	}
 	h := newLab(t, "t-samp2")

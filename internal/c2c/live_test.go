@@ -36,6 +36,7 @@ func needTwoCPUs(t *testing.T) []int {
 // depends on how fast this machine is.
 func TestMeasureLive(t *testing.T) {
 	if testing.Short() {
+		// CI: runs the suite without -short, so this runs there.
 		t.Skip("pins threads and spins for a moment")
 	}
 	allowed := needTwoCPUs(t)

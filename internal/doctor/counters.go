@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/linerate/linerate/internal/nicstats"
 )
@@ -75,19 +76,20 @@ func nicRXNoBuffer(d *diag) []Finding {
 			n = delta
 		}
 		ev := map[string]any{"dropped": n, "counters": d.sources(v, nicstats.RXNoBuffer, hasDelta), "when": when(hasDelta)}
-		fix := []string{}
+		var fix []Fix
 		if r := v.Rings; r != nil && r.RX != nil && r.RXMax != nil {
 			ev["rx_ring"], ev["rx_ring_max"] = *r.RX, *r.RXMax
 			if *r.RX < *r.RXMax {
-				fix = append(fix, fmt.Sprintf("raise the RX ring from %d to its maximum: ethtool -G %s rx %d", *r.RX, v.Interface, *r.RXMax))
+				fix = append(fix, do(fmt.Sprintf("Raise the RX ring from %d to its maximum", *r.RX), "ethtool", "-G", v.Interface, "rx", strconv.FormatUint(uint64(*r.RXMax), 10)).
+					verify("Read it back", "ethtool", "-g", v.Interface))
 			}
 		}
 		if c := v.Channels; c != nil && c.Combined != nil && c.CombinedMax != nil && *c.Combined < *c.CombinedMax {
-			fix = append(fix, fmt.Sprintf("spread the load over more queues: ethtool -L %s combined %d (now %d)", v.Interface, min(*c.CombinedMax, 16), *c.Combined))
+			fix = append(fix, do(fmt.Sprintf("Spread the load over more queues (now %d)", *c.Combined), "ethtool", "-L", v.Interface, "combined", strconv.FormatUint(uint64(min(*c.CombinedMax, 16)), 10)))
 		}
 		fix = append(fix,
-			fmt.Sprintf("keep the CPUs that serve %s's interrupts free of the application, and inside its NUMA node: linerate tune --iface %s", v.Interface, v.Interface),
-			fmt.Sprintf("watch it: watch -n1 'ethtool -S %s | grep -e out_of_buffer -e discard -e missed'", v.Interface))
+			do(fmt.Sprintf("Keep the CPUs that serve %s's interrupts free of the application, and inside its NUMA node", v.Interface), "linerate", "tune", "--iface", v.Interface),
+			do("Watch the drop counters (out_of_buffer, discard, missed)", "watch", "-n1", "ethtool", "-S", v.Interface))
 		out = append(out, Finding{
 			ID: "nic.rx_no_buffer", Severity: Warning, Subject: v.Interface,
 			Summary: fmt.Sprintf("%s dropped %d frames %s because the host had no RX buffer ready (%s): the rings, the queues or the CPUs draining them cannot keep up.%s",
@@ -111,15 +113,15 @@ func nicPHYErrors(d *diag) []Finding {
 		if hasDelta {
 			n = delta
 		}
-		fix := []string{
-			"clean and reseat the cable or modules at both ends",
+		fix := []Fix{
+			do("Clean and reseat the cable or modules at both ends"),
 		}
 		if t := v.Transceiver; t != nil && t.Readable {
-			fix = append(fix, fmt.Sprintf("check the module's RX power per lane (shown above); if one lane is weak or dark, clean its connector or replace %s", moduleName(t)))
+			fix = append(fix, do(fmt.Sprintf("Check the module's RX power per lane (shown above); if one lane is weak or dark, clean its connector or replace %s", moduleName(t))))
 		} else {
-			fix = append(fix, fmt.Sprintf("read the module's optical power: ethtool -m %s", v.Interface))
+			fix = append(fix, do("Read the module's optical power", "ethtool", "-m", v.Interface))
 		}
-		fix = append(fix, "if the errors keep growing, replace the cable or module; a DAC longer than its rating for the speed errs too")
+		fix = append(fix, do("If the errors keep growing, replace the cable or module; a DAC longer than its rating for the speed errs too"))
 		out = append(out, Finding{
 			ID: "nic.phy_errors", Severity: Warning, Subject: v.Interface,
 			Summary: fmt.Sprintf("%s received %d frames with FCS or symbol errors %s (%s): the cable, optics or a connector corrupts them, and TCP pays in retransmits.%s",
@@ -156,10 +158,10 @@ func nicPauseFrames(d *diag) []Finding {
 				v.Interface, tx, rx, when(hasDelta), totalsNote(hasDelta)),
 			Evidence: map[string]any{"sent": tx, "received": rx, "when": when(hasDelta),
 				"counters": joinNonEmpty(d.sources(v, nicstats.PauseTX, hasDelta), d.sources(v, nicstats.PauseRX, hasDelta))},
-			Fix: []string{
-				fmt.Sprintf("see the flow control settings: ethtool -a %s", v.Interface),
-				"pause sent: find why the host falls behind (nic.rx_no_buffer, IRQ placement, ring sizes); pause received: look at the switch port's buffers and its other traffic",
-				fmt.Sprintf("where lossless Ethernet is not needed (no RoCE): ethtool -A %s rx off tx off, on both ends", v.Interface),
+			Fix: []Fix{
+				do("See the flow control settings", "ethtool", "-a", v.Interface),
+				do("Pause sent: find why the host falls behind (nic.rx_no_buffer, IRQ placement, ring sizes); pause received: look at the switch port's buffers and its other traffic"),
+				do("Where lossless Ethernet is not needed (no RoCE), turn flow control off, on both ends", "ethtool", "-A", v.Interface, "rx", "off", "tx", "off"),
 			},
 		})
 	}
@@ -202,10 +204,13 @@ func ringSmall(d *diag) []Finding {
 		out = append(out, Finding{
 			ID: "ring.small", Severity: Warning, Subject: v.Interface,
 			Summary:  fmt.Sprintf("%s's RX ring holds %d descriptors of a possible %d, %s", v.Interface, *r.RX, *r.RXMax, why),
-			Evidence: map[string]any{"rx_ring": *r.RX, "rx_ring_max": *r.RXMax},
-			Fix: []string{
-				fmt.Sprintf("ethtool -G %s rx %d", v.Interface, *r.RXMax),
-				fmt.Sprintf("check: ethtool -g %s (a larger ring costs memory and a little latency, not throughput)", v.Interface),
+			Evidence: map[string]any{"rx_ring": *r.RX, "rx_ring_max": *r.RXMax, "rx_ring_target": *r.RXMax},
+			Fix: []Fix{
+				do(fmt.Sprintf("Raise the RX ring to its maximum, %d descriptors (a larger ring costs memory and a little latency, not throughput)", *r.RXMax),
+					"ethtool", "-G", v.Interface, "rx", strconv.FormatUint(uint64(*r.RXMax), 10)).
+					persist("Ring sizes reset when the driver reloads: set them at boot (NetworkManager ethtool.ring-rx, systemd-networkd RxBufferSize=, or a udev rule)").
+					verify("Read it back", "ethtool", "-g", v.Interface),
+				do("Or let linerate make the change, journaled", "linerate", "tune", "--iface", v.Interface, "--apply"),
 			},
 		})
 	}

@@ -7,6 +7,7 @@ package doctor
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -52,14 +53,15 @@ func ParseSeverity(s string) (Severity, error) {
 	return "", fmt.Errorf("unknown severity %q (want critical, warning or info)", s)
 }
 
-// Finding is one thing that limits the link, with its proof and its fix.
+// Finding is one thing that limits the link, with its proof and its fix:
+// steps in order, each prose with the command that does it (Fix).
 type Finding struct {
 	ID       string         `json:"id"`
 	Severity Severity       `json:"severity"`
 	Subject  string         `json:"subject"`
 	Summary  string         `json:"summary"`
 	Evidence map[string]any `json:"evidence"`
-	Fix      []string       `json:"fix"`
+	Fix      []Fix          `json:"fix"`
 }
 
 // PathMTU is the result of a don't-fragment probe toward --peer, run by
@@ -268,7 +270,7 @@ func (d *diag) view(n *inventory.NIC, named bool) *nicView {
 			v.lineDetail = fmt.Sprintf("%s qdisc shaped to %s Gbit/s", n.Qdisc.Kind, trimFloat(float64(r)))
 		}
 	}
-	port := limits.Port{LineRate: v.line, LineDetail: v.lineDetail}
+	port := limits.Port{LineRate: v.line, LineDetail: v.lineDetail, Stack: d.stack()}
 	if n.MTU != nil {
 		port.MTU = *n.MTU
 	}
@@ -283,6 +285,23 @@ func (d *diag) view(n *inventory.NIC, named bool) *nicView {
 	}
 	v.lim = limits.Chain(port)
 	return v
+}
+
+// stack is the TCP stack of the host's flows: timestamps as
+// net.ipv4.tcp_timestamps says (on unless it reads 0), and IPv6 when the
+// --peer probed is an IPv6 address (IPv4 otherwise, as the chain's detail
+// says).
+func (d *diag) stack() limits.Stack {
+	var s limits.Stack
+	if v, ok := d.inv.SysctlInt("net.ipv4.tcp_timestamps"); ok && v == 0 {
+		s.NoTimestamps = true
+	}
+	if p := d.opts.PathMTU; p != nil {
+		if a, err := netip.ParseAddr(p.Peer); err == nil && a.Is6() && !a.Is4In6() {
+			s.IPv6 = true
+		}
+	}
+	return s
 }
 
 // speedName writes a line rate as engineers say it: "100GbE".
@@ -306,9 +325,34 @@ func (v *nicView) fast() bool {
 	return v.named || v.line >= 10 || slices.Contains(fastDrivers, v.Driver)
 }
 
+// causeOrder lists finding IDs that are often the cause of others, root
+// causes first: the physical layer, then the link, then the bus. Within a
+// severity they come before every other ID, so a finding whose fix says
+// "first restore …" follows the finding it points to.
+func causeOrder() []string {
+	return []string{
+		"transceiver.unreadable", "transceiver.tx_fault", "transceiver.lane_dark", "transceiver.rx_power_low",
+		"transceiver.temperature_high", "fec.mismatch", "fec.off", "fec.uncorrectable", "nic.phy_errors",
+		"link.down", "link.speed_below_max", "pcie.link_downgraded", "pcie.bandwidth_below_line_rate",
+	}
+}
+
+// causeRank orders an ID by causeOrder; IDs not in it come after, equal.
+func causeRank(id string) int {
+	if i := slices.Index(causeOrder(), id); i >= 0 {
+		return i
+	}
+	return len(causeOrder())
+}
+
+// sortFindings orders findings by severity, root causes first within a
+// severity (causeOrder), then by ID and subject.
 func sortFindings(f []Finding) {
 	slices.SortStableFunc(f, func(a, b Finding) int {
 		if r := b.Severity.Rank() - a.Severity.Rank(); r != 0 {
+			return r
+		}
+		if r := causeRank(a.ID) - causeRank(b.ID); r != 0 {
 			return r
 		}
 		if c := strings.Compare(a.ID, b.ID); c != 0 {

@@ -101,9 +101,9 @@ func fecOff(d *diag) []Finding {
 			Summary: fmt.Sprintf("%s runs %s at %s Gbit/s per lane with FEC off: that media is specified with RS-FEC (Reed-Solomon, IEEE 802.3 clause 91), and without it the link carries a bit error ratio the optics were not built for",
 				v.Interface, m, trimFloat(laneGbps)),
 			Evidence: map[string]any{"active": "off", "configured": v.FEC.Configured, "speed_mbps": *v.Link.SpeedMbps, "lanes": lanes, "media": m},
-			Fix: []string{
-				fmt.Sprintf("ethtool --set-fec %s encoding rs   (and the same on the peer or the switch port: both ends must match)", v.Interface),
-				fmt.Sprintf("check: ethtool --show-fec %s   (Active FEC encoding: RS)", v.Interface),
+			Fix: []Fix{
+				do("Turn RS-FEC on, and the same on the peer or the switch port: both ends must match", "ethtool", "--set-fec", v.Interface, "encoding", "rs").
+					verify("Check it (Active FEC encoding: RS)", "ethtool", "--show-fec", v.Interface),
 			},
 		})
 	}
@@ -164,9 +164,10 @@ func fecMismatch(d *diag) []Finding {
 			ID: "fec.mismatch", Severity: Critical, Subject: v.Interface,
 			Summary:  fmt.Sprintf("%s has no link and its FEC cannot match the other end's: %s", v.Interface, reason),
 			Evidence: ev,
-			Fix: []string{
-				fmt.Sprintf("set the same FEC on both ends: ethtool --set-fec %s encoding %s   (or encoding auto, where the driver supports it)", v.Interface, want),
-				fmt.Sprintf("then check: ethtool --show-fec %s; ethtool %s   (Link detected: yes)", v.Interface, v.Interface),
+			Fix: []Fix{
+				do("Set the same FEC on both ends (or encoding auto, where the driver supports it)", "ethtool", "--set-fec", v.Interface, "encoding", want).
+					verify("Then check the FEC", "ethtool", "--show-fec", v.Interface),
+				do("And the link (Link detected: yes)", "ethtool", v.Interface),
 			},
 		})
 	}
@@ -210,13 +211,13 @@ func fecUncorrectable(d *diag) []Finding {
 			ev["uncorrectable_blocks_during_bench"] = delta
 			summary = fmt.Sprintf("%s's FEC failed to correct %d blocks during the bench (%d since the driver loaded)%s: the link loses frames under load", v.Interface, delta, total, hint)
 		}
-		fix := []string{
-			fmt.Sprintf("watch it grow: watch -n1 ethtool -I --show-fec %s", v.Interface),
+		fix := []Fix{
+			do("Watch it grow", "watch", "-n1", "ethtool", "-I", "--show-fec", v.Interface),
 		}
 		if t := v.Transceiver; t != nil && t.Readable {
-			fix = append(fix, fmt.Sprintf("check the module's RX power per lane (linerate doctor --iface %s shows it); clean the connectors, reseat, and if a lane stays weak replace %s", v.Interface, moduleName(t)))
+			fix = append(fix, do(fmt.Sprintf("Check the module's RX power per lane; clean the connectors, reseat, and if a lane stays weak replace %s", moduleName(t)), "linerate", "doctor", "--iface", v.Interface))
 		} else {
-			fix = append(fix, "clean and reseat the cable or modules at both ends; replace the cable or module if the count keeps growing")
+			fix = append(fix, do("Clean and reseat the cable or modules at both ends; replace the cable or module if the count keeps growing"))
 		}
 		out = append(out, Finding{ID: "fec.uncorrectable", Severity: sev, Subject: v.Interface, Summary: summary, Evidence: ev, Fix: fix})
 	}
@@ -252,14 +253,15 @@ func linkSpeedBelowMax(d *diag) []Finding {
 				partner = fmt.Sprintf("; the partner advertises at most %s Gbit/s, so the peer or switch port holds it back", trimFloat(float64(pmax)/1000))
 			}
 		}
-		fix := []string{}
+		speed := strconv.Itoa(maxMbps)
+		check := fmt.Sprintf("Re-check (Speed: %dMb/s)", maxMbps)
+		var fix []Fix
 		if l.Autoneg != nil && !*l.Autoneg {
-			fix = append(fix, fmt.Sprintf("autonegotiation is off: force the speed on both ends: ethtool -s %s speed %d duplex full autoneg off", v.Interface, maxMbps))
+			fix = append(fix, do("Autonegotiation is off: force the full speed, on both ends", "ethtool", "-s", v.Interface, "speed", speed, "duplex", "full", "autoneg", "off").verify(check, "ethtool", v.Interface))
 		} else {
-			fix = append(fix, fmt.Sprintf("advertise the full speed: ethtool -s %s speed %d duplex full (or autoneg on with every supported mode advertised)", v.Interface, maxMbps))
+			fix = append(fix, do("Advertise the full speed (or autoneg on with every supported mode advertised)", "ethtool", "-s", v.Interface, "speed", speed, "duplex", "full").verify(check, "ethtool", v.Interface))
 		}
-		fix = append(fix, "check the other end (switch port speed and breakout settings) and that the cable or module is rated for the full speed",
-			fmt.Sprintf("re-check: ethtool %s   (Speed: %dMb/s)", v.Interface, maxMbps))
+		fix = append(fix, do("Check the other end (switch port speed and breakout settings) and that the cable or module is rated for the full speed"))
 		out = append(out, Finding{
 			ID: "link.speed_below_max", Severity: Warning, Subject: v.Interface,
 			Summary: fmt.Sprintf("%s is linked at %s Gbit/s though %s support%s %s Gbit/s%s",

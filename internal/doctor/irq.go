@@ -2,30 +2,43 @@ package doctor
 
 import (
 	"fmt"
-	"github.com/linerate/linerate/internal/placement"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/inventory"
+	"github.com/linerate/linerate/internal/placement"
 )
 
-// servedShare is the share of an IRQ's interrupts a CPU must have served
-// to count as serving it: smaller counts are left over from boot, before
-// the affinity was set (seed 000: 2 interrupts on CPU N for compN).
-const servedShare = 0.01
+// A CPU serves an IRQ when it took at least servedShare of the IRQ's
+// interrupts and at least servedMin of them: fewer are left over from
+// boot, before the affinity was set (seed 000: 2 interrupts on CPU N for
+// compN, and 12 more where an idle queue's IRQ first landed).
+const (
+	servedShare = 0.01
+	servedMin   = 100
+)
+
+// ServedOn returns the CPUs that served a real share of q's interrupts:
+// at least 1% of them and at least 100 (tune attributes IRQ moves by it).
+func ServedOn(q inventory.IRQ) []int {
+	var out []int
+	for _, c := range q.ServedOn(servedShare) {
+		if q.Counts[strconv.Itoa(c)] >= servedMin {
+			out = append(out, c)
+		}
+	}
+	return out
+}
 
 // irqCPUs returns the CPUs a NIC's IRQs are routed to (effective affinity,
 // else affinity) and those that served a real share of them.
 func irqCPUs(v *nicView) (routed, served []int) {
 	r, s := map[int]bool{}, map[int]bool{}
 	for _, q := range v.IRQs {
-		for _, c := range q.AffinityOrEffective() {
-			r[c] = true
-		}
-		for _, c := range q.ServedOn(servedShare) {
-			s[c] = true
-		}
+		markAll(r, q.AffinityOrEffective())
+		markAll(s, ServedOn(q))
 	}
 	return keys(r), keys(s)
 }
@@ -56,25 +69,55 @@ func union(a, b []int) []int {
 	return keys(m)
 }
 
-// affinityFix gives the commands that route every IRQ of a NIC to cpus.
-func affinityFix(v *nicView, cpus, app []int, ib bool) []string {
+// affinityFix gives the steps that route every IRQ of a NIC to the
+// placement's IRQ CPUs, saying which CPUs stay free for the application
+// and why, then how to check and keep it.
+func affinityFix(v *nicView, pl placement.Placement, app []int, ib bool) []Fix {
 	var irqs []string
 	for _, q := range v.IRQs {
-		irqs = append(irqs, fmt.Sprint(q.IRQ))
+		irqs = append(irqs, strconv.Itoa(q.IRQ))
 	}
-	list := cpulist.Format(cpus)
-	fix := []string{
-		fmt.Sprintf("for irq in %s; do echo %s > /proc/irq/$irq/smp_affinity_list; done", strings.Join(irqs, " "), list),
-		fmt.Sprintf("check where they landed: grep . /proc/irq/{%s}/effective_affinity_list", strings.Join(irqs, ",")),
+	list := cpulist.Format(pl.IRQCPUs)
+	n := len(irqs)
+	action := fmt.Sprintf("Route the %d IRQ%s of %s to %s%s", n, plural(n), v.Interface, cpusPhrase(pl.IRQCPUs), freeCPUs(pl, app))
+	fixes := []Fix{
+		do(action, shell(fmt.Sprintf("for irq in %s; do echo %s > /proc/irq/$irq/smp_affinity_list; done", strings.Join(irqs, " "), list))...).
+			persist("IRQ affinity is lost at reboot and when the driver reloads: apply it again then (linerate tune --apply does, journaled)").
+			verify("Check where the kernel put them (a kernel-managed IRQ refuses the write)",
+				shell(fmt.Sprintf(`for irq in %s; do echo "$irq: $(cat /proc/irq/$irq/effective_affinity_list)"; done`, strings.Join(irqs, " ")))...),
 	}
 	if ib {
-		fix = append(fix, "irqbalance is running and will move them back: ban these IRQs first (see irqbalance.running)")
+		fixes = append(fixes, do("irqbalance is running and will move them back within 10 s: ban these IRQs first (see irqbalance.running)"))
 	}
-	appArg := "<your application's CPUs>"
+	argv := []string{"linerate", "tune", "--iface", v.Interface}
 	if len(app) > 0 {
-		appArg = cpulist.Format(app)
+		argv = append(argv, "--app-cpus", cpulist.Format(app))
 	}
-	return append(fix, fmt.Sprintf("or placed by L3 domain and journaled: linerate tune --iface %s --app-cpus %s --apply", v.Interface, appArg))
+	return append(fixes, do("Or let linerate place them by L3 domain, journaled", append(argv, "--apply")...))
+}
+
+// freeCPUs says which CPUs the placement keeps free for the application,
+// and why: ", keeping CPU 6 free for your application: it shares L3
+// domain 6-11 with them, so packets stay in one cache while no interrupt
+// takes its cycles (run it there: taskset -c 6 …)".
+func freeCPUs(pl placement.Placement, app []int) string {
+	free := pl.AppCPUs
+	if len(free) == 0 {
+		return ""
+	}
+	who := "your application"
+	if len(app) > 0 {
+		who = "the application (--app-cpus)"
+	}
+	why := "no interrupt takes its cycles"
+	if len(pl.L3Domain) > 0 && len(cpulist.Subtract(free, pl.L3Domain)) == 0 {
+		why = fmt.Sprintf("it shares L3 domain %s with them, so packets stay in one cache while no interrupt takes its cycles", cpulist.Format(pl.L3Domain))
+	}
+	run := ""
+	if len(app) == 0 {
+		run = fmt.Sprintf(" (run it there: taskset -c %s …)", cpulist.Format(free))
+	}
+	return fmt.Sprintf(", keeping %s free for %s: %s%s", cpusPhrase(free), who, why, run)
 }
 
 // irqSpansL3: a NIC's IRQs land in more than one L3 domain (CCD/CCX), so
@@ -107,13 +150,12 @@ func irqSpansL3(d *diag) []Finding {
 			doms[d] = cpulist.Format(byDomain[dom])
 		}
 		ev["by_l3_domain"] = doms
-		target := d.irqTarget(v)
 		out = append(out, Finding{
 			ID: "irq.spans_l3_domains", Severity: Warning, Subject: v.Interface,
 			Summary: fmt.Sprintf("IRQs of %s are routed to or served on CPUs of %d L3 domains (%s): traffic crosses caches between interrupt and application, and throughput varies from run to run",
 				v.Interface, len(byDomain), strings.Join(parts, "; ")),
 			Evidence: ev,
-			Fix:      affinityFix(v, target, d.opts.AppCPUs, d.inv.Host.IRQBalance.Running),
+			Fix:      affinityFix(v, d.irqTarget(v), d.opts.AppCPUs, d.inv.Host.IRQBalance.Running),
 		})
 	}
 	return out
@@ -139,15 +181,16 @@ func (d *diag) carrying() []*nicView {
 	return out
 }
 
-// irqTarget proposes CPUs for a NIC's IRQs: package placement's rule —
+// irqTarget proposes where a NIC's IRQs go: package placement's rule —
 // local to its NUMA node, in one L3 domain (the application's, with
-// --app-cpus), off the application's CPUs — which tune applies.
-func (d *diag) irqTarget(v *nicView) []int {
+// --app-cpus), off the application's CPUs — which tune applies. When no
+// CPU is left for them, every local CPU.
+func (d *diag) irqTarget(v *nicView) placement.Placement {
 	p, _ := placement.Place(&d.inv.CPU, placement.Request{NIC: v.NIC, AppCPUs: d.opts.AppCPUs})
 	if len(p.IRQCPUs) == 0 {
-		return d.localCPUs(v)
+		p.IRQCPUs, p.AppCPUs = d.localCPUs(v), nil
 	}
-	return p.IRQCPUs
+	return p
 }
 
 // irqRemoteNUMA: a NIC's IRQs routed to CPUs of another NUMA node than
@@ -177,11 +220,11 @@ func irqRemoteNUMA(d *diag) []Finding {
 		remote := keys(remoteSet)
 		out = append(out, Finding{
 			ID: "irq.remote_numa", Severity: Warning, Subject: v.Interface,
-			Summary: fmt.Sprintf("%d of %d IRQs of %s (NUMA node %d, CPUs %s) are routed to CPUs %s on another node: each packet crosses the socket interconnect",
-				len(irqs), len(v.IRQs), v.Interface, *v.NUMANode, cpulist.Format(local), cpulist.Format(remote)),
+			Summary: fmt.Sprintf("%d of %d IRQs of %s (NUMA node %d, CPUs %s) are routed to %s on another node: each packet crosses the socket interconnect",
+				len(irqs), len(v.IRQs), v.Interface, *v.NUMANode, cpulist.Format(local), cpusPhrase(remote)),
 			Evidence: map[string]any{"nic_numa_node": *v.NUMANode, "node_cpus": cpulist.Format(local), "remote_cpus": cpulist.Format(remote), "irqs": irqs},
 			Fix: append(affinityFix(v, d.irqTarget(v), d.opts.AppCPUs, d.inv.Host.IRQBalance.Running),
-				fmt.Sprintf("run the application on the same node: numactl --cpunodebind=%d --membind=%d <command>", *v.NUMANode, *v.NUMANode)),
+				do(fmt.Sprintf("Run the application on the same node, with its memory there too: numactl --cpunodebind=%d --membind=%d followed by its command", *v.NUMANode, *v.NUMANode))),
 		})
 	}
 	return out
@@ -200,11 +243,11 @@ func irqOnAppCPU(d *diag) []Finding {
 		var hits []inventory.IRQ
 		sharedSet := map[int]bool{}
 		for _, q := range v.IRQs {
-			s := cpulist.Intersect(union(q.AffinityOrEffective(), q.ServedOn(servedShare)), app)
+			s := cpulist.Intersect(union(q.AffinityOrEffective(), ServedOn(q)), app)
 			// A default mask covering every CPU is not a placement; only
 			// what the IRQ is routed to or served on counts.
 			if len(q.Effective) == 0 && len(q.Affinity) == len(d.inv.CPU.Online) {
-				s = cpulist.Intersect(q.ServedOn(servedShare), app)
+				s = cpulist.Intersect(ServedOn(q), app)
 			}
 			if len(s) > 0 {
 				hits = append(hits, q)
@@ -219,13 +262,12 @@ func irqOnAppCPU(d *diag) []Finding {
 		for _, q := range hits {
 			names = append(names, fmt.Sprintf("%d (%s)", q.IRQ, q.Name))
 		}
-		target := d.irqTarget(v)
 		out = append(out, Finding{
 			ID: "irq.on_app_cpu", Severity: Warning, Subject: v.Interface,
-			Summary: fmt.Sprintf("%d IRQ(s) of %s share the application's CPUs %s: interrupts and softirqs steal the application's cycles",
-				len(hits), v.Interface, cpulist.Format(shared)),
+			Summary: fmt.Sprintf("%d IRQ%s of %s share the application's %s: interrupts and softirqs steal the application's cycles",
+				len(hits), plural(len(hits)), v.Interface, cpusPhrase(shared)),
 			Evidence: map[string]any{"app_cpus": cpulist.Format(app), "shared_cpus": cpulist.Format(shared), "irqs": names},
-			Fix:      affinityFix(v, target, d.opts.AppCPUs, d.inv.Host.IRQBalance.Running),
+			Fix:      affinityFix(v, d.irqTarget(v), d.opts.AppCPUs, d.inv.Host.IRQBalance.Running),
 		})
 	}
 	return out

@@ -124,10 +124,11 @@ func transceiverUnreadable(d *diag) []Finding {
 			ID: "transceiver.unreadable", Severity: Critical, Subject: v.Interface,
 			Summary:  summary,
 			Evidence: ev,
-			Fix: []string{
-				fmt.Sprintf("reseat the module in %s: pull it out, wait 10 s, push it in until it latches; then read it: ethtool -m %s", v.Interface, v.Interface),
-				"if it still cannot be read, try it in another port or host: if it fails there too the module is dead (replace it), if it reads there the cage or the NIC is at fault",
-				fmt.Sprintf("look for the driver's module errors: dmesg | grep -i -e %s -e sfp -e qsfp -e module", v.Interface),
+			Fix: []Fix{
+				do(fmt.Sprintf("Reseat the module in %s: pull it out, wait 10 s, push it in until it latches", v.Interface)).
+					verify("Then read it", "ethtool", "-m", v.Interface),
+				do("If it still cannot be read, try it in another port or host: if it fails there too the module is dead (replace it), if it reads there the cage or the NIC is at fault"),
+				do("Look for the driver's module errors", shell(fmt.Sprintf("dmesg | grep -i -e %s -e sfp -e qsfp -e module", v.Interface))...),
 			},
 		})
 	}
@@ -201,23 +202,24 @@ func transceiverLaneDark(d *diag) []Finding {
 		} else {
 			summary = fmt.Sprintf("every lane of the %s module in %s is dark (no light received): nothing reaches it from the peer", moduleKind(t), v.Interface)
 		}
-		fix := []string{}
+		var fix []Fix
 		first := strconv.Itoa(dark[0])
 		switch {
 		case len(lit) == 0:
 			fix = append(fix,
-				"check that the fibre is plugged at both ends and that TX and RX are not swapped (a duplex patch cord crossed twice, or an MPO trunk of the wrong polarity)",
-				fmt.Sprintf("read the peer's module: its TX power and TX fault flags (ethtool -m PEER_IF); if the peer transmits, clean both connectors and test the fibre, then replace %s", name))
+				do("Check that the fibre is plugged at both ends and that TX and RX are not swapped (a duplex patch cord crossed twice, or an MPO trunk of the wrong polarity)"),
+				do(fmt.Sprintf("Read the peer's module, its TX power and TX fault flags (ethtool -m with the peer's interface); if the peer transmits, clean both connectors and test the fibre, then replace %s", name)))
 		case isParallel(t):
 			fix = append(fix,
-				fmt.Sprintf("each lane of a %s module has its own fibre: clean and inspect the MPO connectors at both ends and check fibre %s of the trunk", t.Media, first),
-				fmt.Sprintf("read the peer's TX power on lane %s (ethtool -m PEER_IF): if it transmits, replace %s", first, name))
+				do(fmt.Sprintf("Each lane of a %s module has its own fibre: clean and inspect the MPO connectors at both ends and check fibre %s of the trunk", t.Media, first)),
+				do(fmt.Sprintf("Read the peer's TX power on lane %s (ethtool -m with the peer's interface): if it transmits, replace %s", first, name)))
 		default:
 			fix = append(fix,
-				fmt.Sprintf("all lanes of a %s module share one fibre on separate wavelengths, so the fibre is not the cause: lane %s's wavelength dies at the peer's laser or at this module's receiver", t.Media, first),
-				fmt.Sprintf("read the peer's TX power on lane %s: ethtool -m PEER_IF (Transmit avg optical power, channel %s)", first, first),
-				fmt.Sprintf("if the peer's lane %s transmits, replace this module: %s; if it does not, replace the peer's", first, name))
+				do(fmt.Sprintf("All lanes of a %s module share one fibre on separate wavelengths, so the fibre is not the cause: lane %s's wavelength dies at the peer's laser or at this module's receiver", t.Media, first)),
+				do(fmt.Sprintf("Read the peer's TX power on lane %s: ethtool -m with the peer's interface (Transmit avg optical power, channel %s)", first, first)),
+				do(fmt.Sprintf("If the peer's lane %s transmits, replace this module: %s; if it does not, replace the peer's", first, name)))
 		}
+		fix = append(fix, do("Read this module again after any change", "ethtool", "-m", v.Interface))
 		out = append(out, Finding{ID: "transceiver.lane_dark", Severity: Critical, Subject: v.Interface, Summary: summary, Evidence: ev, Fix: fix})
 	}
 	return out
@@ -267,10 +269,11 @@ func transceiverRXPowerLow(d *diag) []Finding {
 			Summary: fmt.Sprintf("%s of the %s module in %s receive%s %s, below %s: bit errors and FEC corrections rise as the power falls",
 				laneList(low), moduleKind(t), v.Interface, map[bool]string{true: "s", false: ""}[len(low) == 1], strings.Join(ps, ", "), basis),
 			Evidence: ev,
-			Fix: []string{
-				fmt.Sprintf("clean the connectors of %s's module and of the peer's (inspect with a fibre scope, one click-clean per end), then read again: ethtool -m %s", v.Interface, v.Interface),
-				"check the path against the module's power budget: fibre length, patch panels and their connectors, tight bends",
-				fmt.Sprintf("read the peer's TX power on the same lane (ethtool -m PEER_IF); if it transmits normally, replace %s", moduleName(t)),
+			Fix: []Fix{
+				do(fmt.Sprintf("Clean the connectors of %s's module and of the peer's (inspect with a fibre scope, one click-clean per end)", v.Interface)).
+					verify("Then read the module again", "ethtool", "-m", v.Interface),
+				do("Check the path against the module's power budget: fibre length, patch panels and their connectors, tight bends"),
+				do(fmt.Sprintf("Read the peer's TX power on the same lane (ethtool -m with the peer's interface); if it transmits normally, replace %s", moduleName(t))),
 			},
 		})
 	}
@@ -300,9 +303,10 @@ func transceiverTXFault(d *diag) []Finding {
 			Summary: fmt.Sprintf("%s of the %s module in %s report%s a transmitter fault (TX fault or TX LOS flag): the laser or its driver has failed, or the NIC sends it no signal",
 				laneList(lanes), moduleKind(t), v.Interface, map[bool]string{true: "s", false: ""}[len(lanes) == 1]),
 			Evidence: map[string]any{"lanes": lanes, "module": moduleName(t)},
-			Fix: []string{
-				fmt.Sprintf("replace the module: %s (reseating rarely clears a TX fault)", moduleName(t)),
-				fmt.Sprintf("if a new module faults too, the NIC's SerDes is suspect: check ethtool %s and dmesg", v.Interface),
+			Fix: []Fix{
+				do(fmt.Sprintf("Replace the module: %s (reseating rarely clears a TX fault)", moduleName(t))).
+					verify("Then read the new one", "ethtool", "-m", v.Interface),
+				do("If a new module faults too, the NIC's SerDes is suspect: check the link and the kernel log (dmesg)", "ethtool", v.Interface),
 			},
 		})
 	}
@@ -319,19 +323,23 @@ func transceiverTemperatureHigh(d *diag) []Finding {
 			continue
 		}
 		temp := *t.TemperatureC
-		sev := Severity("")
-		basis := ""
 		th := t.Thresholds
-		switch {
-		case th != nil && th.TemperatureHighAlarmC != nil && temp >= *th.TemperatureHighAlarmC:
+		if th == nil {
+			th = &sff.Thresholds{}
+		}
+		// An if-chain, not a switch of conditions, so that mutation
+		// testing sees the thresholds reached (see temperatureHigh).
+		var sev Severity
+		var basis string
+		if th.TemperatureHighAlarmC != nil && temp >= *th.TemperatureHighAlarmC {
 			sev, basis = Critical, fmt.Sprintf("at or above its own alarm threshold of %.1f °C", *th.TemperatureHighAlarmC)
-		case slices.Contains(t.Alarms, "temperature_high_alarm"):
+		} else if slices.Contains(t.Alarms, "temperature_high_alarm") {
 			sev, basis = Critical, "its high-temperature alarm flag is set"
-		case th != nil && th.TemperatureHighWarnC != nil && temp >= *th.TemperatureHighWarnC:
+		} else if th.TemperatureHighWarnC != nil && temp >= *th.TemperatureHighWarnC {
 			sev, basis = Warning, fmt.Sprintf("at or above its own warning threshold of %.1f °C", *th.TemperatureHighWarnC)
-		case slices.Contains(t.Alarms, "temperature_high_warn"):
+		} else if slices.Contains(t.Alarms, "temperature_high_warn") {
 			sev, basis = Warning, "its high-temperature warning flag is set"
-		default:
+		} else {
 			continue
 		}
 		out = append(out, Finding{
@@ -339,10 +347,11 @@ func transceiverTemperatureHigh(d *diag) []Finding {
 			Summary: fmt.Sprintf("the %s module in %s is at %.1f °C, %s: hot lasers lose power and age fast, and modules shut down at their limit",
 				moduleKind(t), v.Interface, temp, basis),
 			Evidence: map[string]any{"temperature_c": temp, "module": moduleName(t)},
-			Fix: []string{
-				"improve airflow over the NIC's cages (fan speed, blanking panels, no cables blocking the vents)",
-				"check the module's rated case temperature (commercial modules: 0-70 °C) against the chassis; use an extended-temperature module where it runs hot",
-				fmt.Sprintf("if it stays hot with good airflow, replace %s", moduleName(t)),
+			Fix: []Fix{
+				do("Improve airflow over the NIC's cages (fan speed, blanking panels, no cables blocking the vents)").
+					verify("Then read its temperature again", "ethtool", "-m", v.Interface),
+				do("Check the module's rated case temperature (commercial modules: 0-70 °C) against the chassis; use an extended-temperature module where it runs hot"),
+				do(fmt.Sprintf("If it stays hot with good airflow, replace %s", moduleName(t))),
 			},
 		})
 	}

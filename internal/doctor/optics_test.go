@@ -66,8 +66,10 @@ func findingOf(t *testing.T, rep *Report, id, subject string) Finding {
 	return Finding{}
 }
 
+// hasFix reports whether a fix of f says sub, in its prose or its
+// commands (as a shell line).
 func hasFix(f Finding, sub string) bool {
-	return slices.ContainsFunc(f.Fix, func(s string) bool { return strings.Contains(s, sub) })
+	return strings.Contains(strings.Join(f.FixLines(), "\n"), sub)
 }
 
 // TestOpticsEvidence checks that each finding names its lane, its dBm
@@ -75,7 +77,7 @@ func hasFix(f Finding, sub string) bool {
 func TestOpticsEvidence(t *testing.T) {
 	rep := diagnoseTree(t, "t6-cwdm4-unreadable", Options{})
 	f := findingOf(t, rep, "transceiver.unreadable", "ens5f4")
-	if f.Evidence["error"] != "EIO" || !hasFix(f, "reseat the module in ens5f4") || !strings.Contains(f.Summary, "EIO") {
+	if f.Evidence["error"] != "EIO" || !hasFix(f, "Reseat the module in ens5f4") || !strings.Contains(f.Summary, "EIO") {
 		t.Errorf("unreadable: %+v", f)
 	}
 
@@ -138,7 +140,7 @@ func TestOpticsEvidence(t *testing.T) {
 func TestOpticsTable(t *testing.T) {
 	rep := diagnoseTree(t, "t6-cwdm4-dark-lane", Options{Ifaces: []string{"ens5f4"}})
 	var b bytes.Buffer
-	if err := WriteText(&b, rep, termui.Style{}); err != nil {
+	if err := WriteText(&b, rep, termui.Style{}, 0); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()

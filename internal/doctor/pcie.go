@@ -94,41 +94,39 @@ func pcieDowngraded(d *diag) []Finding {
 		f := Finding{ID: "pcie.link_downgraded", Severity: sev, Subject: v.Interface, Evidence: ev}
 		what := fmt.Sprintf("PCIe link of %s trained at %s, the card is capable of %s",
 			v.PCI, link(p.CurGTs, p.CurWidth), link(p.MaxGTs, p.MaxWidth))
-		short := shortBDF(v.PCI)
-		verify := fmt.Sprintf("verify: lspci -vv -s %s | grep -E 'LnkCap|LnkSta'   (or: linerate doctor --iface %s)", short, v.Interface)
+		dev := "/sys/bus/pci/devices/" + v.PCI + "/"
+		check := []string{"grep", ".", dev + "current_link_speed", dev + "current_link_width", dev + "max_link_speed", dev + "max_link_width"}
+		const checkWhat = "Then compare the link with the card's maximum (lspci -vv shows the same as LnkSta and LnkCap, the latter only as root)"
 		switch {
 		case slotLimited:
 			f.Summary = what + fmt.Sprintf(": the slot (port %s) is capable of only %s", p.Upstream.PCI, link(p.Upstream.MaxGTs, p.Upstream.MaxWidth))
 			ev["cause"] = "slot"
-			f.Fix = []string{
-				fmt.Sprintf("move the card to a slot wired for %s (this slot's port %s is %s; shared-lane slots drop to x8 or x4 when a neighbour is populated — see the board manual)",
-					link(p.MaxGTs, p.MaxWidth), p.Upstream.PCI, link(p.Upstream.MaxGTs, p.Upstream.MaxWidth)),
-				verify,
+			f.Fix = []Fix{
+				do(fmt.Sprintf("Move the card to a slot wired for %s: this slot's port %s is %s, and shared-lane slots drop to x8 or x4 when a neighbour is populated (see the board manual)",
+					link(p.MaxGTs, p.MaxWidth), p.Upstream.PCI, link(p.Upstream.MaxGTs, p.Upstream.MaxWidth))).
+					verify(checkWhat, check...),
 			}
 		case !widthDown:
 			f.Summary = what + ": a speed-only drop can be power saving on an idle link; re-check under load (linerate bench) before replacing anything"
 			ev["cause"] = "speed"
-			f.Fix = []string{
-				fmt.Sprintf("re-check under load: run traffic, then cat /sys/bus/pci/devices/%s/current_link_speed", v.PCI),
-				"if it stays low under load: disable ASPM for the slot in the BIOS (or boot with pcie_aspm=off), then reseat the card",
-				verify,
+			f.Fix = []Fix{
+				do("Re-check under load: run traffic (linerate bench), and meanwhile read the link speed", "cat", dev+"current_link_speed"),
+				do("If it stays low under load: disable ASPM for the slot in the BIOS (or boot with pcie_aspm=off), then reseat the card").
+					verify(checkWhat, check...),
 			}
 		default:
 			f.Summary = what + ": the link trained narrower than both card and slot allow"
 			ev["cause"] = "training"
-			f.Fix = []string{
-				"power off and reseat the card: a partly seated x16 card trains at x4 or x8 (pressing one home has turned x4 and 25 Gbit/s into x16 and 100 Gbit/s)",
-				"check the BIOS setting for this slot (link width/bifurcation: x16, not x8x8 or x4x4x4x4) and any riser",
-				verify,
+			f.Fix = []Fix{
+				do("Power off and reseat the card: a partly seated x16 card trains at x4 or x8 (pressing one home has turned x4 and 25 Gbit/s into x16 and 100 Gbit/s)").
+					verify(checkWhat, check...),
+				do("If it stays narrow: check the BIOS setting for this slot (link width or bifurcation: x16, not x8x8 or x4x4x4x4) and any riser"),
 			}
 		}
 		out = append(out, f)
 	}
 	return out
 }
-
-// shortBDF drops the default domain for lspci -s: "0000:01:00.0" → "01:00.0".
-func shortBDF(bdf string) string { return strings.TrimPrefix(bdf, "0000:") }
 
 // pcieBelowLineRate: the link's effective bandwidth is below a port's
 // line rate (critical) or below the linked ports' sum (warning), with the
@@ -182,10 +180,11 @@ func pcieBelowLineRate(d *diag) []Finding {
 			f.Summary = fmt.Sprintf("PCIe %s carries %s Gbit/s: enough for one port, not for all %d linked ports together (%s Gbit/s)",
 				link(p.CurGTs, p.CurWidth), eff.Round(), len(linked), trimFloat(float64(need)))
 		}
-		f.Fix = []string{fmt.Sprintf("the card needs a link carrying ≥ %s Gbit/s: %s", trimFloat(float64(need)), enoughLinks(need, p.MaxGTs, mps))}
+		f.Fix = []Fix{}
 		if p.Downgraded {
-			f.Fix = append(f.Fix, "first restore the card's full link (see pcie.link_downgraded)")
+			f.Fix = append(f.Fix, do("First restore the card's full link (see pcie.link_downgraded, above)"))
 		}
+		f.Fix = append(f.Fix, do(fmt.Sprintf("The card needs a link carrying at least %s Gbit/s: %s", trimFloat(float64(need)), enoughLinks(need, p.MaxGTs, mps))))
 		out = append(out, f)
 	}
 	return out

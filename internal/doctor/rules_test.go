@@ -114,7 +114,8 @@ func TestRules(t *testing.T) {
 		{"small buffers", func(inv *inventory.Inventory) {
 			inv.Sysctl["net.core.rmem_max"] = int64(212992)
 			inv.Sysctl["net.ipv4.tcp_rmem"] = []int64{4096, 131072, 6291456}
-		}, Options{}, "sysctl.socket_buffers_small", Warning, []string{"net.core.rmem_max, net.ipv4.tcp_rmem", "33554432"}},
+		}, Options{}, "sysctl.socket_buffers_small", Warning, []string{"net.core.rmem_max 208 KiB of the 11.9 MiB it needs", "net.ipv4.tcp_rmem max 6.0 MiB of the 23.8 MiB it needs",
+			"tops out near 25.2 Gbit/s", "iperf3 -w) near 1.7 Gbit/s", "sysctl -w net.core.rmem_max=33554432 'net.ipv4.tcp_rmem=4096 131072 33554432'"}},
 		{"one queue", func(inv *inventory.Inventory) { inv.NICs[0].Queues = inventory.Queues{RX: 1, TX: 1} }, Options{},
 			"queues.too_few", Warning, []string{"1 receive queue", "ethtool -L enp1s0f0np0 combined 8"}},
 		{"powersave", func(inv *inventory.Inventory) {
@@ -128,7 +129,7 @@ func TestRules(t *testing.T) {
 			inv.NICs[0].NUMANode = ip(0)
 		}, Options{}, "irq.remote_numa", Warning, []string{"NUMA node 0", "numactl --cpunodebind=0"}},
 		{"irq on app cpu", func(*inventory.Inventory) {}, Options{AppCPUs: []int{7}},
-			"irq.on_app_cpu", Warning, []string{"CPUs 7", "8-11"}},
+			"irq.on_app_cpu", Warning, []string{"application's CPU 7:", "to CPUs 6,8-11, keeping CPU 7 free for the application (--app-cpus)", "echo 6,8-11 >"}},
 		{"hot", func(inv *inventory.Inventory) { inv.NICs[0].TempC = fp(74) }, Options{},
 			"nic.temperature_high", Warning, []string{"74.0 °C"}},
 		{"near crit", func(inv *inventory.Inventory) { inv.NICs[0].TempC = fp(96) }, Options{},
@@ -152,7 +153,7 @@ func TestRules(t *testing.T) {
 			if f.Severity != tt.sev {
 				t.Errorf("severity %s, want %s", f.Severity, tt.sev)
 			}
-			text := f.Summary + "\n" + strings.Join(f.Fix, "\n") + "\n" + evidence(f.Evidence)
+			text := f.Summary + "\n" + strings.Join(f.FixLines(), "\n") + "\n" + evidence(f.Evidence)
 			for _, w := range tt.want {
 				if !strings.Contains(text, w) {
 					t.Errorf("finding does not mention %q:\n%s", w, text)
@@ -254,9 +255,9 @@ func TestPCIeBelowSumOfLinkedPorts(t *testing.T) {
 	if f.Evidence["needed_gbps"] != 200.0 || f.Evidence["effective_gbps"] != 114.41 || f.Evidence["share_of_line_rate_pct"] != 57 {
 		t.Errorf("evidence = %v", f.Evidence)
 	}
-	text := f.Summary + "\n" + strings.Join(f.Fix, "\n") + "\n" + evidence(f.Evidence)
+	text := f.Summary + "\n" + strings.Join(f.FixLines(), "\n") + "\n" + evidence(f.Evidence)
 	for _, w := range []string{"8.0 GT/s x16 carries 114.41 Gbit/s", "enough for one port", "all 2 linked ports together (200 Gbit/s)",
-		"≥ 200 Gbit/s", "no PCIe link this card supports is enough", "× 16 lanes × 128b/130b = 126.03"} {
+		"at least 200 Gbit/s", "no PCIe link this card supports is enough", "× 16 lanes × 128b/130b = 126.03"} {
 		if !strings.Contains(text, w) {
 			t.Errorf("warning does not mention %q:\n%s", w, text)
 		}

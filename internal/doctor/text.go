@@ -15,47 +15,85 @@ import (
 	"github.com/linerate/linerate/internal/termui"
 )
 
+// DefaultWidth is the width the text view wraps at when the caller knows
+// none (output to a file or a pipe without COLUMNS).
+const DefaultWidth = 80
+
+// textWriter writes the text view, wrapping every line at width columns:
+// prose at spaces, commands with a backslash continuation (wrap.go).
+type textWriter struct {
+	w     *bufio.Writer
+	width int
+	st    termui.Style
+}
+
+// blank writes an empty line.
+func (t *textWriter) blank() { t.w.WriteString("\n") }
+
+// para writes s wrapped: the first line after first, the rest after hang.
+func (t *textWriter) para(first, hang, s string) {
+	for _, l := range wrapProse(s, first, hang, t.width) {
+		t.w.WriteString(strings.TrimRight(l, " ") + "\n")
+	}
+}
+
+// field writes a block's "  key        value" line, continuation lines
+// aligned under the value.
+func (t *textWriter) field(key, value string) {
+	t.para(fmt.Sprintf("  %-10s ", key), strings.Repeat(" ", 13), value)
+}
+
+// cmd writes a command line at indent, wrapped as the shell reads it.
+func (t *textWriter) cmd(indent string, argv []string) {
+	for _, l := range wrapCommand(ShellLine(argv), indent, t.width) {
+		t.w.WriteString(l + "\n")
+	}
+}
+
 // WriteText writes the human view: the host, a block per NIC in the manner
 // of lspci and ethtool, the findings by severity with evidence and fixes,
-// and the facts that could not be read.
-func WriteText(out io.Writer, r *Report, st termui.Style) error {
-	w := bufio.NewWriter(out)
-	writeHost(w, r, st)
+// and the facts that could not be read. Every line fits in width columns
+// (0: no wrapping) but a shell word longer than a line, which cannot be
+// broken.
+func WriteText(out io.Writer, r *Report, st termui.Style, width int) error {
+	t := &textWriter{w: bufio.NewWriter(out), width: width, st: st}
+	writeHost(t, r)
 	for _, n := range r.NICs {
-		fmt.Fprintln(w)
-		writeNIC(w, n, st)
+		t.blank()
+		writeNIC(t, n)
 	}
 	if len(r.Virtual) > 0 {
-		fmt.Fprintln(w)
+		t.blank()
 		var vs []string
 		for _, v := range r.Virtual {
 			vs = append(vs, fmt.Sprintf("%s (%s)", v.Interface, v.Kind))
 		}
-		fmt.Fprintf(w, "%s %s\n", st.Dim("other interfaces:"), strings.Join(vs, ", "))
+		t.para(st.Dim("other interfaces:")+" ", "  ", strings.Join(vs, ", "))
 	}
 	if r.PathMTU != nil {
-		fmt.Fprintln(w)
-		writePathMTU(w, r.PathMTU, st)
+		t.blank()
+		writePathMTU(t, r.PathMTU)
 	}
-	fmt.Fprintln(w)
-	writeFindings(w, r, st)
+	t.blank()
+	writeFindings(t, r)
 	if len(r.Notes) > 0 {
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, st.Dim("not read:"))
+		t.blank()
+		t.para("", "", st.Dim("not read:"))
 		for _, n := range r.Notes {
-			fmt.Fprintf(w, "  %s %s\n", st.Dim("-"), n)
+			t.para("  "+st.Dim("-")+" ", "    ", n)
 		}
 	}
-	return w.Flush()
+	return t.w.Flush()
 }
 
-func writeHost(w io.Writer, r *Report, st termui.Style) {
+func writeHost(t *textWriter, r *Report) {
+	st := t.st
 	c := r.CPU
 	title := r.Host.Hostname
 	if title == "" {
 		title = "(unknown host)"
 	}
-	fmt.Fprintf(w, "%s  %s\n", st.Bold(title), st.Dim("Linux "+r.Host.Kernel))
+	t.para("", "  ", fmt.Sprintf("%s  %s", st.Bold(title), st.Dim("Linux "+r.Host.Kernel)))
 	model := c.Model
 	if model == "" {
 		model = "CPU model unknown"
@@ -64,12 +102,12 @@ func writeHost(w io.Writer, r *Report, st termui.Style) {
 	if c.Sockets > 0 {
 		sockets = fmt.Sprintf(", %d socket%s", c.Sockets, plural(c.Sockets))
 	}
-	fmt.Fprintf(w, "  %-10s %d × %s%s\n", "cpu", c.Count, model, sockets)
+	t.field("cpu", fmt.Sprintf("%d × %s%s", c.Count, model, sockets))
 	var nodes []string
 	for _, k := range sortedNodeKeys(c.NUMANodes) {
 		nodes = append(nodes, fmt.Sprintf("%s: %s", k, cpulist.Format(c.NUMANodes[k])))
 	}
-	fmt.Fprintf(w, "  %-10s %s\n", "numa", strings.Join(nodes, "  "))
+	t.field("numa", strings.Join(nodes, "  "))
 	var l3 []string
 	for _, d := range c.L3Domains {
 		l3 = append(l3, cpulist.Format(d))
@@ -77,7 +115,7 @@ func writeHost(w io.Writer, r *Report, st termui.Style) {
 	if len(l3) == 0 {
 		l3 = []string{"not reported"}
 	}
-	fmt.Fprintf(w, "  %-10s %s\n", "l3", strings.Join(l3, " | "))
+	t.field("l3", strings.Join(l3, " | "))
 	var govs []string
 	for _, g := range slices.Sorted(mapKeys(c.Governors)) {
 		govs = append(govs, fmt.Sprintf("%s on %s", g, cpulist.Format(c.Governors[g])))
@@ -88,12 +126,12 @@ func writeHost(w io.Writer, r *Report, st termui.Style) {
 	} else if c.ScalingDriver != "" {
 		gov += " (" + c.ScalingDriver + ")"
 	}
-	fmt.Fprintf(w, "  %-10s %s\n", "governor", gov)
+	t.field("governor", gov)
 	ib := "not running"
 	if r.Host.IRQBalance.Running {
 		ib = fmt.Sprintf("running (pid %s)", joinInts(r.Host.IRQBalance.PIDs))
 	}
-	fmt.Fprintf(w, "  %-10s %s\n", "irqbalance", ib)
+	t.field("irqbalance", ib)
 }
 
 func sortedNodeKeys(m map[string][]int) []string {
@@ -129,7 +167,8 @@ func plural(n int) string {
 	return "s"
 }
 
-func writeNIC(w io.Writer, n NICReport, st termui.Style) {
+func writeNIC(t *textWriter, n NICReport) {
+	st := t.st
 	head := st.Bold(n.Interface)
 	switch {
 	case n.Kind == "pci":
@@ -138,13 +177,9 @@ func writeNIC(w io.Writer, n NICReport, st termui.Style) {
 		if model == "" {
 			model = "NIC"
 		}
-		node := "?"
-		if n.NUMANode != nil {
-			node = strconv.Itoa(*n.NUMANode)
-		}
-		fmt.Fprintf(w, "%s  %s %s  %s  pci %s  numa %s\n", head, model, st.Dim(id), n.Driver, n.PCI, node)
+		t.para("", "  ", fmt.Sprintf("%s  %s %s  %s  pci %s  numa %s", head, model, st.Dim(id), n.Driver, n.PCI, numaName(n.NUMANode)))
 	default:
-		fmt.Fprintf(w, "%s  %s\n", head, n.Kind)
+		t.para("", "  ", fmt.Sprintf("%s  %s", head, n.Kind))
 	}
 	speed := "speed unknown"
 	if n.SpeedMbps != nil {
@@ -163,44 +198,54 @@ func writeNIC(w io.Writer, n NICReport, st termui.Style) {
 	} else {
 		state = st.Yellow(state)
 	}
-	fmt.Fprintf(w, "  %-10s %s  %s  %s  queues %d rx / %d tx\n", "link", state, speed, mtu, n.Queues.RX, n.Queues.TX)
+	t.field("link", fmt.Sprintf("%s  %s  %s  queues %d rx / %d tx", state, speed, mtu, n.Queues.RX, n.Queues.TX))
 	if n.Qdisc != nil {
 		q := n.Qdisc.Kind
 		if n.Qdisc.RateGbps != nil {
 			q += fmt.Sprintf(" shaped to %s Gbit/s", trimFloat(*n.Qdisc.RateGbps))
 		}
-		fmt.Fprintf(w, "  %-10s %s\n", "qdisc", q)
+		t.field("qdisc", q)
 	}
 	if n.PCIe != nil {
-		writePCIe(w, n.PCIe, st)
+		writePCIe(t, n.PCIe)
 	}
 	if n.Kind == "pci" {
-		writeIRQs(w, n.IRQs)
+		writeIRQs(t, n.IRQs)
 	}
 	if n.TempC != nil {
-		t := fmt.Sprintf("%.1f °C", *n.TempC)
+		temp := fmt.Sprintf("%.1f °C", *n.TempC)
 		if n.TempCritC != nil {
-			t += fmt.Sprintf(" (crit %.1f °C)", *n.TempCritC)
+			temp += fmt.Sprintf(" (crit %.1f °C)", *n.TempCritC)
 		}
 		if *n.TempC >= tempWarnC {
-			t = st.Yellow(t)
+			temp = st.Yellow(temp)
 		}
-		fmt.Fprintf(w, "  %-10s %s\n", "temp", t)
+		t.field("temp", temp)
 	}
 	for _, p := range n.RDMA {
 		s := p.State
 		if s != "ACTIVE" {
 			s = st.Yellow(s)
 		}
-		fmt.Fprintf(w, "  %-10s %s/%d %s %s Gb/s %s  fw %s\n", "rdma", p.Device, p.Port, s, trimFloat(p.RateGbps), p.LinkLayer, p.Firmware)
+		t.field("rdma", fmt.Sprintf("%s/%d %s %s Gb/s %s  fw %s", p.Device, p.Port, s, trimFloat(p.RateGbps), p.LinkLayer, p.Firmware))
 	}
-	writeEthtool(w, n, st)
-	writeCeiling(w, n.Limits, n.Kind == "pci", st)
+	writeEthtool(t, n)
+	writeCeiling(t, n.Limits, n.Kind == "pci")
 }
 
-func writePCIe(w io.Writer, p *inventory.PCIe, st termui.Style) {
+// numaName shows a NIC's NUMA node: the kernel's -1 (no affinity) and an
+// unread node are "n/a", not a number.
+func numaName(node *int) string {
+	if node == nil || *node < 0 {
+		return "n/a"
+	}
+	return strconv.Itoa(*node)
+}
+
+func writePCIe(t *textWriter, p *inventory.PCIe) {
+	st := t.st
 	if !p.Reported {
-		fmt.Fprintf(w, "  %-10s %s\n", "pcie", st.Dim("link not reported (virtual or non-Express device)"))
+		t.field("pcie", st.Dim("link not reported (virtual or non-Express device)"))
 		return
 	}
 	line := fmt.Sprintf("%s of %s", link(p.CurGTs, p.CurWidth), link(p.MaxGTs, p.MaxWidth))
@@ -210,12 +255,12 @@ func writePCIe(w io.Writer, p *inventory.PCIe, st termui.Style) {
 	if p.Downgraded {
 		line += "  " + st.Red("DOWNGRADED")
 	}
-	fmt.Fprintf(w, "  %-10s %s\n", "pcie", line)
+	t.field("pcie", line)
 	mps := "MPS 256 assumed"
 	if p.MPS != nil {
 		mps = fmt.Sprintf("MPS %d, MRRS %d", *p.MPS, deref32(p.MRRS))
 	}
-	fmt.Fprintf(w, "  %-10s %.2f Gbit/s raw, %.2f effective (%s)\n", "", deref(p.RawGbps), deref(p.EffGbps), mps)
+	t.field("", fmt.Sprintf("%.2f Gbit/s raw, %.2f effective (%s)", deref(p.RawGbps), deref(p.EffGbps), mps))
 }
 
 func deref32(p *int) int {
@@ -225,22 +270,29 @@ func deref32(p *int) int {
 	return *p
 }
 
-func writeIRQs(w io.Writer, irqs []inventory.IRQ) {
+func writeIRQs(t *textWriter, irqs []inventory.IRQ) {
 	if len(irqs) == 0 {
-		fmt.Fprintf(w, "  %-10s none found\n", "irqs")
+		t.field("irqs", "none found")
 		return
 	}
 	routed, served := map[int]bool{}, map[int]bool{}
 	for _, q := range irqs {
-		for _, c := range q.AffinityOrEffective() {
-			routed[c] = true
-		}
-		for _, c := range q.ServedOn(servedShare) {
-			served[c] = true
-		}
+		markAll(routed, q.AffinityOrEffective())
+		markAll(served, ServedOn(q))
 	}
-	fmt.Fprintf(w, "  %-10s %d, routed to CPUs %s, served on %s\n", "irqs", len(irqs),
-		orNone(cpulist.Format(keys(routed))), orNone(cpulist.Format(keys(served))))
+	r, s := keys(routed), keys(served)
+	t.field("irqs", fmt.Sprintf("%d, routed to %s, served on %s", len(irqs), cpusPhrase(r), orNone(cpulist.Format(s))))
+}
+
+// cpusPhrase writes "CPU 0" or "CPUs 0,3-5", or "no CPU".
+func cpusPhrase(cpus []int) string {
+	switch len(cpus) {
+	case 0:
+		return "no CPU"
+	case 1:
+		return "CPU " + cpulist.Format(cpus)
+	}
+	return "CPUs " + cpulist.Format(cpus)
 }
 
 func orNone(s string) string {
@@ -250,7 +302,8 @@ func orNone(s string) string {
 	return s
 }
 
-func writeCeiling(w io.Writer, l limits.Limits, pci bool, st termui.Style) {
+func writeCeiling(t *textWriter, l limits.Limits, pci bool) {
+	st := t.st
 	var parts []string
 	for _, s := range l.Chain {
 		if s.Stage == "PCIe" && !pci {
@@ -269,21 +322,23 @@ func writeCeiling(w io.Writer, l limits.Limits, pci bool, st termui.Style) {
 	case limits.BottleneckLineRate:
 		b = "line rate"
 	}
-	fmt.Fprintf(w, "  %-10s %s Gbit/s  → bottleneck: %s\n", "ceiling", strings.Join(parts, " → "), b)
+	t.field("ceiling", fmt.Sprintf("%s Gbit/s  → bottleneck: %s", strings.Join(parts, " → "), b))
 }
 
-func writePathMTU(w io.Writer, p *PathMTU, st termui.Style) {
+func writePathMTU(t *textWriter, p *PathMTU) {
+	st := t.st
 	switch {
 	case p.Error != "":
-		fmt.Fprintf(w, "%s %s: %s\n", st.Bold("path MTU"), p.Peer, st.Yellow("not probed: "+p.Error))
+		t.para("", "  ", fmt.Sprintf("%s %s: %s", st.Bold("path MTU"), p.Peer, st.Yellow("not probed: "+p.Error)))
 	case p.OK:
-		fmt.Fprintf(w, "%s %s via %s: %d bytes pass with don't-fragment %s\n", st.Bold("path MTU"), p.Peer, p.Interface, p.MTU, st.Green("ok"))
+		t.para("", "  ", fmt.Sprintf("%s %s via %s: %d bytes pass with don't-fragment %s", st.Bold("path MTU"), p.Peer, p.Interface, p.MTU, st.Green("ok")))
 	default:
-		fmt.Fprintf(w, "%s %s via %s: %d bytes %s; largest that passed %d (%d probes)\n", st.Bold("path MTU"), p.Peer, p.Interface, p.MTU, st.Red("FAIL"), p.Largest, p.Probes)
+		t.para("", "  ", fmt.Sprintf("%s %s via %s: %d bytes %s; largest that passed %d (%d probes)", st.Bold("path MTU"), p.Peer, p.Interface, p.MTU, st.Red("FAIL"), p.Largest, p.Probes))
 	}
 }
 
-func writeFindings(w io.Writer, r *Report, st termui.Style) {
+func writeFindings(t *textWriter, r *Report) {
+	st := t.st
 	if len(r.Findings) == 0 {
 		msg := "no findings: nothing here limits the link"
 		for _, n := range r.NICs {
@@ -291,12 +346,12 @@ func writeFindings(w io.Writer, r *Report, st termui.Style) {
 				msg = "no findings (some line rates are unknown, so ceilings could not be compared)"
 			}
 		}
-		fmt.Fprintln(w, st.Green(msg))
+		t.para("", "", st.Green(msg))
 		return
 	}
-	fmt.Fprintf(w, "%s %d critical, %d warning, %d info\n", st.Bold("findings:"), r.Count(Critical), r.Count(Warning), r.Count(Info))
+	t.para("", "", fmt.Sprintf("%s %d critical, %d warning, %d info", st.Bold("findings:"), r.Count(Critical), r.Count(Warning), r.Count(Info)))
 	for _, f := range r.Findings {
-		fmt.Fprintln(w)
+		t.blank()
 		label := strings.ToUpper(string(f.Severity))
 		switch f.Severity {
 		case Critical:
@@ -306,13 +361,45 @@ func writeFindings(w io.Writer, r *Report, st termui.Style) {
 		default:
 			label = st.Cyan(label)
 		}
-		fmt.Fprintf(w, "%s  %s  %s\n", label, st.Bold(f.ID), f.Subject)
-		fmt.Fprintf(w, "  %s\n", f.Summary)
+		t.para("", "  ", fmt.Sprintf("%s  %s  %s", label, st.Bold(f.ID), f.Subject))
+		t.para("  ", "  ", f.Summary)
 		if ev := evidence(f.Evidence); ev != "" {
-			fmt.Fprintf(w, "  %s %s\n", st.Dim("evidence:"), ev)
+			t.para("  "+st.Dim("evidence:")+" ", "            ", ev)
 		}
-		for _, fix := range f.Fix {
-			fmt.Fprintf(w, "  %s %s\n", st.Dim("fix:"), fix)
+		writeFixes(t, f.Fix)
+	}
+}
+
+// writeFixes writes a finding's fixes as numbered steps: the action as
+// prose, its command alone on the lines below, then how to keep it and
+// how to check it, each the same way.
+func writeFixes(t *textWriter, fixes []Fix) {
+	if len(fixes) == 0 {
+		return
+	}
+	t.para("  ", "  ", t.st.Dim("fix:"))
+	for i, x := range fixes {
+		num := fmt.Sprintf("    %d. ", i+1)
+		if len(fixes) == 1 {
+			num = "    - "
+		}
+		hang := strings.Repeat(" ", len(num))
+		step := func(first, action string, argv []string) {
+			if action != "" {
+				if argv != nil && !strings.HasSuffix(action, ":") {
+					action += ":"
+				}
+				t.para(first, hang, action)
+			}
+			if argv != nil {
+				t.cmd(hang+"  ", argv)
+			}
+		}
+		step(num, x.Action, x.Command)
+		for _, s := range []*Step{x.Persist, x.Verify} {
+			if s != nil {
+				step(hang, s.Action, s.Command)
+			}
 		}
 	}
 }

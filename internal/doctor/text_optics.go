@@ -2,29 +2,28 @@ package doctor
 
 import (
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
 	"github.com/linerate/linerate/internal/inventory"
 	"github.com/linerate/linerate/internal/nicstats"
 	"github.com/linerate/linerate/internal/sff"
-	"github.com/linerate/linerate/internal/termui"
 )
 
 // writeEthtool writes a NIC's live ethtool facts: link modes, FEC, the
 // module with its per-lane optics table, counters, rings and channels.
-func writeEthtool(w io.Writer, n NICReport, st termui.Style) {
-	writeLinkModes(w, n.Link, st)
-	writeFEC(w, n.FEC, st)
-	if t := n.Transceiver; t != nil {
-		writeModule(w, t, st)
+func writeEthtool(t *textWriter, n NICReport) {
+	writeLinkModes(t, n.Link)
+	writeFEC(t, n.FEC)
+	if m := n.Transceiver; m != nil {
+		writeModule(t, m)
 	}
-	writeCounters(w, n.Counters)
-	writeQueues(w, n)
+	writeCounters(t, n.Counters)
+	writeQueues(t, n)
 }
 
-func writeLinkModes(w io.Writer, l *inventory.Link, st termui.Style) {
+func writeLinkModes(t *textWriter, l *inventory.Link) {
+	st := t.st
 	if l == nil {
 		return
 	}
@@ -46,7 +45,7 @@ func writeLinkModes(w io.Writer, l *inventory.Link, st termui.Style) {
 	if len(l.PartnerAdvertised) > 0 {
 		parts = append(parts, "partner advertises "+strings.Join(l.PartnerAdvertised, " "))
 	}
-	fmt.Fprintf(w, "  %-10s %s\n", "ethtool", strings.Join(parts, ", "))
+	t.field("ethtool", strings.Join(parts, ", "))
 	if l.Detected != nil && !*l.Detected {
 		why := "no link detected"
 		if l.ExtState != "" {
@@ -56,14 +55,15 @@ func writeLinkModes(w io.Writer, l *inventory.Link, st termui.Style) {
 			}
 			why += ")"
 		}
-		fmt.Fprintf(w, "  %-10s %s\n", "", st.Yellow(why))
+		t.field("", st.Yellow(why))
 	}
 	if l.DownEvents != nil && *l.DownEvents > 0 {
-		fmt.Fprintf(w, "  %-10s %d link-down events since the driver loaded\n", "", *l.DownEvents)
+		t.field("", fmt.Sprintf("%d link-down events since the driver loaded", *l.DownEvents))
 	}
 }
 
-func writeFEC(w io.Writer, f *inventory.FEC, st termui.Style) {
+func writeFEC(t *textWriter, f *inventory.FEC) {
+	st := t.st
 	if f == nil {
 		return
 	}
@@ -90,19 +90,20 @@ func writeFEC(w io.Writer, f *inventory.FEC, st termui.Style) {
 		}
 		line += "; blocks " + strings.Join(c, ", ") + " since the driver loaded"
 	}
-	fmt.Fprintf(w, "  %-10s %s\n", "fec", line)
+	t.field("fec", line)
 }
 
 // writeModule writes the module the way a person reads `ethtool -m`:
 // identity, temperature and voltage, then a row per lane with the bad
 // lanes marked.
-func writeModule(w io.Writer, t *inventory.Transceiver, st termui.Style) {
+func writeModule(tw *textWriter, t *inventory.Transceiver) {
+	st := tw.st
 	if !t.Readable {
 		msg := "unreadable"
 		if t.Error != nil {
 			msg += ": " + *t.Error
 		}
-		fmt.Fprintf(w, "  %-10s %s\n", "module", st.Red(msg))
+		tw.field("module", st.Red(msg))
 		return
 	}
 	id := []string{moduleKind(t)}
@@ -116,7 +117,7 @@ func writeModule(w io.Writer, t *inventory.Transceiver, st termui.Style) {
 	if t.Date != "" {
 		made = ", made " + t.Date
 	}
-	fmt.Fprintf(w, "  %-10s %s: %s%s\n", "module", strings.Join(id, ", "), moduleName(t), made)
+	tw.field("module", fmt.Sprintf("%s: %s%s", strings.Join(id, ", "), moduleName(t), made))
 	var env []string
 	if t.TemperatureC != nil {
 		s := fmt.Sprintf("%.1f °C", *t.TemperatureC)
@@ -135,19 +136,22 @@ func writeModule(w io.Writer, t *inventory.Transceiver, st termui.Style) {
 		env = append(env, st.Yellow("state "+t.State))
 	}
 	if len(env) > 0 {
-		fmt.Fprintf(w, "  %-10s %s\n", "", strings.Join(env, ", "))
+		tw.field("", strings.Join(env, ", "))
 	}
 	if !t.Monitors {
-		fmt.Fprintf(w, "  %-10s %s\n", "", st.Dim("no optical monitors (passive cable, or not implemented)"))
+		tw.field("", st.Dim("no optical monitors (passive cable, or not implemented)"))
 		return
 	}
-	writeLaneTable(w, t, st)
+	writeLaneTable(tw, t)
 }
 
-// writeLaneTable writes one row per lane: RX power, TX power, bias, flags.
-func writeLaneTable(w io.Writer, t *inventory.Transceiver, st termui.Style) {
-	const pad = "             "
-	fmt.Fprintf(w, "%s%s\n", pad, st.Dim(fmt.Sprintf("%-5s %-22s %-22s %-10s %s", "lane", "rx power", "tx power", "bias", "flags")))
+// writeLaneTable writes one row per lane: RX power, TX power, bias, flags
+// (what does not fit wraps under the power columns).
+func writeLaneTable(tw *textWriter, t *inventory.Transceiver) {
+	st := tw.st
+	const pad = "    "
+	hang := pad + strings.Repeat(" ", 6) // under the rx power column
+	tw.para(pad, hang, st.Dim(fmt.Sprintf("%-5s %-21s %-21s %-10s %s", "lane", "rx power", "tx power", "bias", "flags")))
 	for _, l := range t.Lanes {
 		s := judgeLane(t, l)
 		var flags []string
@@ -166,7 +170,7 @@ func writeLaneTable(w io.Writer, t *inventory.Transceiver, st termui.Style) {
 		for _, f := range l.Flags {
 			flags = append(flags, flagText(f))
 		}
-		row := fmt.Sprintf("%-5d %-22s %-22s %-10s %s", l.Lane, power(l.RXPowerMW), power(l.TXPowerMW), bias(l.TXBiasMA), strings.Join(flags, ", "))
+		row := fmt.Sprintf("%-5d %-21s %-21s %-10s %s", l.Lane, power(l.RXPowerMW), power(l.TXPowerMW), bias(l.TXBiasMA), strings.Join(flags, ", "))
 		row = strings.TrimRight(row, " ")
 		switch {
 		case s.dark:
@@ -178,7 +182,7 @@ func writeLaneTable(w io.Writer, t *inventory.Transceiver, st termui.Style) {
 		case s.low:
 			row = st.Yellow(row + "   ◀ low")
 		}
-		fmt.Fprintf(w, "%s%s\n", pad, row)
+		tw.para(pad, hang, row)
 	}
 	warn, alarm := rxLowThresholds(t)
 	th := fmt.Sprintf("rx low warning %s", fmtDBm(&warn))
@@ -188,7 +192,7 @@ func writeLaneTable(w io.Writer, t *inventory.Transceiver, st termui.Style) {
 	if t.Thresholds == nil || t.Thresholds.RXPowerLowWarnMW == nil {
 		th = fmt.Sprintf("no thresholds from the module; judged against %.0f dBm", defaultLowDBm)
 	}
-	fmt.Fprintf(w, "%s%s\n", pad, st.Dim(th))
+	tw.para(pad, pad, st.Dim(th))
 }
 
 // flagText words a module flag as ethtool -m does: "rx_power_low_warn"
@@ -217,7 +221,7 @@ func bias(ma *float64) string {
 	return fmt.Sprintf("%.2f mA", *ma)
 }
 
-func writeCounters(w io.Writer, c *nicstats.Counters) {
+func writeCounters(t *textWriter, c *nicstats.Counters) {
 	if c == nil || len(c.ByCause) == 0 {
 		return
 	}
@@ -227,10 +231,10 @@ func writeCounters(w io.Writer, c *nicstats.Counters) {
 			parts = append(parts, fmt.Sprintf("%s %d", cause, v))
 		}
 	}
-	fmt.Fprintf(w, "  %-10s %s (totals since the driver loaded)\n", "counters", strings.Join(parts, ", "))
+	t.field("counters", strings.Join(parts, ", ")+" (totals since the driver loaded)")
 }
 
-func writeQueues(w io.Writer, n NICReport) {
+func writeQueues(t *textWriter, n NICReport) {
 	var parts []string
 	if r := n.Rings; r != nil {
 		if r.RX != nil {
@@ -241,7 +245,7 @@ func writeQueues(w io.Writer, n NICReport) {
 		}
 	}
 	if len(parts) > 0 {
-		fmt.Fprintf(w, "  %-10s %s descriptors\n", "rings", strings.Join(parts, ", "))
+		t.field("rings", strings.Join(parts, ", ")+" descriptors")
 	}
 	parts = nil
 	if c := n.Channels; c != nil {
@@ -256,7 +260,7 @@ func writeQueues(w io.Writer, n NICReport) {
 		}
 	}
 	if len(parts) > 0 {
-		fmt.Fprintf(w, "  %-10s %s\n", "channels", strings.Join(parts, ", "))
+		t.field("channels", strings.Join(parts, ", "))
 	}
 }
 

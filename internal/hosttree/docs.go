@@ -11,11 +11,11 @@ IRQs 98, 99, 101, 102 and 109-119 are the seed's /proc/interrupts lines verbatim
 
 A correct doctor must raise:
 - pcie.link_downgraded (critical) and pcie.bandwidth_below_line_rate (critical) on enp1s0f0np0 (8.0 GT/s x4 of x16)
-- link.down on enp1s0f1np1; rdma.port_not_active on rocep1s0f1 port 1
+- link.down on enp1s0f1np1, saying that its RoCE port rocep1s0f1/1 is down with it (one finding: a RoCE port follows its netdev), with a fix naming enp1s0f0np0 as the port in use
 - nic.temperature_high (warning: 74 °C, crit 105 °C), sysctl.socket_buffers_small, cpu.governor_not_performance
 - irq.spans_l3_domains (IRQs affine to 3 and 7-11, served on 0-11), irqbalance.running (info)
 
-It must not raise: mtu.not_jumbo (MTU 9000; the down port's speed is unknown), queues.too_few (12 queues), irq.remote_numa (one node).
+It must not raise: mtu.not_jumbo (MTU 9000; the down port's speed is unknown), queues.too_few (12 queues), irq.remote_numa (one node), rdma.port_not_active (folded into link.down).
 `
 
 const docRyzen7950X = `# ryzen-7950x-cx5-x8-roce

@@ -38,16 +38,21 @@ func TestChain(t *testing.T) {
 		{
 			name: "pcie bound (seed 000: x16 card trained at x4)",
 			port: Port{LineRate: 100, PCIe: gen3x4, MTU: 9000},
-			line: "100.00", pcie: "28.60", goodput: "28.60", bottleneck: BottleneckPCIe,
+			// 31.51 raw × 8948 payload bytes / (9014-byte frame in 36
+			// TLPs: 9014 + 36 × 26 = 9950, + a 64-byte completion: 90)
+			// = 31.51 × 8948/10040 = 28.08, below effective 28.60.
+			line: "100.00", pcie: "28.60", goodput: "28.08", bottleneck: BottleneckPCIe,
 			lineDetail: "100GbE", pcieDetail: "8.0 GT/s x4, 128b/130b, MPS 256",
-			tcpDetail: "MTU 9000, IPv4 + timestamps: 8948/9038 of line rate = 99.00, capped by PCIe at 28.60",
+			tcpDetail: "MTU 9000, IPv4 + timestamps: 8948/9038 of line rate = 99.00, capped by PCIe: 31.51 raw × 8948/10040 bus bytes a segment = 28.08",
 		},
 		{
 			name: "pcie bound (seed 002: x8)",
 			port: Port{LineRate: 100, PCIe: gen3x8, MTU: 1500},
-			line: "100.00", pcie: "57.21", goodput: "57.21", bottleneck: BottleneckPCIe,
+			// 63.02 raw × 1448 / (1514 in 6 TLPs = 1670, + 90) =
+			// 63.02 × 1448/1760 = 51.84.
+			line: "100.00", pcie: "57.21", goodput: "51.84", bottleneck: BottleneckPCIe,
 			lineDetail: "100GbE", pcieDetail: "8.0 GT/s x8, 128b/130b, MPS 256",
-			tcpDetail: "MTU 1500, IPv4 + timestamps: 1448/1538 of line rate = 94.15, capped by PCIe at 57.21",
+			tcpDetail: "MTU 1500, IPv4 + timestamps: 1448/1538 of line rate = 94.15, capped by PCIe: 63.02 raw × 1448/1760 bus bytes a segment = 51.84",
 		},
 		{
 			name: "line bound at jumbo MTU",
@@ -57,6 +62,7 @@ func TestChain(t *testing.T) {
 			tcpDetail: "MTU 9000, IPv4 + timestamps: 8948/9038 of line rate",
 		},
 		{
+			// PCIe carries 126.03 × 1448/1760 = 103.69 of TCP: above 94.15.
 			name: "line bound at MTU 1500",
 			port: Port{LineRate: 100, PCIe: gen3x16, MTU: 1500},
 			line: "100.00", pcie: "114.41", goodput: "94.15", bottleneck: BottleneckLineRate,
@@ -145,10 +151,10 @@ func TestChainJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"line_rate_gbps":100,"pcie_gbps":28.6,"tcp_goodput_gbps":28.6,"bottleneck":"pcie","chain":[` +
+	want := `{"line_rate_gbps":100,"pcie_gbps":28.6,"tcp_goodput_gbps":28.08,"bottleneck":"pcie","chain":[` +
 		`{"stage":"line rate","gbps":100,"detail":"100GbE"},` +
 		`{"stage":"PCIe","gbps":28.6,"detail":"8.0 GT/s x4, 128b/130b, MPS 256"},` +
-		`{"stage":"TCP goodput","gbps":28.6,"detail":"MTU 9000, IPv4 + timestamps: 8948/9038 of line rate = 99.00, capped by PCIe at 28.60"}]}`
+		`{"stage":"TCP goodput","gbps":28.08,"detail":"MTU 9000, IPv4 + timestamps: 8948/9038 of line rate = 99.00, capped by PCIe: 31.51 raw × 8948/10040 bus bytes a segment = 28.08"}]}`
 	if string(b) != want {
 		t.Errorf("JSON:\n got %s\nwant %s", b, want)
 	}

@@ -127,6 +127,14 @@ func (f Frame) Goodput(line Gbps) Gbps {
 	return Gbps(float64(line) * f.Efficiency())
 }
 
+// Transfer is what one full-sized segment moves across the NIC's PCIe
+// link on receive: the frame as DMA'd (MTU + 14-byte MAC header; the NIC
+// strips the FCS, and VLAN tags go into the completion with the default
+// rx-fcs off and rxvlan on) and one completion entry.
+func (f Frame) Transfer() Transfer {
+	return Transfer{Payload: f.Payload, DMA: f.MTU + macHeader, Completions: 1}
+}
+
 // PacketRate is the number of packets per second a link carries when every
 // IP packet is mtu bytes long: 8.13 Mpps at 100 Gbit/s and MTU 1500, 1.38
 // Mpps at 9000, 148.8 Mpps for minimum-size frames (mtu 46 or less). Only
@@ -156,34 +164,4 @@ func BDP(rate Gbps, rtt time.Duration) int64 {
 		return math.MaxInt64
 	}
 	return int64(b)
-}
-
-// Socket buffer bounds for BufferSize.
-const (
-	// MinBuffer is 4 MiB, Linux's default tcp_wmem maximum: a
-	// recommendation never lowers a default.
-	MinBuffer = 4 << 20
-	// MaxBuffer is 2 GiB − 1, the largest value net.core.rmem_max and
-	// wmem_max accept (they are C ints); fasterdata's 100G advice.
-	MaxBuffer = 1<<31 - 1
-)
-
-// BufferSize is the socket buffer limit tune sets for a rate and RTT
-// (net.core.rmem_max/wmem_max and the tcp_rmem/tcp_wmem maximum):
-// 2 × BDP, because the kernel gives part of each buffer to skb overhead
-// (tcp_adv_win_scale left half of it before Linux 6.6), rounded up to a
-// power of two so that values are tidy and leave headroom, then held
-// between MinBuffer and MaxBuffer. 100 Gbit/s × 1 ms: BDP 12.5 MB,
-// 2 × BDP = 25 MB, so 32 MiB.
-func BufferSize(rate Gbps, rtt time.Duration) int64 {
-	need := BDP(rate, rtt)
-	if need > MaxBuffer/2 {
-		return MaxBuffer
-	}
-	need *= 2
-	size := int64(MinBuffer)
-	for size < need {
-		size <<= 1
-	}
-	return min(size, MaxBuffer)
 }

@@ -1,11 +1,13 @@
 // Package limits is the physics behind linerate's ceilings: the data rate of
-// a PCIe link per generation and width, the TCP goodput of an Ethernet link
-// per MTU, packet rates, bandwidth-delay products and socket buffer sizes,
-// and the bottleneck chain of one NIC (line rate → PCIe → TCP goodput).
+// a PCIe link per generation and width and what it carries of packets, the
+// TCP goodput of an Ethernet link per MTU, packet rates, bandwidth-delay
+// products, the TCP window a socket buffer allows, and the bottleneck chain
+// of one NIC (line rate → PCIe → TCP goodput).
 //
-// Hand-written: no Go library models PCIe line coding and TLP overhead or
-// Ethernet framing costs. The formulas and their worked numbers are in
-// docs/architecture.md, "The physics"; each function states its model.
+// Hand-written: no Go library models PCIe line coding and TLP overhead,
+// Ethernet framing costs or the kernel's buffer accounting. Each function
+// states its model with worked numbers; README's arithmetic section
+// collects them.
 //
 // Rates are in Gbit/s (10^9 bit/s) throughout, as Ethernet and PCIe quote
 // them. The package does no I/O.

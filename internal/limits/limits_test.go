@@ -19,7 +19,7 @@ func TestPCIe(t *testing.T) {
 		raw, eff  float64
 		detailHas string
 	}{
-		// docs/architecture.md, "The physics" (Gen3 x4: 31.51 raw, 28.60 effective).
+		// The worked numbers of README's arithmetic section.
 		{"gen1 x1", PCIeLink{GTs: 2.5, Width: 1}, "1.0", "8b/10b", 2.00, 1.82, "2.5 GT/s x1"},
 		{"gen2 x4", PCIeLink{GTs: 5, Width: 4}, "2.0", "8b/10b", 16.00, 14.52, "5.0 GT/s x4, 8b/10b, MPS 256"},
 		{"gen3 x4", PCIeLink{GTs: 8, Width: 4}, "3.0", "128b/130b", 31.51, 28.60, "8.0 GT/s x4, 128b/130b, MPS 256"},
@@ -87,6 +87,16 @@ func TestPCIeErrors(t *testing.T) {
 		{GTs: 8, Width: 4, MPS: 100},
 		{GTs: 8, Width: 4, MPS: 8192},
 		{GTs: 8, Width: 4, MPS: -256},
+		// MPS below the spec's 128 (a power of two, but no PCIe device's).
+		{GTs: 8, Width: 4, MPS: 64},
+		{GTs: 8, Width: 4, MPS: 32},
+		// Near misses are not a generation's rate: the table matches
+		// within 0.01 GT/s, not 0.4.
+		{GTs: 7.6, Width: 4},
+		{GTs: 7.7, Width: 4},
+		{GTs: 8.3, Width: 4},
+		{GTs: 2.6, Width: 4},
+		{GTs: 16.2, Width: 4},
 	} {
 		if b, err := PCIe(link); err == nil {
 			t.Errorf("PCIe(%+v) = %+v; want an error", link, b)
@@ -128,6 +138,12 @@ func TestParseLinkSpeed(t *testing.T) {
 		{"Inf GT/s", 0, false, ""},
 		{"66 MHz PCI-X", 0, false, ""},
 		{"0x8 GT/s", 0, false, ""},
+		// Near misses: within 0.01 GT/s is a generation's rate, 0.3 off
+		// is not.
+		{"7.995 GT/s PCIe", 8, true, "3.0"},
+		{"7.7 GT/s PCIe", 0, false, ""},
+		{"8.3 GT/s", 0, false, ""},
+		{"2.8 GT/s", 0, false, ""},
 	}
 	for _, tt := range tests {
 		gts, ok := ParseLinkSpeed(tt.in)
@@ -138,8 +154,10 @@ func TestParseLinkSpeed(t *testing.T) {
 			t.Errorf("Generation(%v) = %q; want %q", gts, got, tt.name)
 		}
 	}
-	if g := Generation(3); g != "" {
-		t.Errorf("Generation(3) = %q; want \"\"", g)
+	for _, gts := range []float64{3, 7.7, 8.3, 31.7} {
+		if g := Generation(gts); g != "" {
+			t.Errorf("Generation(%v) = %q; want \"\"", gts, g)
+		}
 	}
 }
 
@@ -153,7 +171,7 @@ func TestTCPGoodput(t *testing.T) {
 		payload, wire int
 		want          map[Gbps]float64 // line rate → goodput
 	}{
-		// The table of docs/architecture.md, "The physics".
+		// line × (MTU − headers)/(MTU + 38), README's arithmetic section.
 		{1500, v4, 1448, 1538, map[Gbps]float64{10: 9.41, 25: 23.54, 40: 37.66, 100: 94.15, 200: 188.3}},
 		{1500, v4NoTS, 1460, 1538, map[Gbps]float64{10: 9.49, 25: 23.73, 40: 37.97, 100: 94.93, 200: 189.86}},
 		{1500, v6, 1428, 1538, map[Gbps]float64{10: 9.28, 25: 23.21, 40: 37.14, 100: 92.85, 200: 185.7}},
@@ -277,13 +295,13 @@ func TestBDPAndBufferSize(t *testing.T) {
 		if got := BDP(tt.rate, tt.rtt); got != tt.bdp {
 			t.Errorf("BDP(%v, %v) = %d; want %d", tt.rate, tt.rtt, got, tt.bdp)
 		}
-		if got := BufferSize(tt.rate, tt.rtt); got != tt.buffer {
+		if got := (WindowModel{}).BufferSize(tt.rate, tt.rtt); got != tt.buffer {
 			t.Errorf("BufferSize(%v, %v) = %d; want %d", tt.rate, tt.rtt, got, tt.buffer)
 		}
 	}
 	// Exactly a power of two stays put: 2 × 16 MiB of BDP is 32 MiB.
 	rate := Gbps(16 * MiB * 8 / 1e9 * 1000) // 16 MiB per ms
-	if got := BufferSize(rate, time.Millisecond); got != 32*MiB {
+	if got := (WindowModel{Receive: 0.5}).BufferSize(rate, time.Millisecond); got != 32*MiB {
 		t.Errorf("BufferSize at a 16 MiB BDP = %d; want %d", got, 32*MiB)
 	}
 }

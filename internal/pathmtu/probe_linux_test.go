@@ -227,19 +227,18 @@ func TestProbeCancel(t *testing.T) {
 	requireRoot(t)
 	a, b := pair(t, 1500, 1500)
 	sysctl(t, b, "net/ipv4/icmp_echo_ignore_all", "1")
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	// The peer never answers and the probe's own timeout is a minute: only
+	// the cancel can end it, and then with the context's error.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	start := time.Now()
+	time.AfterFunc(100*time.Millisecond, cancel)
 	var err error
 	_ = inNS(a, func() error {
-		_, err = Probe(ctx, addrB, 1500, Options{Timeout: 5 * time.Second})
+		_, err = Probe(ctx, addrB, 1500, Options{Timeout: time.Minute})
 		return nil
 	})
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Probe with an expiring context: %v; want context.DeadlineExceeded", err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("cancelled probe took %v", d)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Probe with a cancelled context: %v; want context.Canceled", err)
 	}
 }
 

@@ -195,14 +195,40 @@ func (pl placer) busiestCPU(nic *inventory.NIC, usable []int) int {
 // coreOf returns cpu with its SMT siblings.
 func (pl placer) coreOf(cpu int) []int { return pl.cpu.CoreOf(cpu) }
 
-// RoundRobin assigns IRQs, in IRQ-number order, one CPU each, cycling
-// through cpus — what mlnx-tools' set_irq_affinity_cpulist.sh does.
-func RoundRobin(irqs []inventory.IRQ, cpus []int) map[int]int {
+// Moves places a NIC's IRQs on cpus with as few changes as it takes: an
+// IRQ whose affinity already lies inside cpus stays where it is; each
+// other one, in IRQ-number order, goes to the CPU of cpus that holds the
+// fewest of the NIC's IRQs so far (ties: the lowest CPU). It returns the
+// IRQs that move, with their CPU. Seed 000's host: of 13 IRQs only the
+// one on CPU 3 leaves 7-11; the others, already there, keep their CPUs,
+// so the change and its revert stay small. No CPUs: nothing moves.
+func Moves(irqs []inventory.IRQ, cpus []int) map[int]int {
+	out := map[int]int{}
+	if len(cpus) == 0 {
+		return out
+	}
+	load := make(map[int]int, len(cpus))
 	sorted := slices.Clone(irqs)
 	slices.SortFunc(sorted, func(a, b inventory.IRQ) int { return a.IRQ - b.IRQ })
-	out := make(map[int]int, len(sorted))
-	for i, q := range sorted {
-		out[q.IRQ] = cpus[i%len(cpus)]
+	var moving []inventory.IRQ
+	for _, q := range sorted {
+		if len(q.Affinity) > 0 && len(cpulist.Subtract(q.Affinity, cpus)) == 0 {
+			if len(q.Affinity) == 1 {
+				load[q.Affinity[0]]++
+			}
+			continue
+		}
+		moving = append(moving, q)
+	}
+	for _, q := range moving {
+		best := cpus[0]
+		for _, c := range cpus {
+			if load[c] < load[best] || (load[c] == load[best] && c < best) {
+				best = c
+			}
+		}
+		load[best]++
+		out[q.IRQ] = best
 	}
 	return out
 }

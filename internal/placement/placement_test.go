@@ -71,11 +71,34 @@ func TestPlace(t *testing.T) {
 	}
 }
 
-func TestRoundRobin(t *testing.T) {
-	irqs := []inventory.IRQ{{IRQ: 119}, {IRQ: 99}, {IRQ: 109}}
-	got := RoundRobin(irqs, []int{7, 8})
-	if got[99] != 7 || got[109] != 8 || got[119] != 7 {
-		t.Errorf("RoundRobin = %v", got)
+// TestMoves: IRQs already on the chosen CPUs stay; the others go to the
+// least loaded CPU, lowest first (the walkthrough's D3: seed 000's plan
+// moved 13 IRQs where one was misplaced).
+func TestMoves(t *testing.T) {
+	irqs := []inventory.IRQ{
+		{IRQ: 119, Affinity: []int{7}}, {IRQ: 99, Affinity: []int{7}}, {IRQ: 109, Affinity: []int{8}},
+		{IRQ: 111, Affinity: []int{3}}, {IRQ: 98, Affinity: []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}},
+		{IRQ: 120, Affinity: []int{8, 9}}, {IRQ: 121},
+	}
+	got := Moves(irqs, []int{7, 8, 9})
+	// Kept: 99 and 119 on 7, 109 on 8, 120 on 8-9 (no load counted for a
+	// multi-CPU mask). Moved in IRQ order: 98 → 9 (load 0), 111 → 8 (7
+	// and 8 and 9 now hold 2, 1, 1: 8 is the lowest of the least), 121 → 9.
+	want := map[int]int{98: 9, 111: 8, 121: 9}
+	if len(got) != len(want) {
+		t.Fatalf("Moves = %v; want %v", got, want)
+	}
+	for irq, cpu := range want {
+		if got[irq] != cpu {
+			t.Errorf("Moves = %v; want %v", got, want)
+		}
+	}
+	if got := Moves(irqs, nil); len(got) != 0 {
+		t.Errorf("Moves to no CPU = %v", got)
+	}
+	// Unsorted CPUs: ties still go to the lowest.
+	if got := Moves([]inventory.IRQ{{IRQ: 1, Affinity: []int{0}}}, []int{9, 8}); got[1] != 8 {
+		t.Errorf("Moves with CPUs 9,8 = %v; want 8", got)
 	}
 }
 

@@ -82,6 +82,7 @@ func BenchmarkReport1000Markdown(b *testing.B) {
 // build, and its HTML must stay under 5 MB.
 func TestThousandRunsRender(t *testing.T) {
 	if testing.Short() {
+		// CI: runs the suite without -short, so this runs there.
 		t.Skip("1,000 runs")
 	}
 	m, err := Build(thousandRuns(t))

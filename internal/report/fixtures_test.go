@@ -28,6 +28,7 @@ var writeFixtures = flag.Bool("fixtures", false, "rewrite testdata/*.dataset.jso
 
 func TestWriteFixtures(t *testing.T) {
 	if !*writeFixtures {
+		// CI: only rewrites the recorded datasets when asked; the tests read them.
 		t.Skip("run with -fixtures to rewrite the recorded datasets")
 	}
 	for name, ds := range map[string]Dataset{"seed000": seed000(t), "seed002": seed002(t)} {

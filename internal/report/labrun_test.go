@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/store"
+	"github.com/linerate/linerate/internal/testbin"
 )
 
 // TestLabRunReport runs the README's main job for real — `linerate lab
@@ -34,10 +35,7 @@ func TestLabRunReport(t *testing.T) {
 	}
 	browser := chromium(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "linerate")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/linerate").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testbin.Build(t, "../../cmd/linerate")
 	out := filepath.Join(dir, "demo")
 	cmd := exec.Command(bin, "lab", "run", "--name", "t-rdemo", "-o", out, "--json")
 	cmd.Env = append(os.Environ(), "LINERATE_STATE_DIR="+filepath.Join(dir, "state"))

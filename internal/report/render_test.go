@@ -33,6 +33,7 @@ func chromium(t *testing.T) string {
 // shows it); TestLabRunReport writes docs/img/report.png.
 func TestChromiumRender(t *testing.T) {
 	if testing.Short() {
+		// CI: runs the suite without -short, so this runs there.
 		t.Skip("starts a browser")
 	}
 	bin := chromium(t)

@@ -82,7 +82,7 @@ type findingGroup struct {
 // order and doctor's order (most severe first).
 func groupFindings(reps []doctor.Report) []findingGroup {
 	key := func(f doctor.Finding) string {
-		return f.ID + "\x00" + f.Subject + "\x00" + f.Summary + "\x00" + strings.Join(f.Fix, "\x00")
+		return f.ID + "\x00" + f.Subject + "\x00" + f.Summary + "\x00" + strings.Join(f.FixLines(), "\x00")
 	}
 	holders := map[string][]string{}
 	for _, r := range reps {
@@ -124,7 +124,7 @@ func findingItem(f doctor.Finding, tunes []string) item {
 	if len(tunes) > 0 {
 		text += " — addressed " + strings.Join(tunes, "; ") + "."
 	}
-	return item{Class: string(f.Severity), Badge: string(f.Severity), Lead: f.ID, Text: text, Code: f.Fix}
+	return item{Class: string(f.Severity), Badge: string(f.Severity), Lead: f.ID, Text: text, Code: f.FixLines()}
 }
 
 // answeredFindings maps host and finding ID to the journals whose changes

@@ -121,6 +121,7 @@ func FuzzExtractTar(f *testing.F) {
 // test run, not only when fuzzing.
 func TestFuzzCorpus(t *testing.T) {
 	if !*updateCorpus {
+		// CI: only rewrites the seed corpus when asked; go test replays it.
 		t.Skip("run with -update-corpus to rewrite the seed corpus")
 	}
 	for _, target := range []string{"FuzzOpen", "FuzzExtractTar"} {

@@ -561,6 +561,7 @@ func TestOpenAccepts(t *testing.T) {
 // TestOpenOversizedDefault checks the exported bound itself.
 func TestOpenOversizedDefault(t *testing.T) {
 	if testing.Short() {
+		// CI: runs the suite without -short, so this runs there.
 		t.Skip("writes a 64 MiB file through gzip")
 	}
 	data := snap(file("proc/big", strings.Repeat("\x00", MaxFileSize+1)))

@@ -10,13 +10,16 @@ import (
 )
 
 // seed000Tree returns a copy of seed 000's tree with Debian's irqbalance
-// configuration, its state, and the plan for --app-cpus 6.
+// configuration, its state, and the plan for --app-cpus 6 --irq-cpus 8-10.
+// --irq-cpus makes six IRQs move (those not on 8-10 already: 99, 111, 112,
+// 113, 117, 118), each to the CPU of 8-10 holding the fewest so far:
+// 99 → 9, 111 → 10, 112 → 8, 113 → 9, 117 → 10, 118 → 8.
 func seed000Tree(t *testing.T) (root string, orig map[string]string, p *Plan) {
 	t.Helper()
 	root = copyTree(t, "ryzen-9900x-cx5-x4")
 	writeFile(t, root, "etc/default/irqbalance", debianIRQBalance)
 	orig = treeState(t, root)
-	p = plan(t, root, nil, Options{AppCPUs: []int{6}})
+	p = plan(t, root, nil, Options{AppCPUs: []int{6}, IRQCPUs: []int{8, 9, 10}})
 	return root, orig, p
 }
 
@@ -45,8 +48,9 @@ func TestApplyRevertTree(t *testing.T) {
 		t.Errorf("%d of %d applied: %+v", res.Count(PhaseApplied), len(p.Changes), res.Steps)
 	}
 	for rel, want := range map[string]string{
-		"proc/irq/99/smp_affinity_list":                         "8\n",
-		"proc/irq/119/smp_affinity_list":                        "9\n",
+		"proc/irq/99/smp_affinity_list":                         "9\n",
+		"proc/irq/118/smp_affinity_list":                        "8\n",
+		"proc/irq/119/smp_affinity_list":                        "8\n", // already on 8-10: left
 		"proc/sys/net/ipv4/tcp_rmem":                            "4096 131072 33554432\n",
 		"sys/devices/system/cpu/cpu6/cpufreq/scaling_governor":  "performance\n",
 		"proc/irq/101/smp_affinity_list":                        strings.TrimPrefix(orig["proc/irq/101/smp_affinity_list"], "file:"),
@@ -101,7 +105,7 @@ func TestRevertChangedBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, root, "proc/sys/net/core/rmem_max", "1234\n")
-	writeFile(t, root, "proc/irq/110/smp_affinity_list", "0-11\n")
+	writeFile(t, root, "proc/irq/112/smp_affinity_list", "0-11\n")
 	j, err := Last(dir, p.NetNS)
 	if err != nil {
 		t.Fatal(err)

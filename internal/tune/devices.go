@@ -8,10 +8,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 
+	"github.com/linerate/linerate/internal/ethtool"
 	"github.com/linerate/linerate/internal/hostfs"
 )
 
@@ -19,9 +18,11 @@ import (
 var ErrNotSupported = errors.New("not supported by the driver")
 
 // Devices reads and sets the NIC settings that live in the driver rather
-// than in files: queue counts and ring sizes (the ethtool ioctl, through
-// github.com/safchain/ethtool) and the MTU (rtnetlink). Each works in the
-// calling thread's network namespace. Tests fake it.
+// than in files: queue counts and ring sizes (ethtool netlink's
+// CHANNELS_GET/SET and RINGS_GET/SET, through internal/ethtool, which falls
+// back to the ioctl on kernels without the family) and the MTU
+// (rtnetlink). Each works in the network namespace of the thread that
+// opened it. Tests fake it.
 type Devices interface {
 	Channels(iface string) (Channels, error)
 	SetChannels(iface string, c Channels) error
@@ -190,13 +191,13 @@ func NewTarget(fs *hostfs.FS) (*Target, error) {
 		return t, nil
 	}
 	t.KernelIRQs = true
-	eth, err := ethtool.NewEthtool()
+	eth, err := ethtool.Open()
 	if err != nil {
-		return nil, fmt.Errorf("opening the ethtool socket: %w", err)
+		return nil, fmt.Errorf("opening ethtool netlink: %w", err)
 	}
 	t.Devices = liveDevices{eth: eth}
 	t.Restart = restartService
-	t.close = func() error { eth.Close(); return nil }
+	t.close = eth.Close
 	return t, nil
 }
 
@@ -220,56 +221,91 @@ func restartService(name string) error {
 }
 
 // liveDevices is Devices over the running kernel.
-type liveDevices struct{ eth *ethtool.Ethtool }
+type liveDevices struct{ eth *ethtool.Client }
 
-// driverErr wraps an ioctl error, mapping EOPNOTSUPP to ErrNotSupported.
+// driverErr wraps an ethtool error, mapping EOPNOTSUPP to ErrNotSupported
+// and keeping the kernel's own message otherwise.
 func driverErr(what, iface string, err error) error {
-	if errors.Is(err, unix.EOPNOTSUPP) {
+	if ethtool.IsNotSupported(err) {
 		return fmt.Errorf("%s of %s: %w", what, iface, ErrNotSupported)
 	}
 	return fmt.Errorf("%s of %s: %w", what, iface, err)
 }
 
-// Channels reads queue counts with ETHTOOL_GCHANNELS.
+func u32(p *uint32) uint32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// changed returns &to when to differs from have: a SET message carries
+// only what changes, so that a driver is never asked to set what it
+// does not have.
+func changed(have, to uint32) *uint32 {
+	if have == to {
+		return nil
+	}
+	return &to
+}
+
+// Channels reads queue counts with CHANNELS_GET.
 func (d liveDevices) Channels(iface string) (Channels, error) {
-	c, err := d.eth.GetChannels(iface)
+	c, err := d.eth.Channels(iface)
 	if err != nil {
 		return Channels{}, driverErr("reading the channels (ethtool -l)", iface, err)
 	}
-	return Channels{RX: c.RxCount, TX: c.TxCount, Other: c.OtherCount, Combined: c.CombinedCount,
-		MaxRX: c.MaxRx, MaxTX: c.MaxTx, MaxOther: c.MaxOther, MaxCombined: c.MaxCombined}, nil
+	return Channels{RX: u32(c.RX), TX: u32(c.TX), Other: u32(c.Other), Combined: u32(c.Combined),
+		MaxRX: u32(c.RXMax), MaxTX: u32(c.TXMax), MaxOther: u32(c.OtherMax), MaxCombined: u32(c.CombinedMax)}, nil
 }
 
-// SetChannels writes queue counts with ETHTOOL_SCHANNELS.
+// SetChannels writes the queue counts that differ from the NIC's with
+// CHANNELS_SET.
 func (d liveDevices) SetChannels(iface string, c Channels) error {
-	_, err := d.eth.SetChannels(iface, ethtool.Channels{
-		RxCount: c.RX, TxCount: c.TX, OtherCount: c.Other, CombinedCount: c.Combined,
-		MaxRx: c.MaxRX, MaxTx: c.MaxTX, MaxOther: c.MaxOther, MaxCombined: c.MaxCombined,
-	})
+	const what = "setting the channels (ethtool -L)"
+	cur, err := d.Channels(iface)
 	if err != nil {
-		return driverErr("setting the channels (ethtool -L)", iface, err)
+		return err
+	}
+	n := ethtool.ChannelCounts{RX: changed(cur.RX, c.RX), TX: changed(cur.TX, c.TX),
+		Other: changed(cur.Other, c.Other), Combined: changed(cur.Combined, c.Combined)}
+	if n == (ethtool.ChannelCounts{}) {
+		return nil
+	}
+	if err := d.eth.SetChannels(iface, n); err != nil {
+		return driverErr(what, iface, err)
 	}
 	return nil
 }
 
-// Rings reads ring sizes with ETHTOOL_GRINGPARAM.
+// Rings reads ring sizes with RINGS_GET.
 func (d liveDevices) Rings(iface string) (Rings, error) {
-	r, err := d.eth.GetRing(iface)
+	r, err := d.eth.Rings(iface)
 	if err != nil {
 		return Rings{}, driverErr("reading the ring sizes (ethtool -g)", iface, err)
 	}
-	return Rings{RX: r.RxPending, RXMini: r.RxMiniPending, RXJumbo: r.RxJumboPending, TX: r.TxPending,
-		MaxRX: r.RxMaxPending, MaxRXMini: r.RxMiniMaxPending, MaxRXJumbo: r.RxJumboMaxPending, MaxTX: r.TxMaxPending}, nil
+	return Rings{RX: u32(r.RX), RXMini: u32(r.RXMini), RXJumbo: u32(r.RXJumbo), TX: u32(r.TX),
+		MaxRX: u32(r.RXMax), MaxRXMini: u32(r.RXMiniMax), MaxRXJumbo: u32(r.RXJumboMax), MaxTX: u32(r.TXMax)}, nil
 }
 
-// SetRings writes ring sizes with ETHTOOL_SRINGPARAM.
+// SetRings writes the RX and TX ring sizes that differ from the NIC's with
+// RINGS_SET. Tune never changes the mini and jumbo rings; asked to, it
+// refuses rather than leave them as they were silently.
 func (d liveDevices) SetRings(iface string, r Rings) error {
-	_, err := d.eth.SetRing(iface, ethtool.Ring{
-		RxPending: r.RX, RxMiniPending: r.RXMini, RxJumboPending: r.RXJumbo, TxPending: r.TX,
-		RxMaxPending: r.MaxRX, RxMiniMaxPending: r.MaxRXMini, RxJumboMaxPending: r.MaxRXJumbo, TxMaxPending: r.MaxTX,
-	})
+	const what = "setting the ring sizes (ethtool -G)"
+	cur, err := d.Rings(iface)
 	if err != nil {
-		return driverErr("setting the ring sizes (ethtool -G)", iface, err)
+		return fmt.Errorf("%s of %s: %w", what, iface, errors.Unwrap(err))
+	}
+	if cur.RXMini != r.RXMini || cur.RXJumbo != r.RXJumbo {
+		return fmt.Errorf("%s of %s: tune changes only the rx and tx rings, not rx-mini or rx-jumbo", what, iface)
+	}
+	s := ethtool.RingSizes{RX: changed(cur.RX, r.RX), TX: changed(cur.TX, r.TX)}
+	if s == (ethtool.RingSizes{}) {
+		return nil
+	}
+	if err := d.eth.SetRings(iface, s); err != nil {
+		return driverErr(what, iface, err)
 	}
 	return nil
 }

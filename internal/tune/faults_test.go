@@ -163,7 +163,9 @@ func TestApplyJournalsBeforeChange(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := res.Count(PhaseApplied); checked != n || hooked != n || n < 20 {
+			// Seed 000's host: 5 sysctls, 12 governors, irqbalance, IRQ 111;
+			// seed 003's: more, with the devices.
+			if n := res.Count(PhaseApplied); checked != n || hooked != n || n < 19 {
 				t.Errorf("%d writes checked, %d hooks, %d steps applied", checked, hooked, n)
 			}
 		})

@@ -26,8 +26,16 @@ func scratch(t *testing.T) string {
 	return d
 }
 
-// hostTree returns the committed test tree name.
-func hostTree(name string) string { return filepath.Join("..", "..", "testdata", "hosts", name) }
+// hostTree returns the committed test tree name: below the repository's
+// testdata/hosts, or $LINERATE_TESTDATA/hosts (scripts/mutation.sh points
+// there because gremlins tests a copy of the module that leaves out
+// symbolic links, which the trees are made of).
+func hostTree(name string) string {
+	if d := os.Getenv("LINERATE_TESTDATA"); d != "" {
+		return filepath.Join(d, "hosts", name)
+	}
+	return filepath.Join("..", "..", "testdata", "hosts", name)
+}
 
 // copyTree copies test tree name to a temporary directory, links as links,
 // so that tests can change it.

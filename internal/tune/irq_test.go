@@ -77,8 +77,8 @@ func stepOf(t *testing.T, p *Plan, target string) Change {
 func TestIRQEffectiveAffinity(t *testing.T) {
 	root, orig, p := seed000Tree(t)
 	irq113 := stepOf(t, p, "irq 113")
-	if irq113.After != "8" {
-		t.Fatalf("plan moves irq 113 to %q, want 8", irq113.After)
+	if irq113.After != "9" {
+		t.Fatalf("plan moves irq 113 to %q, want 9", irq113.After)
 	}
 	fs, _ := open(t, root)
 	var restarts []string
@@ -90,7 +90,7 @@ func TestIRQEffectiveAffinity(t *testing.T) {
 	if !errors.As(err, &se) || se.Step != irq113.Step || se.Left != 0 {
 		t.Fatalf("err %v, want a StepError at step %d (irq 113)", err, irq113.Step)
 	}
-	if !strings.Contains(err.Error(), "effective affinity is 3, outside the 8 written") {
+	if !strings.Contains(err.Error(), "effective affinity is 3, outside the 9 written") {
 		t.Errorf("error does not report the effective affinity: %v", err)
 	}
 	if se.RolledBack != irq113.Step-1 {
@@ -108,7 +108,7 @@ func TestIRQEffectiveAffinity(t *testing.T) {
 	if res, err = Apply(p, tg, ApplyOptions{JournalDir: scratch(t)}); err != nil || res.Count(PhaseApplied) != len(p.Changes) {
 		t.Fatalf("kernel honouring the writes: %v, %d of %d applied", err, res.Count(PhaseApplied), len(p.Changes))
 	}
-	if got := readFile(t, root, "proc/irq/113/effective_affinity_list"); got != "8\n" {
+	if got := readFile(t, root, "proc/irq/113/effective_affinity_list"); got != "9\n" {
 		t.Errorf("irq 113 effective %q", got)
 	}
 }
@@ -146,11 +146,11 @@ func TestIRQRefusedEIO(t *testing.T) {
 	if got := readFile(t, root, "proc/irq/99/smp_affinity_list"); got != strings.TrimPrefix(orig["proc/irq/99/smp_affinity_list"], "file:") {
 		t.Errorf("refused irq 99 now %q", got)
 	}
-	if got := readFile(t, root, "proc/irq/98/smp_affinity_list"); got != "7\n" {
-		t.Errorf("irq 98 (before the refusal) %q, want 7", got)
+	if got := readFile(t, root, "proc/sys/net/ipv4/tcp_rmem"); got != "4096 131072 33554432\n" {
+		t.Errorf("tcp_rmem (before the refusal) %q", got)
 	}
-	if got := readFile(t, root, "proc/irq/119/smp_affinity_list"); got != "9\n" {
-		t.Errorf("irq 119 (after the refusal) %q, want 9", got)
+	if got := readFile(t, root, "proc/irq/111/smp_affinity_list"); got != "10\n" {
+		t.Errorf("irq 111 (after the refusal) %q, want 10", got)
 	}
 
 	var out bytes.Buffer

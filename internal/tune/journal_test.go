@@ -524,3 +524,32 @@ func FuzzJournal(f *testing.F) {
 		}
 	})
 }
+
+// TestJournalDeviceKinds: a journal's channel and ring steps name an
+// interface, not a file; Load trusts them by that name, and refuses a
+// name the kernel would not give an interface, a target that is not the
+// interface, or a path.
+func TestJournalDeviceKinds(t *testing.T) {
+	for _, tc := range []struct {
+		c   Change
+		why string
+	}{
+		{Change{Kind: KindChannels, Target: "lr-doctor0", Interface: "lr-doctor0", Before: "rx 1 tx 1", After: "rx 2 tx 2"}, ""},
+		{Change{Kind: KindRings, Target: "ens5f1np1", Interface: "ens5f1np1", Before: "rx 512", After: "rx 8192"}, ""},
+		{Change{Kind: KindRings, Target: "eth0", Interface: "eth1"}, `a rings change names "eth1", which is not an interface name`},
+		{Change{Kind: KindChannels, Target: "abcdefghijklmnop", Interface: "abcdefghijklmnop"}, "not an interface name"},
+		{Change{Kind: KindChannels, Target: "a b", Interface: "a b"}, "not an interface name"},
+		{Change{Kind: KindRings, Target: "..", Interface: ".."}, "not an interface name"},
+		{Change{Kind: KindRings, Target: "eth0", Interface: "eth0", Path: "/sys/class/net/eth0"}, "it is made over netlink or ethtool"},
+	} {
+		err := checkChange(&tc.c)
+		if (tc.why == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.why)) {
+			t.Errorf("%+v: %v, want %q", tc.c, err, tc.why)
+		}
+	}
+	// The longest name the kernel takes (15 bytes) is one.
+	c := Change{Kind: KindChannels, Target: "abcdefghijklmno", Interface: "abcdefghijklmno"}
+	if err := checkChange(&c); err != nil {
+		t.Errorf("15 bytes: %v", err)
+	}
+}

@@ -245,11 +245,10 @@ func openJournal(j *Journal) (*journalWriter, error) {
 		f.Close()
 		return nil, fmt.Errorf("journal %s changed while it was read (%d bytes, then %d): run this again", j.ID, j.size, fi.Size())
 	}
-	switch {
-	case j.whole < j.size:
+	if j.whole < j.size {
 		err = f.Truncate(j.whole)
 		j.size = j.whole
-	case j.needNL:
+	} else if j.needNL {
 		_, err = f.Write([]byte{'\n'})
 		j.size++
 		j.whole = j.size

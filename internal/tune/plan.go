@@ -201,9 +201,11 @@ func (p *planner) buffers() {
 		return
 	}
 	rate, basis := p.bufferRate()
-	want, why := bufferTarget(p.opts.Profile, rate, p.opts.RTT)
-	source := fmt.Sprintf("%s: %s × %s", why, basis, p.opts.RTT)
-	for _, key := range []string{"net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"} {
+	m := doctor.BufferModel(p.in.Inventory)
+	for _, k := range limits.BufferKeys() {
+		key := k.Key
+		want, why := bufferTarget(p.opts.Profile, m, k.Use, rate, p.opts.RTT)
+		source := fmt.Sprintf("%s: %s × %s", why, basis, p.opts.RTT)
 		cur, ok := p.readSysctl(key, id)
 		if !ok {
 			continue
@@ -237,18 +239,33 @@ func (p *planner) profileSysctls() {
 // inside a network namespace, and older kernels lack newer ones.
 func (p *planner) readSysctl(key, finding string) (string, bool) {
 	v, err := p.in.FS.ReadString(inventory.SysctlPath(key))
-	switch {
-	case hostfs.IsNotExist(err):
-		p.note(finding, key, "%s is not present here (a global setting seen only outside network namespaces, or an older kernel): skipped", key)
-		return "", false
-	case err != nil:
-		p.note(finding, key, "%s: %v: skipped", key, err)
-		return "", false
-	case v == "":
-		p.note(finding, key, "%s is empty: skipped", key)
+	why := ""
+	if hostfs.IsNotExist(err) {
+		why = "is not present here (a global setting seen only outside network namespaces, or an older kernel)"
+	} else if err != nil {
+		why = fmt.Sprintf("cannot be read (%v)", err)
+	} else if v == "" {
+		why = "is empty"
+	} else if p.readOnly(inventory.SysctlPath(key)) {
+		why = "is read-only here (a global setting inside a network namespace: only the host's initial namespace may change it; set it there)"
+	}
+	if why != "" {
+		p.note(finding, key, "%s %s: skipped", key, why)
 		return "", false
 	}
 	return strings.Join(strings.Fields(v), " "), true
+}
+
+// readOnly reports whether the live kernel offers a file for reading only:
+// net.core.rmem_max and wmem_max are 0444 in a network namespace other
+// than the initial one (Linux 6.18). A captured tree's files say nothing
+// of that.
+func (p *planner) readOnly(rel string) bool {
+	if !p.in.FS.IsLive() {
+		return false
+	}
+	fi, err := os.Stat(p.in.FS.Path(rel))
+	return err == nil && fi.Mode().Perm()&0o222 == 0
 }
 
 func (p *planner) addSysctl(key, before, after, finding, source string) {

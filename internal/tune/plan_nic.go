@@ -2,7 +2,6 @@ package tune
 
 import (
 	"fmt"
-	"github.com/linerate/linerate/internal/placement"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/linerate/linerate/internal/doctor"
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/inventory"
+	"github.com/linerate/linerate/internal/placement"
 )
 
 // governors sets the performance governor on the CPUs local to the
@@ -80,15 +80,21 @@ func derefInt(v *int) int {
 	return *v
 }
 
-// channels raises the queue count of NICs doctor found with too few:
-// min(8, CPUs of the NIC's node), doctor's threshold and seed 003's fix.
+// channels raises the queue count of NICs doctor found with too few
+// (queues.too_few): to the finding's target, min(8, CPUs of the NIC's
+// node) capped at the driver's maximum — seed 003's fix.
 func (p *planner) channels() {
 	const id = "queues.too_few"
 	for _, n := range p.nics {
-		if p.finding(id, n.Interface) == nil {
+		f := p.finding(id, n.Interface)
+		if f == nil {
 			continue
 		}
-		want := uint64(min(8, len(placement.LocalCPUs(&p.in.Inventory.CPU, &n.NIC))))
+		node := len(placement.LocalCPUs(&p.in.Inventory.CPU, &n.NIC))
+		want := uint64(min(8, node))
+		if t, ok := f.Evidence["target"].(int); ok && t > 0 {
+			want = uint64(t)
+		}
 		before, after, ok := p.channelTarget(n, want)
 		if !ok {
 			continue
@@ -96,33 +102,40 @@ func (p *planner) channels() {
 		p.add(Change{
 			Kind: KindChannels, Target: n.Interface, Interface: n.Interface,
 			Before: before.String(), After: after.String(), Finding: id,
-			Source:  fmt.Sprintf("min(8, %d CPUs on the NIC's node): one queue per CPU that can serve it (seed 003; Intel tuning guide)", len(placement.LocalCPUs(&p.in.Inventory.CPU, &n.NIC))),
+			Source:  fmt.Sprintf("min(8, %d CPUs on the NIC's node), at most the driver's maximum: one queue per CPU that can serve it (seed 003; Intel tuning guide)", node),
 			Command: fmt.Sprintf("ethtool -L %s %s", n.Interface, after),
 		})
 		p.note(id, n.Interface, "the new queues of %s bring new IRQs, which this plan cannot know yet: run linerate tune again after applying to place them", n.Interface)
 	}
 }
 
-// channelTarget returns the settings that change. Live, from the driver's
-// counts and maxima; below a captured tree, from the sysfs queue count,
-// with the maximum unknown.
+// channelTarget returns the settings that change: from the driver's
+// counts and maxima live, from the tree's ethtool facts below a captured
+// tree (else its sysfs queue count, with the maximum unknown).
 func (p *planner) channelTarget(n *doctor.NICReport, want uint64) (before, after settings, ok bool) {
 	const id = "queues.too_few"
-	if p.in.Devices == nil {
+	var ch Channels
+	if p.in.Devices != nil {
+		c, err := p.in.Devices.Channels(n.Interface)
+		if err != nil {
+			p.note(id, n.Interface, "%v: queues left alone", err)
+			return nil, nil, false
+		}
+		ch = c
+	} else if c := n.Channels; c != nil {
+		ch = Channels{RX: u32(c.RX), TX: u32(c.TX), Other: u32(c.Other), Combined: u32(c.Combined),
+			MaxRX: u32(c.RXMax), MaxTX: u32(c.TXMax), MaxOther: u32(c.OtherMax), MaxCombined: u32(c.CombinedMax)}
+	} else {
 		p.note(id, n.Interface, "%s: the NIC's maximum queue count is not in a captured tree (ethtool -l %s shows it); the live plan caps %d at it", n.Interface, n.Interface, want)
 		return settings{{"combined", uint64(n.Queues.RX)}}, settings{{"combined", want}}, true
 	}
-	ch, err := p.in.Devices.Channels(n.Interface)
-	if err != nil {
-		p.note(id, n.Interface, "%v: queues left alone", err)
-		return nil, nil, false
-	}
+	// Combined channels where the driver has them; RX and TX apart where
+	// it has only those (veth).
 	var names []string
-	switch {
-	case ch.MaxCombined > 0:
+	if ch.MaxCombined > 0 {
 		names = []string{"combined"}
 		want = min(want, uint64(ch.MaxCombined))
-	case ch.MaxRX > 0 && ch.MaxTX > 0:
+	} else if ch.MaxRX > 0 && ch.MaxTX > 0 {
 		names = []string{"rx", "tx"}
 		want = min(want, uint64(ch.MaxRX), uint64(ch.MaxTX))
 	}
@@ -140,31 +153,29 @@ func (p *planner) channelTarget(n *doctor.NICReport, want uint64) (before, after
 	return before, after, true
 }
 
-// rings raises ring sizes to the hardware maximum (throughput profile):
-// fasterdata's 100G advice, and tuned#660's request.
+// rings raises ring sizes: the RX ring to the target of doctor's
+// ring.small finding, and — with the throughput profile — both rings of
+// every PCI NIC to the hardware maximum (fasterdata's 100G advice,
+// tuned#660's request).
 func (p *planner) rings() {
-	if !raisesRings(p.opts.Profile) {
-		return
-	}
+	const id = "ring.small"
 	for _, n := range p.nics {
-		if n.Kind != "pci" {
+		f := p.finding(id, n.Interface)
+		profile := raisesRings(p.opts.Profile) && n.Kind == "pci"
+		if f == nil && !profile {
 			continue
 		}
-		if p.in.Devices == nil {
-			p.note("", n.Interface, "%s: ring sizes are not in a captured tree; the live plan raises them to the NIC's maximum (ethtool -g %s)", n.Interface, n.Interface)
-			continue
-		}
-		r, err := p.in.Devices.Rings(n.Interface)
-		if err != nil {
-			p.note("", n.Interface, "%v: rings left alone", err)
+		r, ok := p.ringsOf(n, f != nil)
+		if !ok {
 			continue
 		}
 		var before, after settings
 		for _, s := range []struct {
 			name     string
 			cur, max uint32
-		}{{"rx", r.RX, r.MaxRX}, {"tx", r.TX, r.MaxTX}} {
-			if s.cur < s.max {
+			wanted   bool
+		}{{"rx", r.RX, r.MaxRX, true}, {"tx", r.TX, r.MaxTX, profile}} {
+			if s.wanted && s.cur < s.max {
 				before = append(before, setPair{s.name, uint64(s.cur)})
 				after = append(after, setPair{s.name, uint64(s.max)})
 			}
@@ -172,13 +183,40 @@ func (p *planner) rings() {
 		if len(after) == 0 {
 			continue
 		}
-		p.add(Change{
+		c := Change{
 			Kind: KindRings, Target: n.Interface, Interface: n.Interface,
 			Before: before.String(), After: after.String(),
 			Source:  "fasterdata 100G: rings at the hardware maximum",
 			Command: fmt.Sprintf("ethtool -G %s %s", n.Interface, after),
-		})
+		}
+		if f != nil {
+			c.Finding = id
+			c.Source = "ring.small: the RX ring at its maximum, so that a burst or a busy CPU finds buffers (" + c.Source + ")"
+		}
+		p.add(c)
 	}
+}
+
+// ringsOf reads a NIC's rings: from the driver live, from the tree's
+// ethtool facts below a captured tree (found says whether a finding asks;
+// without one a tree's rings are not worth a note each).
+func (p *planner) ringsOf(n *doctor.NICReport, found bool) (Rings, bool) {
+	if p.in.Devices != nil {
+		r, err := p.in.Devices.Rings(n.Interface)
+		if err != nil {
+			p.note("", n.Interface, "%v: rings left alone", err)
+			return Rings{}, false
+		}
+		return r, true
+	}
+	if r := n.Rings; r != nil && r.RX != nil && r.RXMax != nil {
+		return Rings{RX: u32(r.RX), TX: u32(r.TX), RXMini: u32(r.RXMini), RXJumbo: u32(r.RXJumbo),
+			MaxRX: u32(r.RXMax), MaxTX: u32(r.TXMax), MaxRXMini: u32(r.RXMiniMax), MaxRXJumbo: u32(r.RXJumboMax)}, true
+	}
+	if !found {
+		p.note("", n.Interface, "%s: ring sizes are not in a captured tree; the live plan raises them to the NIC's maximum (ethtool -g %s)", n.Interface, n.Interface)
+	}
+	return Rings{}, false
 }
 
 // irqFindings are doctor's IRQ placement findings, in the order a moved
@@ -207,7 +245,7 @@ func (p *planner) irqs() {
 			moved = append(moved, p.moveIRQs(n, pl, found)...)
 		}
 		if p.opts.Profile == Latency {
-			p.note("", n.Interface, "%s", coalesceAdvice(p.opts.Profile, n.Interface))
+			p.note("", n.Interface, "%s", coalesceAdvice(n.Interface))
 		}
 		p.plan.Placements = append(p.plan.Placements, pl)
 	}
@@ -240,15 +278,17 @@ func appBesideIRQs(pl Placement, irqs []inventory.IRQ) (routed, app []int) {
 	return routed, pl.AppCPUs
 }
 
-// moveIRQs plans one affinity change per IRQ not already on its CPU and
-// returns every IRQ of the NIC (all of them are to be banned).
+// moveIRQs plans one affinity change per IRQ that is not yet on the
+// placement's CPUs — an IRQ already there stays (placement.Moves), so the
+// plan and its revert stay small — and returns every IRQ of the NIC (all
+// of them are to be banned).
 func (p *planner) moveIRQs(n *doctor.NICReport, pl Placement, found map[string]bool) []int {
-	target := placement.RoundRobin(n.IRQs, pl.IRQCPUs)
+	target := placement.Moves(n.IRQs, pl.IRQCPUs)
 	var all []int
 	for _, q := range sortedIRQs(n.IRQs) {
 		all = append(all, q.IRQ)
-		cpu := target[q.IRQ]
-		if slices.Equal(q.Affinity, []int{cpu}) {
+		cpu, moves := target[q.IRQ]
+		if !moves {
 			continue
 		}
 		rel := fmt.Sprintf("proc/irq/%d/smp_affinity_list", q.IRQ)
@@ -257,7 +297,7 @@ func (p *planner) moveIRQs(n *doctor.NICReport, pl Placement, found map[string]b
 			Interface: n.Interface, Detail: q.Name,
 			Before: cpulist.Format(q.Affinity), After: strconv.Itoa(cpu),
 			Finding: p.attribute(q, found),
-			Source:  fmt.Sprintf("%s's IRQs round-robin over %s (%s)", n.Interface, cpulist.Format(pl.IRQCPUs), pl.Basis),
+			Source:  fmt.Sprintf("%s's IRQs on %s (%s); to the one holding the fewest", n.Interface, cpulist.Format(pl.IRQCPUs), pl.Basis),
 			Command: fmt.Sprintf("echo %d > %s", cpu, p.in.FS.Display(rel)),
 		})
 	}
@@ -274,7 +314,7 @@ func sortedIRQs(irqs []inventory.IRQ) []inventory.IRQ {
 // then the application's CPUs, then the L3 spread.
 func (p *planner) attribute(q inventory.IRQ, found map[string]bool) string {
 	routed := q.AffinityOrEffective()
-	served := q.ServedOn(0.01)
+	served := doctor.ServedOn(q)
 	for _, id := range irqFindings() {
 		if !found[id] {
 			continue
@@ -314,7 +354,7 @@ func (p *planner) localOf(q inventory.IRQ) []int {
 // look like the whole answer.
 func (p *planner) untunable() {
 	tunable := []string{
-		"sysctl.socket_buffers_small", "cpu.governor_not_performance", "queues.too_few",
+		"sysctl.socket_buffers_small", "cpu.governor_not_performance", "queues.too_few", "ring.small",
 		"mtu.not_jumbo", "irqbalance.running", "irq.remote_numa", "irq.on_app_cpu", "irq.spans_l3_domains",
 	}
 	for _, f := range p.rep.Findings {

@@ -11,8 +11,8 @@ import (
 // (Notes). Settings marked "finding" are made only when doctor raised it.
 //
 //	setting                         throughput                       latency                          source
-//	rmem_max, wmem_max,             2 × BDP, power of two ≥ 4 MiB     BDP (line rate × RTT)            finding sysctl.socket_buffers_small; docs/architecture.md (2 × BDP);
-//	tcp_rmem/tcp_wmem max           (limits.BufferSize)              — no raise beyond need           fasterdata 100G (buffers up to 2 GB); tuned network-throughput (16 MiB)
+//	rmem_max, wmem_max,             largest need, power of two       each limit's need                finding sysctl.socket_buffers_small; limits.WindowModel;
+//	tcp_rmem/tcp_wmem max           ≥ 4 MiB (WindowModel.BufferSize) — no raise beyond need           fasterdata 100G (buffers up to 2 GB); tuned network-throughput (16 MiB)
 //	tcp_slow_start_after_idle       0                                —                                tuned network-throughput (2026, Cloudflare)
 //	net.core.busy_read, busy_poll   —                                50 µs                            tuned network-latency
 //	tcp_fastopen                    —                                3                                tuned network-latency
@@ -22,7 +22,7 @@ import (
 //	channels (ethtool -L)           min(8, node CPUs)                same                             finding queues.too_few; seed 003; Intel tuning guide
 //	rings (ethtool -G)              hardware maximum                 left alone (less queueing)       fasterdata 100G; tuned#660
 //	MTU                             only with --mtu                  only with --mtu                  finding mtu.not_jumbo (advice without --mtu)
-//	coalescing (ethtool -C)         advice: adaptive on              advice: adaptive off, usecs 0    fasterdata 100G; Intel 700-series guide
+//	coalescing (ethtool -C)         left to the driver               advice: adaptive off, usecs 0    Intel 700-series guide
 //
 // Coalescing stays advice: which parameters a driver accepts cannot be
 // asked through the ioctl before writing, so a change could fail half-way
@@ -47,27 +47,27 @@ func profileSysctls(p Profile) []setting {
 	}
 }
 
-// bufferTarget is the socket buffer limit a profile wants for a rate and
-// RTT: throughput takes limits.BufferSize (2 × BDP, at least 4 MiB);
-// latency one BDP rounded up to a page, since a larger buffer only lets a
-// queue build.
-func bufferTarget(p Profile, rate limits.Gbps, rtt time.Duration) (int64, string) {
+// bufferTarget is the socket buffer limit a profile wants for one limit
+// at a rate and RTT, from the host's window model (doctor.BufferModel,
+// the model doctor's finding used): throughput takes m.BufferSize (the
+// largest need, a power of two, at least 4 MiB); latency this limit's own
+// need rounded up to a page, since a larger buffer only lets a queue
+// build.
+func bufferTarget(p Profile, m limits.WindowModel, use limits.BufferUse, rate limits.Gbps, rtt time.Duration) (int64, string) {
 	if p == Latency {
 		const page = 4096
-		b := limits.BDP(rate, rtt)
-		return (b + page - 1) / page * page, "one bandwidth-delay product (latency profile: no raise beyond need)"
+		b := m.Need(limits.BDP(rate, rtt), use)
+		return (b + page - 1) / page * page, "what one flow needs (latency profile: no raise beyond need; " + m.Basis + ")"
 	}
-	return limits.BufferSize(rate, rtt), "2 × bandwidth × RTT, a power of two (limits.BufferSize; fasterdata, tuned network-throughput)"
+	return m.BufferSize(rate, rtt), "the largest need of one flow, a power of two (" + m.Basis + "; fasterdata, tuned network-throughput)"
 }
 
 // raisesRings reports whether the profile raises ring sizes to the
 // hardware maximum.
 func raisesRings(p Profile) bool { return p == Throughput }
 
-// coalesceAdvice is the profile's interrupt-coalescing advice.
-func coalesceAdvice(p Profile, iface string) string {
-	if p == Latency {
-		return "for the lowest latency, turn interrupt coalescing off if the driver allows: ethtool -C " + iface + " adaptive-rx off rx-usecs 0 (not applied: check ethtool -c first; Intel 700-series tuning guide)"
-	}
-	return "keep adaptive interrupt coalescing on: ethtool -C " + iface + " adaptive-rx on adaptive-tx on (not applied: check ethtool -c first; fasterdata 100G)"
+// coalesceAdvice is the latency profile's interrupt-coalescing advice (the
+// throughput profile leaves the driver's adaptive coalescing as it is).
+func coalesceAdvice(iface string) string {
+	return "for the lowest latency, turn interrupt coalescing off if the driver allows: ethtool -C " + iface + " adaptive-rx off rx-usecs 0 (not applied: check ethtool -c first; Intel 700-series tuning guide)"
 }

@@ -124,18 +124,18 @@ func (rv *reverter) revert(s *JournalStep, force bool) StepResult {
 		return r
 	}
 	r.Value = display(c.Kind, cur)
-	switch {
-	case cur == s.Prior:
+	if cur == s.Prior {
 		r.Phase, r.Reason = PhaseReverted, "already at its prior value"
 		return r
-	case o.same(cur, s.Want) || o.same(cur, s.Prior) || force || interrupted(s, cur):
-		r.Forced = !o.same(cur, s.Want) && !o.same(cur, s.Prior) && !interrupted(s, cur)
-	default:
+	}
+	ours := o.same(cur, s.Want) || o.same(cur, s.Prior) || interrupted(s, cur)
+	if !ours && !force {
 		r.Phase = PhaseLeft
 		r.Reason = fmt.Sprintf("now %q, tune set %q: changed since by someone else, so left alone (--force restores %q)",
 			display(c.Kind, cur), display(c.Kind, s.Want), display(c.Kind, s.Prior))
 		return r
 	}
+	r.Forced = !ours
 	if err := o.write(s.Prior); err != nil {
 		r.Phase, r.Reason = PhaseRevertFailed, fmt.Sprintf("restoring %q: %v", display(c.Kind, s.Prior), err)
 		return r

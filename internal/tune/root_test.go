@@ -298,6 +298,38 @@ func checkVeth(t *testing.T, tg *Target, dir string) error {
 	if err := dev.SetChannels(iface, ch); err == nil || !strings.Contains(err.Error(), "setting the channels (ethtool -L) of lr-ch0: ") {
 		t.Errorf("SetChannels rx 9 of 4: %v", err)
 	}
+	// The MTU, over rtnetlink: set, read back, put back; an MTU the driver
+	// refuses says so.
+	if mtu, err := dev.MTU(iface); err != nil || mtu != 1500 {
+		t.Errorf("MTU of a new veth: %d, %v", mtu, err)
+	}
+	if err := dev.SetMTU(iface, 9000); err != nil {
+		t.Errorf("SetMTU 9000: %v", err)
+	}
+	if mtu, _ := dev.MTU(iface); mtu != 9000 {
+		t.Errorf("MTU after SetMTU 9000: %d", mtu)
+	}
+	if err := dev.SetMTU(iface, 1<<20); err == nil || !strings.Contains(err.Error(), "setting the MTU of lr-ch0 to 1048576: ") {
+		t.Errorf("SetMTU 1048576: %v", err)
+	}
+	if err := dev.SetMTU(iface, 1500); err != nil {
+		t.Errorf("SetMTU 1500: %v", err)
+	}
+	for _, err := range []error{func() error { _, err := dev.MTU("lr-none0"); return err }(), dev.SetMTU("lr-none0", 1500)} {
+		if err == nil || !strings.Contains(err.Error(), "MTU of lr-none0") {
+			t.Errorf("MTU of a missing link: %v", err)
+		}
+	}
+	// Setting the counts a NIC has already sends nothing and succeeds.
+	if err := dev.SetChannels(iface, Channels{RX: 2, TX: 3, MaxRX: 4, MaxTX: 4}); err != nil {
+		t.Errorf("SetChannels to the current counts: %v", err)
+	}
+	if _, err := dev.Channels("lr-none0"); err == nil || !strings.Contains(err.Error(), "reading the channels (ethtool -l) of lr-none0: ") {
+		t.Errorf("Channels of a missing link: %v", err)
+	}
+	if err := dev.SetChannels("lr-none0", Channels{RX: 1}); err == nil {
+		t.Error("SetChannels of a missing link: no error")
+	}
 	if _, err := dev.Rings(iface); !errors.Is(err, ErrNotSupported) || err.Error() != "reading the ring sizes (ethtool -g) of lr-ch0: not supported by the driver" {
 		t.Errorf("Rings: %v", err)
 	}

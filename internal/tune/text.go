@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/termui"
@@ -76,12 +77,17 @@ func writeGroup(w io.Writer, p *Plan, k Kind, st termui.Style) {
 	fmt.Fprintf(w, "\n%s\n", st.Bold(kindTitle(k, p)))
 	tw, bw := 0, 0
 	for _, c := range cs {
-		tw = max(tw, len(target(c)))
-		bw = max(bw, len(beforeAfter(c)))
+		tw = max(tw, utf8.RuneCountInString(target(c)))
+		bw = max(bw, utf8.RuneCountInString(beforeAfter(c)))
 	}
 	for _, c := range cs {
-		fmt.Fprintf(w, "  %s %-*s  %-*s  %s  %s\n", st.Yellow("~"), tw, target(c), bw, beforeAfter(c), c.Command, st.Dim("["+tag(c, p)+"]"))
+		fmt.Fprintf(w, "  %s %s  %s  %s  %s\n", st.Yellow("~"), pad(target(c), tw), pad(beforeAfter(c), bw), c.Command, st.Dim("["+tag(c, p)+"]"))
 	}
+}
+
+// pad fills s with spaces to width characters (not bytes: "→" is one).
+func pad(s string, width int) string {
+	return s + strings.Repeat(" ", max(0, width-utf8.RuneCountInString(s)))
 }
 
 func target(c Change) string {
@@ -116,8 +122,12 @@ func writePlacements(w io.Writer, p *Plan, st termui.Style) {
 		if !pl.MovesIRQs {
 			irqs = "IRQs stay on " + orDash(cpulist.Format(pl.IRQCPUs)) + " (no finding asks to move them)"
 		}
-		fmt.Fprintf(w, "  %s (NUMA node %d): %s; application on %s; L3 domain %s (%s)\n",
-			pl.Interface, pl.NUMANode, irqs, orDash(cpulist.Format(pl.AppCPUs)), orDash(cpulist.Format(pl.L3Domain)), pl.Basis)
+		node := fmt.Sprintf("NUMA node %d", pl.NUMANode)
+		if pl.NUMANode < 0 {
+			node = "no NUMA node"
+		}
+		fmt.Fprintf(w, "  %s (%s): %s; application on %s; L3 domain %s (%s)\n",
+			pl.Interface, node, irqs, orDash(cpulist.Format(pl.AppCPUs)), orDash(cpulist.Format(pl.L3Domain)), pl.Basis)
 	}
 }
 
@@ -135,7 +145,11 @@ func writeSummary(w io.Writer, p *Plan, st termui.Style) {
 	fmt.Fprintln(w, st.Bold(s+"."))
 	if app := AppCPUs(p); len(app) > 0 {
 		l := cpulist.Format(app)
-		fmt.Fprintf(w, "%s %s: taskset -c %s <command> (iperf3: -A %d)\n", st.Green("Run your application on CPUs"), l, l, app[0])
+		what := "Run your application on CPUs"
+		if len(app) == 1 {
+			what = "Run your application on CPU"
+		}
+		fmt.Fprintf(w, "%s %s: taskset -c %s <command> (iperf3: -A %d)\n", st.Green(what), l, l, app[0])
 	}
 }
 
