@@ -111,3 +111,25 @@ func TestFewRunsNoVariance(t *testing.T) {
 		}
 	}
 }
+
+// TestTextOtherLoad: one run's text output names the busy process and
+// says which telemetry is unknown.
+func TestTextOtherLoad(t *testing.T) {
+	r := busyRun(9, 96)
+	r.End.Unread.Server = map[string]string{telemetry.SrcSoftirqs: "open /proc/softirqs: permission denied"}
+	var b strings.Builder
+	p := TextProgress(&b, false)
+	p(result.Event{Event: "start", Data: &r.Start})
+	p(result.Event{Event: "end", Data: &r.End})
+	for _, want := range []string{
+		"Other load: CPU 0 was 96% busy with pid 4123 (stress-ng, 95% of a CPU), not this test; the test kept its threads off it.\n",
+		"Note: server telemetry: /proc/softirqs could not be read (open /proc/softirqs: permission denied): what it measures is unknown for this run, not zero\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "sshd") {
+		t.Errorf("a process at 2%% of a CPU named:\n%s", b.String())
+	}
+}
