@@ -157,27 +157,34 @@ func TestLook(t *testing.T) {
 	}
 }
 
-// TestLookHeld: a process allowed on CPU 0 alone that used it all during
-// the look holds CPU 0; one that may run anywhere holds nothing.
+// TestLookHeld: a process allowed on CPU 0 alone that was runnable all
+// through the look (running a third of it, waiting the rest) holds CPU 0;
+// one as busy that may run anywhere holds nothing, and neither does a
+// pinned one that slept.
 func TestLookHeld(t *testing.T) {
 	p := newProcTree(t)
 	p.write("stat", "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 100 0 0 100 0 0 0 0 0 0\ncpu1 100 0 0 100 0 0 0 0 0 0\n")
-	p.proc("4123/stat", "stress-ng", 4123, 100, 0, 0)
-	p.write("4123/status", "Name:\tstress-ng\nCpus_allowed_list:\t0\n")
-	p.proc("77/stat", "make", 77, 100, 0, 1)
-	p.write("77/status", "Name:\tmake\nCpus_allowed_list:\t0-1\n")
+	for _, pr := range []struct {
+		pid        int
+		comm, cpus string
+	}{{4123, "stress-ng", "0"}, {77, "make", "0-1"}, {88, "sleepy", "1"}} {
+		p.proc(fmt.Sprintf("%d/stat", pr.pid), pr.comm, pr.pid, 100, 0, 0)
+		p.write(fmt.Sprintf("%d/status", pr.pid), "Name:\t"+pr.comm+"\nCpus_allowed_list:\t"+pr.cpus+"\n")
+		p.write(fmt.Sprintf("%d/schedstat", pr.pid), "1000 1000 10\n")
+	}
 	fs := p.fs()
 	go func() {
 		time.Sleep(20 * time.Millisecond)
 		p.write("stat", "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 120 0 0 100 0 0 0 0 0 0\ncpu1 120 0 0 100 0 0 0 0 0 0\n")
-		p.proc("4123/stat", "stress-ng", 4123, 120, 0, 0)
-		p.proc("77/stat", "make", 77, 120, 0, 1)
+		p.write("4123/schedstat", "70001000 140001000 30\n") // 70 ms running, 140 waiting
+		p.write("77/schedstat", "210001000 1000 30\n")
+		p.write("88/schedstat", "1001000 1000 11\n")
 	}()
 	lk, err := Look(context.Background(), fs, 200*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(lk.Held) != 1 || lk.Held[0] != "pid 4123 (stress-ng), 100% of the CPU, pinned to it" {
+	if len(lk.Held) != 1 || !strings.HasPrefix(lk.Held[0], "pid 4123 (stress-ng), runnable ") || !strings.HasSuffix(lk.Held[0], "% of the look, pinned to it") {
 		t.Errorf("held %v, want CPU 0 by pid 4123 (stress-ng) only", lk.Held)
 	}
 }
