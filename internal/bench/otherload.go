@@ -21,7 +21,9 @@ type busyCPU struct {
 	end  string // "client", "server", or "" when both ends share the host
 	cpu  int
 	pct  float64      // its share of other work
-	proc *result.Proc // the busiest other process last seen on it, if any
+	// procs are the other processes last seen on it, those pinned to it
+	// first (certainly there), then the busiest; at most maxProcs.
+	procs []result.Proc
 	used bool         // the test's threads were pinned on it
 	free bool         // the test's threads were not pinned at all
 	runs []int        // when grouped: the runs (1-based, campaign order)
@@ -56,14 +58,10 @@ func busyCPUs(r *Run) []busyCPU {
 				continue
 			}
 			b := busyCPU{end: e.name, cpu: cpu, pct: pct, used: slices.Contains(e.app, cpu), free: len(e.app) == 0}
-			for i := range e.rep.Top {
-				if p := &e.rep.Top[i]; p.CPU == cpu && (b.proc == nil || p.CPUPct > b.proc.CPUPct) {
-					b.proc = p
-				}
-			}
+			b.procs = procsOn(e.rep.Top, cpu)
 			b.key = fmt.Sprintf("%s/%d", e.name, cpu)
-			if b.proc != nil {
-				b.key += fmt.Sprintf("/%d/%s", b.proc.PID, b.proc.Name)
+			if len(b.procs) > 0 {
+				b.key += fmt.Sprintf("/%d/%s", b.procs[0].PID, b.procs[0].Name)
 			}
 			out = append(out, b)
 		}
@@ -72,16 +70,50 @@ func busyCPUs(r *Run) []busyCPU {
 	return out
 }
 
+// maxProcs bounds the processes an explanation names for one CPU.
+const maxProcs = 2
+
+// procsOn returns the processes of top last seen on cpu: those pinned to
+// it first (an unpinned one last seen there may have run anywhere), then
+// by CPU time; at most maxProcs.
+func procsOn(top []result.Proc, cpu int) []result.Proc {
+	var out []result.Proc
+	for _, p := range top {
+		if p.CPU == cpu {
+			out = append(out, p)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b result.Proc) int {
+		if a.Pinned != b.Pinned {
+			if a.Pinned {
+				return -1
+			}
+			return 1
+		}
+		return cmpFloat(b.CPUPct, a.CPUPct)
+	})
+	return out[:min(len(out), maxProcs)]
+}
+
 // sentence says what kept one CPU busy:
-// "CPU 0 was 96% busy with pid 4123 (stress-ng, 95% of a CPU), not this test".
+// "CPU 0 was 96% busy with pid 4123 (stress-ng, 95% of a CPU, pinned to
+// it), not this test".
 func (b busyCPU) sentence(pct float64) string {
 	where := "CPU " + strconv.Itoa(b.cpu)
 	if b.end != "" {
 		where = "the " + b.end + "'s CPU " + strconv.Itoa(b.cpu)
 	}
 	who := "other work (no single process stood out)"
-	if b.proc != nil {
-		who = fmt.Sprintf("pid %d (%s, %.0f%% of a CPU)", b.proc.PID, b.proc.Name, b.proc.CPUPct)
+	if len(b.procs) > 0 {
+		var names []string
+		for _, p := range b.procs {
+			n := fmt.Sprintf("pid %d (%s, %.0f%% of a CPU", p.PID, p.Name, p.CPUPct)
+			if p.Pinned {
+				n += ", pinned to it"
+			}
+			names = append(names, n+")")
+		}
+		who = strings.Join(names, " and ")
 	}
 	return fmt.Sprintf("%s was %.0f%% busy with %s, not this test", where, pct, who)
 }

@@ -16,7 +16,8 @@ func busyRun(gbps, pct float64) *Run {
 	r.Start.Placement = result.Placement{Client: []int{1}, Server: []int{1}, Source: "auto"}
 	r.End.Foreign = result.HostForeign{
 		Client: &result.Foreign{PID: 10, Seconds: 10, Own: map[string]float64{"1": 60}, CPU: map[string]float64{"0": pct, "1": 3},
-			Top: []result.Proc{{PID: 4123, Name: "stress-ng", CPUPct: pct - 1, CPU: 0}, {PID: 77, Name: "sshd", CPUPct: 2, CPU: 1}}},
+			Top: []result.Proc{{PID: 5, Name: "go", CPUPct: pct, CPU: 0}, {PID: 4123, Name: "stress-ng", CPUPct: pct - 1, CPU: 0, Pinned: true},
+				{PID: 6, Name: "gopls", CPUPct: 3, CPU: 0}, {PID: 77, Name: "sshd", CPUPct: 2, CPU: 1}}},
 		Server: &result.Foreign{PID: 11, Seconds: 10, CPU: map[string]float64{"0": pct}},
 	}
 	return r
@@ -28,7 +29,9 @@ func busyRun(gbps, pct float64) *Run {
 func TestExplainOtherLoad(t *testing.T) {
 	runs := []*Run{busyRun(9, 96), busyRun(9.2, 97), busyRun(9.1, 95)}
 	got := explainOtherLoad(runs)
-	want := "CPU 0 was 96% busy with pid 4123 (stress-ng, 95% of a CPU), not this test, during runs 1-3; the test kept its threads off it."
+	// The pinned process first, though another used more of the CPU: it
+	// may have run on both.
+	want := "CPU 0 was 96% busy with pid 4123 (stress-ng, 95% of a CPU, pinned to it) and pid 5 (go, 96% of a CPU), not this test, during runs 1-3; the test kept its threads off it."
 	if len(got) != 1 || got[0] != want {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
@@ -122,7 +125,7 @@ func TestTextOtherLoad(t *testing.T) {
 	p(result.Event{Event: "start", Data: &r.Start})
 	p(result.Event{Event: "end", Data: &r.End})
 	for _, want := range []string{
-		"Other load: CPU 0 was 96% busy with pid 4123 (stress-ng, 95% of a CPU), not this test; the test kept its threads off it.\n",
+		"Other load: CPU 0 was 96% busy with pid 4123 (stress-ng, 95% of a CPU, pinned to it) and pid 5 (go, 96% of a CPU), not this test; the test kept its threads off it.\n",
 		"Note: server telemetry: /proc/softirqs could not be read (open /proc/softirqs: permission denied): what it measures is unknown for this run, not zero\n",
 	} {
 		if !strings.Contains(b.String(), want) {
