@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"math"
 	"os"
 	"slices"
 	"sort"
@@ -106,11 +105,11 @@ func checkEnd(t *testing.T, res *result.Result) {
 		if complete && own != s.ReceivedBytes {
 			t.Errorf("stream %d: received %d bytes; its receiver's measured intervals sum to %d", s.ID, s.ReceivedBytes, own)
 		}
-		// The two windows differ by what was queued at their edges, a
-		// few MB on loopback against hundreds moved.
-		if d := math.Abs(float64(s.ReceivedBytes) - float64(s.SentBytes)); d > float64(s.SentBytes)/4 {
-			t.Errorf("stream %d: %d bytes sent after the warm-up, %d received in the receiver's window", s.ID, s.SentBytes, s.ReceivedBytes)
-		}
+		// The sender's and the receiver's counts are over windows of their
+		// own, whose lengths and edges differ (under -race on a busy
+		// machine, by a third: 77.9 MB sent, 41.8 MB received in a 1 s
+		// run); they are not compared here. TestReceiverWindow
+		// (cmd/linerate) shows them apart on a shaped link.
 		if s.SentBytes == 0 || s.ReceivedBytes == 0 {
 			t.Errorf("stream %d sent %d, received %d", s.ID, s.SentBytes, s.ReceivedBytes)
 		}

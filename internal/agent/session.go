@@ -251,10 +251,25 @@ func (ss *session) intervals(ctx context.Context, sd *engine.Side, stopc <-chan 
 			return nil
 		case <-tc:
 			if err := ss.send(sd.Sample()); err != nil {
-				return err
+				return sendFailed(err, stopc)
 			}
 		}
 	}
+}
+
+// sendFailed explains a failed interval send: a client killed mid-test
+// breaks the pipe as it closes the connection, and the reader's "went
+// away" (awaitStop) says so better than the write's error, if it comes
+// within a moment.
+func sendFailed(err error, stopc <-chan error) error {
+	select {
+	case why := <-stopc:
+		if why != nil {
+			return why
+		}
+	case <-time.After(200 * time.Millisecond):
+	}
+	return err
 }
 
 func (ss *session) send(s engine.Sample) error {
