@@ -18,17 +18,17 @@ const otherBusy = 20.0
 
 // busyCPU is one CPU that other work kept busy during one run.
 type busyCPU struct {
-	end  string // "client", "server", or "" when both ends share the host
-	cpu  int
-	pct  float64      // its share of other work
+	end string // "client", "server", or "" when both ends share the host
+	cpu int
+	pct float64 // its share of other work
 	// procs are the other processes last seen on it, those pinned to it
 	// first (certainly there), then the busiest; at most maxProcs.
 	procs []result.Proc
-	used bool         // the test's threads were pinned on it
-	free bool         // the test's threads were not pinned at all
-	runs []int        // when grouped: the runs (1-based, campaign order)
-	pcts []float64    // when grouped: the share in each run
-	key  string       // groups the same CPU and process across runs
+	used  bool      // the test's threads were pinned on it
+	free  bool      // the test's threads were not pinned at all
+	runs  []int     // when grouped: the runs (1-based, campaign order)
+	pcts  []float64 // when grouped: the share in each run
+	key   string    // groups the same CPU and process across runs
 }
 
 // busyCPUs lists the CPUs of a run that other work kept above otherBusy,
