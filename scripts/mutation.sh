@@ -106,7 +106,9 @@ if [ -n "$shard" ] && ! [[ $shard =~ ^[0-9]+/[1-9][0-9]*$ ]]; then
 fi
 
 gremlins=$tools/gremlins
-if ! "$gremlins" --version 2>/dev/null | grep -q "${GREMLINS_VERSION#v}"; then
+# The binary says "version dev" (go install sets no version): ask the
+# module's build information instead.
+if ! go version -m "$gremlins" 2>/dev/null | grep -Eq "^\s+mod\s+github.com/go-gremlins/gremlins\s+$GREMLINS_VERSION\s"; then
 	echo "installing gremlins $GREMLINS_VERSION into $tools" >&2
 	mkdir -p "$tools"
 	GOBIN=$tools go install "github.com/go-gremlins/gremlins/cmd/gremlins@$GREMLINS_VERSION"

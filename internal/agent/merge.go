@@ -46,8 +46,19 @@ func (c *client) startResult(acc acceptMsg, streams []*engine.Stream, ch choice,
 		if i < len(acc.Placement) {
 			srv = acc.Placement[i]
 		}
-		st.Connections = append(st.Connections, result.Connection{ID: s.ID, Sender: senderName(s.Send), ClientCPU: s.CPU, ServerCPU: srv})
+		si := engine.ReadSockInfo(s.FD)
+		st.Connections = append(st.Connections, result.Connection{ID: s.ID, Sender: senderName(s.Send), ClientCPU: s.CPU, ServerCPU: srv,
+			Local: si.Local, Remote: si.Remote})
+		if i == 0 {
+			// The agent's sockets run what --congestion asked for (every
+			// data socket gets it), or a default this end cannot read.
+			st.MSS, st.SenderCongestion, st.ReceiverCongestion = si.MSS, si.Congestion, c.p.Congestion
+			if !s.Send {
+				st.SenderCongestion, st.ReceiverCongestion = c.p.Congestion, si.Congestion
+			}
+		}
 	}
+	st.BlockSize = engine.BlockSize
 	st.Placement = result.Placement{Client: engine.Used(mine), Server: engine.Used(acc.Placement), Source: ch.source}
 	return res
 }
@@ -175,7 +186,9 @@ func (c *client) totals(em *endMsg) result.End {
 		e.SumReceived.Seconds = em.Seconds
 		e.SumReceived.BitsPerSecond = bps(rcvServer, em.Seconds)
 	}
-	e.CPU = result.EndCPU{ClientSeconds: c.side.MeasuredCPU(), ServerSeconds: em.CPUSeconds}
+	e.CPU = result.EndCPU{ClientSeconds: c.side.MeasuredCPU(), ServerSeconds: em.CPUSeconds,
+		ServerUserSeconds: em.CPUUser, ServerSystemSeconds: em.CPUSystem}
+	e.CPU.ClientUserSeconds, e.CPU.ClientSystemSeconds = c.side.MeasuredCPUSplit()
 	e.Errors = append(c.side.Errors(), em.Errors...)
 	if c.p.ZeroCopy != result.NoZeroCopy {
 		e.ZeroCopy = &result.ZCReport{Method: c.p.ZeroCopy}

@@ -293,6 +293,10 @@ type endMsg struct {
 	Streams    []engine.StreamTotal `json:"streams"`
 	CPUSeconds float64              `json:"cpu_seconds"`
 	Errors     []string             `json:"errors,omitempty"`
+	// CPUSeconds split into user and system time (absent from agents
+	// before they were sent).
+	CPUUser   float64 `json:"cpu_user_seconds,omitempty"`
+	CPUSystem float64 `json:"cpu_system_seconds,omitempty"`
 	// MSG_ZEROCOPY counters of the agent's senders.
 	ZCSends       uint64 `json:"zc_sends,omitempty"`
 	ZCCompletions uint64 `json:"zc_completions,omitempty"`
@@ -315,8 +319,8 @@ func (m endMsg) check(n int) error {
 		return fmt.Errorf("%w: end of %d streams, the test has %d", errBadMessage, len(m.Streams), n)
 	case len(m.Errors) > n:
 		return fmt.Errorf("%w: end with %d errors for %d streams", errBadMessage, len(m.Errors), n)
-	case m.CPUSeconds < 0:
-		return fmt.Errorf("%w: end with %g CPU seconds", errBadMessage, m.CPUSeconds)
+	case m.CPUSeconds < 0 || m.CPUUser < 0 || m.CPUSystem < 0:
+		return fmt.Errorf("%w: end with %g CPU seconds (%g user, %g system)", errBadMessage, m.CPUSeconds, m.CPUUser, m.CPUSystem)
 	}
 	for _, e := range m.Errors {
 		if len(e) > maxErrorText {

@@ -216,6 +216,7 @@ func (ss *session) measure(ctx context.Context, streams []*engine.Stream) error 
 	end := endMsg{Type: msgEnd, Streams: sd.Totals(), CPUSeconds: sd.MeasuredCPU(), Errors: sd.Errors(),
 		ZCSends: zs, ZCCompletions: zc, ZCCopied: zcp, Seconds: sd.MeasuredSeconds(), Unread: smp.Unread()}
 	end.Foreign, end.ForeignNote = foreignOrNote(sd.Foreign())
+	end.CPUUser, end.CPUSystem = sd.MeasuredCPUSplit()
 	ss.free()
 	if err := ss.ctrl.send(end, handshakeTimeout); err != nil {
 		return fmt.Errorf("sending the totals: %w", err)

@@ -35,11 +35,19 @@ type iperf3Start struct {
 	Timestamp struct {
 		Timesecs int64 `json:"timesecs"`
 	} `json:"timestamp"`
-	SockBufsize  int `json:"sock_bufsize"`
-	SndbufActual int `json:"sndbuf_actual"`
-	RcvbufActual int `json:"rcvbuf_actual"`
-	TestStart    struct {
+	Connected []struct {
+		LocalHost  string `json:"local_host"`
+		LocalPort  int    `json:"local_port"`
+		RemoteHost string `json:"remote_host"`
+		RemotePort int    `json:"remote_port"`
+	} `json:"connected"`
+	TCPMSSDefault int `json:"tcp_mss_default"`
+	SockBufsize   int `json:"sock_bufsize"`
+	SndbufActual  int `json:"sndbuf_actual"`
+	RcvbufActual  int `json:"rcvbuf_actual"`
+	TestStart     struct {
 		NumStreams int     `json:"num_streams"`
+		Blksize    int     `json:"blksize"`
 		Omit       float64 `json:"omit"`
 		Duration   float64 `json:"duration"`
 		Reverse    int     `json:"reverse"`
@@ -79,9 +87,15 @@ type iperf3End struct {
 	SumSentBidirReverse     *iperf3Stream `json:"sum_sent_bidir_reverse"`
 	SumReceivedBidirReverse *iperf3Stream `json:"sum_received_bidir_reverse"`
 	CPU                     struct {
-		HostTotal   float64 `json:"host_total"`
-		RemoteTotal float64 `json:"remote_total"`
+		HostTotal    float64 `json:"host_total"`
+		HostUser     float64 `json:"host_user"`
+		HostSystem   float64 `json:"host_system"`
+		RemoteTotal  float64 `json:"remote_total"`
+		RemoteUser   float64 `json:"remote_user"`
+		RemoteSystem float64 `json:"remote_system"`
 	} `json:"cpu_utilization_percent"`
+	SenderTCPCongestion   string `json:"sender_tcp_congestion"`
+	ReceiverTCPCongestion string `json:"receiver_tcp_congestion"`
 }
 
 // iperf3Busy is how iperf3 words a server running another test
@@ -201,6 +215,7 @@ func (d *iperf3Doc) run() (*Run, error) {
 		r.Intervals = append(r.Intervals, d.interval(iv))
 	}
 	r.End = d.end()
+	d.iperf3Facts(r)
 	return r, nil
 }
 

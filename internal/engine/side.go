@@ -34,6 +34,7 @@ type Side struct {
 	t0, omitAt, prevAt time.Time
 	last, atOmit       []mark
 	cpuAtOmit          float64
+	userAtOmit, sysAt  float64 // cpuAtOmit split (cpusplit.go)
 
 	// The other load on this end's CPUs over the measured window
 	// (WatchForeign): tracked from the warm-up's end to the last sample.
@@ -112,6 +113,7 @@ func (s *Side) Begin() {
 	s.t0 = time.Now()
 	s.prevAt, s.omitAt = s.t0, s.t0
 	s.cpuAtOmit = cpuSeconds()
+	s.userAtOmit, s.sysAt = cpuSplit()
 	for _, st := range s.streams {
 		dir := "rx"
 		if st.Send {
@@ -190,6 +192,7 @@ func (s *Side) Sample() Sample {
 	if k == s.nOmit-1 { // the warm-up ends here: what follows is measured
 		copy(s.atOmit, s.last)
 		s.omitAt, s.cpuAtOmit = now, cpuSeconds()
+		s.userAtOmit, s.sysAt = cpuSplit()
 		s.startForeign()
 	}
 	s.prevAt = now

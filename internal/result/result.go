@@ -25,7 +25,7 @@ type Result struct {
 type Start struct {
 	Peer        string       `json:"peer"`
 	Port        int          `json:"port"`
-	Timestamp   time.Time    `json:"timestamp"`
+	Timestamp   time.Time    `json:"started_at"` // start.timestamp is iperf3's {time, timesecs}
 	Streams     int          `json:"streams"`
 	DurationS   float64      `json:"duration_s"`
 	OmitS       float64      `json:"omit_s"`
@@ -42,6 +42,19 @@ type Start struct {
 	// Notes are facts that could not be read, and limits the kernel
 	// imposed, in plain sentences.
 	Notes []string `json:"notes,omitempty"`
+
+	// Protocol is "udp" for a UDP run, "" for TCP, and Bitrate the rate a
+	// UDP sender paces to (bits/s, 0 unpaced). BlockSize is the bytes one
+	// write sends; MSS the data sockets' TCP_MAXSEG, read on the client's
+	// first stream once connected; SenderCongestion and
+	// ReceiverCongestion the sending and receiving sockets'
+	// TCP_CONGESTION (0 and "" when not known).
+	Protocol           string `json:"protocol,omitempty"`
+	Bitrate            uint64 `json:"bitrate_bps,omitempty"`
+	BlockSize          int    `json:"block_size,omitempty"`
+	MSS                int    `json:"tcp_mss,omitempty"`
+	SenderCongestion   string `json:"sender_congestion,omitempty"`
+	ReceiverCongestion string `json:"receiver_congestion,omitempty"`
 	// LoadBefore is each end's per-CPU busy share (%) just before the run
 	// (telemetry.LookTime), as automatic placement saw it: all of it
 	// other work, the test had not started.
@@ -81,6 +94,11 @@ type Connection struct {
 	Sender    string `json:"sender"` // "client" or "server"
 	ClientCPU int    `json:"client_cpu"`
 	ServerCPU int    `json:"server_cpu"`
+
+	// Local and Remote are the client's address and the agent's
+	// ("host:port").
+	Local  string `json:"local,omitempty"`
+	Remote string `json:"remote,omitempty"`
 }
 
 // Interval is one report period.
@@ -100,7 +118,7 @@ type Interval struct {
 // end's socket (TCP_INFO).
 type StreamInterval struct {
 	ID            int     `json:"id"`
-	Sender        string  `json:"sender"`
+	Sender        string  `json:"sent_by"` // "client" or "server"
 	Bytes         uint64  `json:"bytes"`
 	BitsPerSecond float64 `json:"bits_per_second"`
 	// PeerBytes is the agent's count of the same stream over its own
@@ -116,6 +134,8 @@ type StreamInterval struct {
 	CwndBytes       uint64  `json:"cwnd_bytes"`
 	Retransmits     uint64  `json:"retransmits"`
 	DeliveryRateBps float64 `json:"delivery_rate_bps"`
+
+	Packets uint64 `json:"packets,omitempty"` // UDP datagrams
 }
 
 // Sum totals the streams of an interval, or of a run.
@@ -132,8 +152,9 @@ type Received struct {
 	BitsPerSecond float64 `json:"bits_per_second"`
 	// Seconds is the receiver's window (the agent's with --bidir, whose
 	// client-side half has the client's window); 0 when the driver
-	// reports none.
-	Seconds float64 `json:"seconds,omitempty"`
+	// reports none. Not "seconds": in iperf3's document that is the
+	// client's measured time.
+	Seconds float64 `json:"receiver_seconds,omitempty"`
 }
 
 // HostCPUs is the per-CPU load of each end, keyed by CPU number.
@@ -164,6 +185,8 @@ type End struct {
 	// (telemetry.SrcStat, SrcSoftirqs, SrcInterrupts) and why: what they
 	// measure is unknown for the run, not zero.
 	Unread HostUnread `json:"telemetry_unread,omitzero"`
+
+	Sum *UDPStream `json:"sum,omitempty"` // a UDP run's streams together, as iperf3 -u; nil for TCP
 }
 
 // HostForeign is the other load on each end; Notes say why an end's is
@@ -195,10 +218,12 @@ type HostUnread struct {
 // make the two differ: the receiver's window lags the sender's.
 type StreamEnd struct {
 	ID            int    `json:"id"`
-	Sender        string `json:"sender"`
+	Sender        string `json:"sent_by"`
 	SentBytes     uint64 `json:"sent_bytes"`
 	ReceivedBytes uint64 `json:"received_bytes"`
 	Retransmits   uint64 `json:"retransmits"`
+
+	UDP *UDPStream `json:"udp,omitempty"` // what the receiver counted of a UDP stream
 }
 
 // EndCPU is the CPU time each end's process used while measuring
@@ -207,6 +232,12 @@ type StreamEnd struct {
 type EndCPU struct {
 	ClientSeconds float64 `json:"client_seconds"`
 	ServerSeconds float64 `json:"server_seconds"`
+
+	// The same split into user and system time (0 when not reported).
+	ClientUserSeconds   float64 `json:"client_user_seconds,omitempty"`
+	ClientSystemSeconds float64 `json:"client_system_seconds,omitempty"`
+	ServerUserSeconds   float64 `json:"server_user_seconds,omitempty"`
+	ServerSystemSeconds float64 `json:"server_system_seconds,omitempty"`
 }
 
 // ZCReport says what zero copy did: for MSG_ZEROCOPY, how many sends the
