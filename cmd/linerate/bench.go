@@ -44,6 +44,15 @@ type benchFlags struct {
 	db         string
 	noStore    bool
 	perftest   bench.PerftestParams
+
+	// Latency and UDP tests (bench --latency, bench --udp).
+	latency   bool
+	udp       bool
+	size      int
+	rate      string
+	udpRate   string
+	udpLen    int
+	omitGiven bool
 }
 
 func newBenchCmd(env *cliEnv) *cobra.Command {
@@ -61,6 +70,16 @@ interrupts of both hosts, whatever moves the bytes:
   --engine iperf2    iperf 2 (enhanced CSV)
   --engine perftest  ib_write_bw, ib_read_bw, ib_send_bw, ib_write_lat,
                      ib_send_lat (needs an RDMA device on both ends)
+  --engine sockperf  sockperf ping-pong, with --latency (the agent starts its
+                     server only with serve --allow-sockperf)
+  --engine netperf   netperf TCP_RR, with --latency, in a lab (Debian non-free)
+
+--latency measures round trips instead: one message at a time over TCP
+(TCP_NODELAY) or UDP (--udp), --size bytes at --rate per second, both ends
+pinned, warm-up (-O, default 0.4 s) and cool-down not counted; end.latency
+holds min, p25, p50, p90, p99, p99.9, p99.99, max, mean and stdev in µs.
+--udp alone sends UDP at -b bits per second (-l bytes per datagram) and
+reports loss, jitter and packets per second as iperf3 -u does.
 
 PEER is HOST or HOST:PORT, where 'linerate serve' runs (it also starts the
 iperf3/iperf2/perftest server there, pinned as asked), or lab:NAME to run
@@ -89,7 +108,10 @@ Exit status: 0 it ran, 2 it could not.`,
   linerate bench 192.168.15.102 --repeat 10 -A 6,6 --label baseline
   linerate bench 192.168.15.102 --sweep-streams 1,2,4,8,16 --engine iperf3
   linerate bench 192.168.15.102 --placements "6,6;0,0;6,7" --repeat 5
-  linerate bench lab:demo -t 10 --reverse`,
+  linerate bench lab:demo -t 10 --reverse
+  linerate bench 192.168.15.102 --latency --rate 10k -A 6,6 -t 10
+  linerate bench 192.168.15.102 --latency --udp --engine sockperf -A 6,6
+  linerate bench 192.168.15.102 --udp -b 1G -l 1472`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runBench(cmd, env, args[0], f) },
 	}
@@ -123,10 +145,20 @@ Exit status: 0 it ran, 2 it could not.`,
 	fl.IntVar(&f.perftest.Iters, "perftest-iters", 0, "perftest iterations (default 5000 for bandwidth, 10000 for latency)")
 	fl.StringVar(&f.perftest.Device, "rdma-device", "", "RDMA device for perftest (-d), e.g. rocep3s0")
 	fl.IntVar(&f.perftest.GID, "gid-index", 0, "RoCE GID index for perftest (-x)")
+	fl.BoolVar(&f.latency, "latency", false, "measure round trips: a ping-pong of one message at a time (TCP_NODELAY, or UDP with --udp), end.latency")
+	fl.BoolVarP(&f.udp, "udp", "u", false, "UDP: with --latency a UDP ping-pong; alone a UDP stream at -b (loss, jitter, packets per second, as iperf3 -u)")
+	fl.IntVar(&f.size, "size", 64, "--latency: message bytes (14 to 65507)")
+	fl.StringVar(&f.rate, "rate", "", "--latency: round trips per second, e.g. 10000 or 10k (default: as fast as replies come)")
+	fl.StringVarP(&f.udpRate, "bitrate", "b", "1M", "--udp: target bits per second, e.g. 1G or 500M; 0 unlimited")
+	fl.IntVarP(&f.udpLen, "length", "l", 1460, "--udp: datagram payload bytes (16 to 65507)")
 	return cmd
 }
 
 func runBench(cmd *cobra.Command, env *cliEnv, peer string, f benchFlags) error {
+	f.omitGiven = cmd.Flags().Changed("omit")
+	if err := f.checkProbe(cmd); err != nil {
+		return err
+	}
 	cfg, err := f.config()
 	if err != nil {
 		return err
@@ -166,10 +198,18 @@ func runBench(cmd *cobra.Command, env *cliEnv, peer string, f benchFlags) error 
 	c := &bench.Campaign{Spec: spec, Driver: target.Driver, ClientDoctor: target.ClientDoctor, ServerDoctor: target.ServerDoctor,
 		Iface: target.Iface, ClientTune: target.ClientTune, ServerTune: target.ServerTune}
 	if !f.noStore {
-		if c.Store, err = store.Open(ctx, f.db); err != nil {
+		c.Store, err = store.Open(ctx, f.db)
+		var dmg *store.DamagedError
+		switch {
+		case errors.As(err, &dmg):
+			// Measure anyway: each run is kept in a file beside the
+			// damaged database, and the last line says where.
+			c.Unstored, c.UnstoredErr = dmg.Path, err
+		case err != nil:
 			return err
+		default:
+			defer c.Store.Close()
 		}
-		defer c.Store.Close()
 	}
 	if spec.IsCampaign() {
 		return runCampaign(ctx, env, c, f)
@@ -217,20 +257,42 @@ func runOne(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFlags, t
 		c.Progress = bench.NewProgress(env.stdout, false)
 	}
 	_, outs, err := c.Run(ctx)
-	if err != nil {
-		if f.jsonStream {
-			_ = json.NewEncoder(env.stdout).Encode(result.Event{Event: "error", Data: err.Error()})
+	var failed *bench.FailedRun
+	if errors.As(err, &failed) {
+		// Cut short: its intervals were shown as they came; what it
+		// measured is kept, marked with the reason.
+		switch {
+		case f.jsonStream:
+			_ = json.NewEncoder(env.stdout).Encode(result.Event{Event: "end", Data: &failed.Run.End})
+		case f.json:
+			_ = encodeJSON(env.stdout, failed.Run)
+		case failed.ID != 0:
+			fmt.Fprintf(env.stdout, "stored as run %d in %s, marked failed\n", failed.ID, c.Store.Path())
 		}
+	}
+	if err != nil && f.jsonStream {
+		_ = json.NewEncoder(env.stdout).Encode(result.Event{Event: "error", Data: err.Error()})
+	}
+	if err != nil && len(outs) == 0 {
 		return err
 	}
 	run := outs[0].Run
+	if err != nil { // the run is whole; the database did not take it
+		if f.json {
+			_ = encodeJSON(env.stdout, run)
+		}
+		return err
+	}
 	switch {
 	case f.json:
 		return encodeJSON(env.stdout, run)
 	case f.jsonStream:
 		return nil
 	}
-	if _, native := target.Driver.(*bench.Native); !native {
+	if _, native := target.Driver.(*bench.Native); !native && (run.End.Latency != nil || run.End.UDP != nil) {
+		fmt.Fprintf(env.stdout, "%s: placement client CPU %v, server CPU %v\n", c.Driver.Name(), run.Start.Placement.Client, run.Start.Placement.Server)
+		bench.WriteProbeEnd(env.stdout, &run.End)
+	} else if !native {
 		fmt.Fprintf(env.stdout, "%s: %.2f Gbit/s received, %.2f Gbit/s sent, %d retransmits\n",
 			c.Driver.Name(), run.Gbps(), run.End.SumSent.BitsPerSecond/1e9, run.End.SumSent.Retransmits)
 	}
@@ -248,7 +310,7 @@ func (f benchFlags) spec(peer string, cfg agent.Config) (bench.Spec, error) {
 	s := bench.Spec{Engine: f.engine, Peer: peer, Label: f.label, Repeat: f.repeat,
 		Run: bench.Params{Streams: cfg.Streams, Duration: cfg.Duration, Omit: cfg.Omit, Interval: cfg.Interval,
 			Direction: cfg.Direction, Window: cfg.Window, Placement: bench.Placement{Client: cfg.ClientCPUs, Server: cfg.ServerCPUs},
-			ZeroCopy: cfg.ZeroCopy, Congestion: cfg.Congestion, FQRate: cfg.FQRate, Perftest: f.perftest}}
+			ZeroCopy: cfg.ZeroCopy, Congestion: cfg.Congestion, FQRate: cfg.FQRate, Perftest: f.perftest, Probe: cfg.Probe}}
 	var err error
 	if f.sweep != "" {
 		if s.Streams, err = bench.ParseStreams(f.sweep); err != nil {
@@ -278,7 +340,13 @@ func (f benchFlags) checkEngine(cfg agent.Config) error {
 	if !slices.Contains(bench.Engines, f.engine) {
 		return fmt.Errorf("--engine %q: choose one of %s", f.engine, strings.Join(bench.Engines, ", "))
 	}
-	if f.engine == "native" {
+	if (f.engine == "sockperf" || f.engine == "netperf") && !f.latency {
+		return fmt.Errorf("--engine %s measures latency: add --latency", f.engine)
+	}
+	if f.engine != "native" && f.engine != "sockperf" && f.engine != "netperf" && (f.latency || f.udp) {
+		return fmt.Errorf("--latency and --udp run with --engine native or sockperf, not %s", f.engine)
+	}
+	if f.engine == "native" || f.engine == "sockperf" || f.engine == "netperf" {
 		if f.perftest != (bench.PerftestParams{}) {
 			return errors.New("--perftest-* and --rdma-device are for --engine perftest")
 		}
@@ -331,6 +399,12 @@ func (f benchFlags) config() (agent.Config, error) {
 			return cfg, fmt.Errorf("--window %q: give bytes with an optional K, M or G (powers of 1024), at most 2G-1", f.window)
 		}
 		cfg.Window = int(w)
+	}
+	if cfg.Probe, err = f.probe(); err != nil {
+		return cfg, err
+	}
+	if f.latency && !f.omitGiven {
+		cfg.Omit = 400 * time.Millisecond // sockperf's warm-up
 	}
 	if f.fqRate != "" {
 		r, err := parseSize(f.fqRate, 1000)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -128,6 +129,9 @@ func resolve(ctx context.Context, db *store.Store, ref string) (compareSide, []s
 	side := compareSide{Ref: ref}
 	if id, err := strconv.ParseInt(ref, 10, 64); err == nil {
 		if r, err := db.Run(ctx, id); err == nil {
+			if r.Failed != "" {
+				return side, nil, fmt.Errorf("run %d failed (%s): it has no result to compare; pick another run or a label", id, r.Failed)
+			}
 			side.Kind, side.RunIDs, side.Engine, side.Streams = "run", []int64{id}, r.Engine, r.Streams
 			side.Sample = []float64{r.Gbps}
 			return side, []store.Run{*r}, nil
@@ -139,8 +143,9 @@ func resolve(ctx context.Context, db *store.Store, ref string) (compareSide, []s
 	if err != nil {
 		return side, nil, err
 	}
+	runs = slices.DeleteFunc(runs, func(r store.Run) bool { return r.Failed != "" }) // a failed run is no sample
 	if len(runs) == 0 {
-		return side, nil, fmt.Errorf("%q is neither a run ID nor a label in %s (see 'linerate history')", ref, db.Path())
+		return side, nil, fmt.Errorf("%q is neither a run ID nor a label of a finished run in %s (see 'linerate history')", ref, db.Path())
 	}
 	side.Kind = "label"
 	for _, r := range runs {

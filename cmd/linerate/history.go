@@ -66,6 +66,7 @@ type historyRun struct {
 	Retransmits int64     `json:"retransmits"`
 	ClientCPUs  *float64  `json:"client_cpu_s"`
 	ServerCPUs  *float64  `json:"server_cpu_s"`
+	Failed      string    `json:"failed,omitempty"` // why the run ended early; its Gbit/s are no result
 }
 
 func runHistory(cmd *cobra.Command, env *cliEnv, f historyFlags) error {
@@ -90,7 +91,7 @@ func runHistory(cmd *cobra.Command, env *cliEnv, f historyFlags) error {
 		for _, r := range runs {
 			out.Runs = append(out.Runs, historyRun{r.ID, r.CampaignID, r.Seq, r.StartedAt, r.Label, r.Engine, r.Peer,
 				r.Streams, placementName(r.Placement), r.Direction, r.DurationS, r.Gbps, r.SentGbps, r.Retransmits,
-				r.ClientCPUSeconds, r.ServerCPUSeconds})
+				r.ClientCPUSeconds, r.ServerCPUSeconds, r.Failed})
 		}
 		return writeJSON(env.stdout, out)
 	}
@@ -127,8 +128,12 @@ func writeHistory(w io.Writer, runs []store.Run) error {
 		if label == "" {
 			label = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%.2f\t%d\t%s\n", r.ID, r.StartedAt.Local().Format("2006-01-02 15:04:05"),
-			label, r.Engine, r.Peer, r.Streams, placementName(r.Placement), r.Direction, r.Gbps, r.Retransmits, camp)
+		rate := fmt.Sprintf("%.2f", r.Gbps)
+		if r.Failed != "" {
+			rate = "failed"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\n", r.ID, r.StartedAt.Local().Format("2006-01-02 15:04:05"),
+			label, r.Engine, r.Peer, r.Streams, placementName(r.Placement), r.Direction, rate, r.Retransmits, camp)
 	}
 	return tw.Flush()
 }

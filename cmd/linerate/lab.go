@@ -23,7 +23,8 @@ func newLabCmd(env *cliEnv) *cobra.Command {
 		Long: `lab builds two hosts, lr-NAME-a (198.18.0.1) and lr-NAME-b (198.18.0.2), as network
 namespaces joined by a veth pair (lab0 in each), shaped by a scenario into a
 known problem. Every lab reuses these addresses: the namespaces keep them apart.
-Needs root.
+'lab up --hosts K' makes a lab of K hosts (h01 … at 198.18.0.<i>) joined by a
+bridge instead, for 'linerate fleet run --lab NAME'. Needs root.
 
 Scenarios:
 ` + scenarioHelp(),
@@ -44,7 +45,7 @@ func scenarioHelp() string {
 // labFlags are the flags that say which lab and how to shape it.
 type labFlags struct {
 	name, scenario, rate string
-	mtu                  int
+	mtu, hosts           int
 }
 
 // register adds the flags; a non-empty scenario also adds the shaping
@@ -69,7 +70,7 @@ func (f *labFlags) register(cmd *cobra.Command, scenario lab.Scenario) {
 }
 
 func (f *labFlags) config() (lab.Config, error) {
-	c := lab.Config{Name: f.name, MTU: f.mtu}
+	c := lab.Config{Name: f.name, MTU: f.mtu, Hosts: f.hosts}
 	sc, err := lab.ParseScenario(f.scenario)
 	if err != nil {
 		return c, err
@@ -102,12 +103,18 @@ func newLabUpCmd(env *cliEnv) *cobra.Command {
 	var f labFlags
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "up [--name N] [--scenario S] [--rate R] [--mtu M]",
+		Use:   "up [--name N] [--scenario S] [--rate R] [--mtu M] [--hosts K]",
 		Short: "Bring a lab up, or reshape it in place",
 		Long: `up brings lab N up shaped by scenario S. Run again with the same arguments it
 changes nothing; with other arguments it reshapes the lab in place (MTUs,
 qdiscs, sysctls) without recreating it. Ctrl-C while it creates a lab removes
-what it made.`,
+what it made.
+
+--hosts K (3 to 64) makes a lab of many hosts instead, for 'linerate fleet':
+hosts lr-N-h01 … lr-N-hKK, each with lab0 at 198.18.0.<i>/24, joined by the
+bridge br0 (198.18.0.254) in lr-N-sw, whose port toward host i is h<ii>.
+--rate and --mtu apply to every host; the scenario can be healthy or
+capped-10g.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := f.config()
@@ -134,13 +141,17 @@ what it made.`,
 			for _, ch := range res.Changes {
 				fmt.Fprintf(env.stdout, "  %s\n", ch)
 			}
-			if res.Created {
+			switch {
+			case res.Created && res.Hosts != 0:
+				fmt.Fprintf(env.stdout, "try: linerate lab exec %s h01 -- linerate doctor --iface %s --peer %s\n", res.Name, lab.Iface, lab.HostN(res.Hosts).Addr())
+			case res.Created:
 				fmt.Fprintf(env.stdout, "try: linerate lab exec %s a -- linerate doctor --iface %s --peer %s\n", res.Name, lab.Iface, lab.AddrB)
 			}
 			return nil
 		},
 	}
 	f.register(cmd, lab.Healthy)
+	cmd.Flags().IntVar(&f.hosts, "hosts", 0, "make a lab of this many hosts (3 to 64) joined by a bridge, instead of a and b")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
 }
@@ -211,9 +222,10 @@ func newLabStatusCmd(env *cliEnv) *cobra.Command {
 // command's own status, which the root command's 0/1/2 mapping cannot carry.
 func newLabExecCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "exec NAME a|b -- COMMAND [ARG...]",
+		Use:   "exec NAME a|b|h01…|sw -- COMMAND [ARG...]",
 		Short: "Run a command inside a lab host, as 'ip netns exec' does",
-		Long: `exec runs COMMAND in host a or b of lab NAME: in its network namespace, with a
+		Long: `exec runs COMMAND in host a or b of lab NAME (h01, h02, … or the switch sw of a
+lab of many hosts): in its network namespace, with a
 /sys that shows the host's interfaces. linerate exits with the command's exit
 status. SIGTERM and SIGHUP are passed on to the command; Ctrl-C reaches it
 from the terminal directly.`,

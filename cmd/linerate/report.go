@@ -28,6 +28,7 @@ type reportFlags struct {
 	title    string
 	json     bool
 	c2c      []string
+	fleet    string
 }
 
 func newReportCmd(env *cliEnv) *cobra.Command {
@@ -71,6 +72,7 @@ the journal's ID only.`,
 	fl.StringVarP(&f.out, "output", "o", "", "the report file: FILE.html, FILE.htm or FILE.md (required)")
 	fl.StringVar(&f.title, "title", "", "the report's title (default: made from the hosts)")
 	fl.StringArrayVar(&f.c2c, "c2c", nil, "a core-to-core matrix from 'linerate c2c --json' to include (a host's stored one is included anyway); repeatable")
+	fl.StringVar(&f.fleet, "fleet", "", "draw a fleet run: the linerate.fleet/v1 document 'linerate fleet run --json' wrote")
 	fl.BoolVar(&f.json, "json", false, "say what was written as a "+reportSchema+" JSON document (the verdict, the runs, hosts and journals in the report)")
 	return cmd
 }
@@ -93,6 +95,9 @@ func runReport(cmd *cobra.Command, env *cliEnv, f reportFlags) error {
 	format, err := reportFormat(f.out)
 	if err != nil {
 		return err
+	}
+	if f.fleet != "" {
+		return runFleetReport(env, f, format)
 	}
 	if f.last < 0 {
 		return fmt.Errorf("--last %d: give a positive number of runs", f.last)

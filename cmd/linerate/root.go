@@ -106,6 +106,7 @@ var commands = []func(*cliEnv) *cobra.Command{
 	newC2CCmd,
 	newCompareCmd,
 	newDoctorCmd,
+	newFleetCmd,
 	newHistoryCmd,
 	newLabCmd,
 	newReportCmd,

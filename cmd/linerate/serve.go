@@ -26,6 +26,7 @@ type serveFlags struct {
 	once          bool
 	maxDuration   time.Duration
 	allowPerftest bool
+	allowSockperf bool
 	metrics       metricsFlags
 }
 
@@ -80,6 +81,7 @@ any tool, and hands authenticated clients this host's doctor report (within
 	fl.BoolVar(&f.once, "once", false, "exit after one test")
 	fl.DurationVar(&f.maxDuration, "max-duration", agent.DefaultMaxDuration, "refuse tests longer than this")
 	fl.BoolVar(&f.allowPerftest, "allow-perftest", false, "start perftest servers for clients (they take no authentication)")
+	fl.BoolVar(&f.allowSockperf, "allow-sockperf", false, "start sockperf servers for clients (bench --latency --engine sockperf; they take no authentication)")
 	addMetricsFlags(fl, &f.metrics)
 	return cmd
 }
@@ -130,7 +132,7 @@ func runServe(cmd *cobra.Command, env *cliEnv, f serveFlags) error {
 	}
 	srv := &agent.Server{Token: token, MaxDuration: f.maxDuration, Once: f.once,
 		Logger: slog.New(slog.NewTextHandler(env.stderr, nil)),
-		Tools:  bench.AgentTools{AllowPerftest: f.allowPerftest}, Doctor: bench.LiveDoctor, Annotate: annotateTune}
+		Tools:  bench.AgentTools{AllowPerftest: f.allowPerftest, AllowSockperf: f.allowSockperf}, Doctor: bench.LiveDoctor, Annotate: annotateTune}
 	return srv.Serve(ctx, ln)
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/pathwatch"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
 )
@@ -43,6 +44,9 @@ type client struct {
 	load *telemetry.Looked // this host's CPUs just before the test
 	// loadNote says why load is nil: the look failed.
 	loadNote string
+	// route is the path to the agent as the test started (fault.go); nil
+	// when the kernel could not say.
+	route *pathwatch.Route
 }
 
 // Run runs one test against the agent at cfg.Peer and returns its result.
@@ -55,6 +59,9 @@ func Run(ctx context.Context, cfg Config) (*result.Result, error) {
 	}
 	if c.fs == nil {
 		c.fs = hostfs.Live()
+	}
+	if cfg.Probe != nil {
+		return runProbe(ctx, cfg)
 	}
 	if err := newRequest(c.p, cfg.ServerCPUs).validate(24 * time.Hour); err != nil { // the agent applies its own, lower bound
 		return nil, err
@@ -105,6 +112,7 @@ func (c *client) run(ctx context.Context) (*result.Result, error) {
 	}
 	c.peer, c.keys = *peer, keys
 	lk := startLook(ctx, c.fs) // while the agent looks at its own host
+	c.route = lookupRoute(c.ctrl.c)
 	local := engine.AddrPort(c.ctrl.c.LocalAddr())
 	var notes []string
 	c.me, notes = engine.HostFacts(c.fs, local.Addr())
@@ -215,32 +223,48 @@ func (c *client) measure(ctx context.Context, streams []*engine.Stream) (*result
 	c.emit(result.Event{Event: "start", Data: &c.res.Start})
 	rd := newReader(c.ctrl, c.p)
 	c.side.Begin()
+	w := newStallWatch(c.route, c.side)
 	if err := c.ctrl.send(bareMsg{Type: msgStart}, handshakeTimeout); err != nil {
 		c.side.Finish(0)
 		return nil, fmt.Errorf("starting the test: %w", err)
 	}
-	if err := c.intervals(ctx, rd); err != nil {
-		c.side.Finish(0)
-		return nil, err
+	if err := c.intervals(ctx, rd, w); err != nil {
+		if ctx.Err() != nil {
+			c.side.Shutdown()
+			c.side.Finish(0)
+			return nil, err
+		}
+		return c.failed(err)
 	}
-	return c.end(rd)
+	return c.end(rd, w)
 }
 
 // intervals samples this end at every boundary and merges the agent's
 // sample of the same interval into one report.
-func (c *client) intervals(ctx context.Context, rd *reader) error {
+func (c *client) intervals(ctx context.Context, rd *reader, w *stallWatch) error {
 	wait := min(c.p.Interval/2, 500*time.Millisecond)
+	tick := time.NewTicker(watchTick)
+	defer tick.Stop()
 	for !c.side.Done() {
 		due, _ := c.side.Due()
 		t := time.NewTimer(time.Until(due))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return context.Cause(ctx)
-		case err := <-rd.errc:
-			t.Stop()
-			return fmt.Errorf("the agent's control connection: %w", err)
-		case <-t.C:
+	waiting:
+		for {
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return context.Cause(ctx)
+			case err := <-rd.errc:
+				t.Stop()
+				return c.agentGone(err, w)
+			case now := <-tick.C:
+				if pe := w.check(now); pe != nil {
+					t.Stop()
+					return pe
+				}
+			case <-t.C:
+				break waiting
+			}
 		}
 		cs := c.side.Sample()
 		if c.side.Done() {
@@ -265,17 +289,38 @@ func (c *client) emit(e result.Event) {
 	}
 }
 
-// end waits for the streams to drain and the agent's totals.
-func (c *client) end(rd *reader) (*result.Result, error) {
-	c.side.Finish(endGrace)
-	var em *endMsg
-	select {
-	case em = <-rd.endc:
-	case err := <-rd.errc:
-		return nil, fmt.Errorf("waiting for the agent's totals: %w", err)
-	case <-time.After(endGrace):
-		return nil, errors.New("the agent sent no totals within 10 s of the end")
+// end waits for the streams to drain and the agent's totals. A path or
+// an agent that goes away meanwhile fails the run, its intervals kept.
+func (c *client) end(rd *reader, w *stallWatch) (*result.Result, error) {
+	drained := make(chan struct{})
+	go func() { c.side.Finish(endGrace); close(drained) }()
+	tick := time.NewTicker(watchTick)
+	defer tick.Stop()
+	timeout := time.NewTimer(2 * endGrace) // the drain's grace, then the totals'
+	defer timeout.Stop()
+	fail := func(err error) (*result.Result, error) {
+		c.side.Shutdown()
+		<-drained
+		return c.failed(err)
 	}
+	var em *endMsg
+	for em == nil {
+		select {
+		case em = <-rd.endc:
+		case err := <-rd.errc:
+			if pe := c.agentGone(err, w); errors.As(pe, new(*PathError)) {
+				return fail(pe)
+			}
+			return fail(fmt.Errorf("waiting for the agent's totals: %w", err))
+		case <-tick.C:
+			if pe := w.gone(); pe != nil {
+				return fail(pe)
+			}
+		case <-timeout.C:
+			return fail(fmt.Errorf("the agent sent no totals within %s of the end", 2*endGrace))
+		}
+	}
+	<-drained
 	c.lateSamples(rd)
 	c.res.End = c.totals(em)
 	c.emit(result.Event{Event: "end", Data: &c.res.End})

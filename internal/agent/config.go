@@ -54,6 +54,10 @@ type Config struct {
 	// Host is where telemetry and placement facts are read; nil is the
 	// live host.
 	Host *hostfs.FS
+	// Probe, when set, makes the test a ping-pong or a UDP stream
+	// (probe.go) instead of TCP streams; Streams, Direction, Window and
+	// the stream options do not apply.
+	Probe *ProbeTest
 }
 
 // Params returns the test with its defaults filled in.

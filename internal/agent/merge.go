@@ -30,7 +30,7 @@ func (c *client) startResult(acc acceptMsg, streams []*engine.Stream, ch choice,
 	if c.loadNote != "" {
 		st.Notes = append(st.Notes, "client: "+c.loadNote)
 	}
-	if acc.Load == nil {
+	if acc.Load == nil && (c.load != nil || c.loadNote != "") { // this run looked (a probe does not)
 		st.Notes = append(st.Notes, "server: CPU load before the run unknown: the agent could not look at its CPUs")
 	}
 	if ch.why != "" {

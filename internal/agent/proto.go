@@ -40,6 +40,11 @@ const protoVersion = 2
 //	doctor         client  a doctor report          none (type only)
 //	doctor_report  agent   after doctor             doctorReportMsg.check: the report is JSON
 //	error, busy    either  instead of the answer    reason shown at most maxReason bytes
+//	relay          client  a test from the agent    relayMsg.validate: a request's bounds; peer an IP address and port (relay.go)
+//	relay_start    agent   the relayed test began   relayStartMsg.check: streams, connections, notes, host facts
+//	relay_interval agent   every interval           relayIntervalMsg.check: index, one stream per connection, CPU count, finite
+//	relay_end      agent   the relayed test ended   relayEndMsg.check: interval count, streams, errors, finite
+//	bye            client  after welcome            none (type only): the client only wanted the handshake
 //
 // Every frame is bounded before it is read (frame.go): 4 KiB before
 // authentication, 1 MiB after, 16 MiB for a doctor report the client
@@ -71,6 +76,7 @@ var messageTypes = map[string]bool{
 	msgAccept: true, msgBusy: true, msgError: true, msgReady: true, msgStart: true,
 	msgInterval: true, msgStop: true, msgEnd: true, msgTool: true, msgToolStarted: true,
 	msgToolEnd: true, msgDoctor: true, msgDoctorReport: true,
+	msgRelay: true, msgRelayStart: true, msgRelayInterval: true, msgRelayEnd: true, msgBye: true,
 }
 
 // Bounds of the messages' contents.

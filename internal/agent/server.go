@@ -273,10 +273,10 @@ func refusalKind(p *pending, err error) string {
 func (s *Server) claim(c *conn, keys sessionKeys, host result.HostInfo, log *slog.Logger) (*session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.active != nil {
+	if s.active != nil && !s.active.giveWay(log) {
 		return nil, fmt.Errorf("a test from %s is running", s.active.ctrl.c.RemoteAddr())
 	}
-	s.active = &session{srv: s, ctrl: c, keys: keys, host: host, log: log}
+	s.active = &session{srv: s, ctrl: c, keys: keys, host: host, log: log, yield: newYielding()}
 	return s.active, nil
 }
 
@@ -344,6 +344,8 @@ type session struct {
 	testID []byte
 	got    map[uint32]bool
 	data   chan dataConn
+
+	yield yielding // a stalled test gives way to a new client (fault.go)
 }
 
 type dataConn struct {

@@ -27,8 +27,15 @@ func (ss *session) run(ctx context.Context) bool {
 		return false
 	case typ == msgTool:
 		return ss.runTool(ctx, body)
+	case typ == msgProbe:
+		return ss.runProbe(ctx, body)
 	case typ == msgDoctor:
 		ss.serveDoctor()
+		return false
+	case typ == msgRelay:
+		return ss.runRelay(ctx, body)
+	case typ == msgBye:
+		ss.free()
 		return false
 	}
 	if err := ss.request(typ, body); err != nil {
@@ -206,7 +213,9 @@ func (ss *session) measure(ctx context.Context, streams []*engine.Stream) error 
 	}
 	sd.Begin()
 	stopc := ss.awaitStop(time.Now().Add(ss.p.Omit + ss.p.Duration + endGrace))
-	if err := ss.intervals(ctx, sd, stopc); err != nil {
+	w := newStallWatch(lookupRoute(ss.ctrl.c), sd)
+	ss.yield.moved(w.lastMove)
+	if err := ss.intervals(ctx, sd, stopc, w); err != nil {
 		sd.Shutdown()
 		sd.Finish(0)
 		return err
@@ -227,9 +236,13 @@ func (ss *session) measure(ctx context.Context, streams []*engine.Stream) error 
 
 // intervals sends a sample at every boundary until the client's stop,
 // when it takes the last one at once.
-func (ss *session) intervals(ctx context.Context, sd *engine.Side, stopc <-chan error) error {
+// A path that goes away ends the test at once (fault.go): the agent is
+// free for the next client instead of waiting out the test's length.
+func (ss *session) intervals(ctx context.Context, sd *engine.Side, stopc <-chan error, w *stallWatch) error {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
+	tick := time.NewTicker(watchTick)
+	defer tick.Stop()
 	for {
 		due, ok := sd.Due()
 		var tc <-chan time.Time
@@ -254,6 +267,13 @@ func (ss *session) intervals(ctx context.Context, sd *engine.Side, stopc <-chan 
 			if err := ss.send(sd.Sample()); err != nil {
 				return sendFailed(err, stopc)
 			}
+		case now := <-tick.C:
+			if pe := w.check(now); pe != nil {
+				return pe
+			}
+			ss.yield.moved(w.lastMove)
+		case <-ss.yield.c:
+			return fmt.Errorf("a new client came while this test had moved nothing for %.1f s: it gave way", time.Since(w.lastMove).Seconds())
 		}
 	}
 }

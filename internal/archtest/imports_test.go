@@ -31,7 +31,8 @@ var (
 		"internal/cpulist": {},
 		"internal/limits":  {},
 		"internal/hostfs":  {"internal/cpulist"},
-		"internal/result":  {"internal/telemetry", "internal/hostfs", "internal/cpulist"},
+		"internal/latency": {},
+		"internal/result":  {"internal/telemetry", "internal/hostfs", "internal/cpulist", "internal/latency"},
 	}
 )
 

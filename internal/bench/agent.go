@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -26,6 +27,9 @@ type AgentTools struct {
 	// AllowPerftest lets clients start perftest servers, which have no
 	// authentication (serve --allow-perftest).
 	AllowPerftest bool
+	// AllowSockperf lets clients start sockperf servers, which have no
+	// authentication either (serve --allow-sockperf).
+	AllowSockperf bool
 }
 
 // minToolPort keeps agent-started tool servers off the privileged ports,
@@ -44,6 +48,12 @@ func (a AgentTools) StartTool(req agent.ToolRequest) (agent.ToolProc, agent.Tool
 	}
 	if slices.Contains(perftestTools, t.Tool) && !a.AllowPerftest {
 		return nil, agent.ToolStart{}, fmt.Errorf("this agent does not start %s: perftest servers take no authentication, so an agent starts them only when run with --allow-perftest", t.Tool)
+	}
+	if t.Tool == "netserver" {
+		return nil, agent.ToolStart{}, errors.New("this agent does not start netserver: it takes no authentication and runs any test a client asks for; run --engine netperf in a lab, or use --engine sockperf")
+	}
+	if t.Tool == "sockperf" && !a.AllowSockperf {
+		return nil, agent.ToolStart{}, errors.New("this agent does not start sockperf: its server takes no authentication, so an agent starts it only when run with --allow-sockperf")
 	}
 	// Whatever the client wrote, the tool listens where the agent was
 	// reached: the agent never opens a port on an address it was not

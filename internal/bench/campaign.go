@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -28,6 +29,14 @@ type Campaign struct {
 	// ClientTune and ServerTune name the tune journals in effect on each
 	// end; a run whose ends did not say carries them.
 	ClientTune, ServerTune string
+	// Unstored, when set, is the database that could not be opened
+	// (damaged), and UnstoredErr why: every run is written beside it
+	// (WriteSideFile) instead.
+	Unstored    string
+	UnstoredErr error
+	// SideFiles lists the runs written beside the database, in order.
+	SideFiles []string
+	storeErr  error // the database's first refusal; later runs go beside it at once
 }
 
 // paramChecker is a driver that can tell, before a campaign starts,
@@ -65,7 +74,11 @@ func (c *Campaign) Run(ctx context.Context) (*Summary, []Outcome, error) {
 		}
 	}
 	campaignID, err := c.begin(ctx)
-	if err != nil {
+	var dmg *store.DamagedError
+	switch {
+	case errors.As(err, &dmg):
+		c.storeErr = err // the runs go beside the database
+	case err != nil:
 		return nil, nil, err
 	}
 	points, order := c.Spec.Points(), c.Spec.Order()
@@ -78,8 +91,14 @@ func (c *Campaign) Run(ctx context.Context) (*Summary, []Outcome, error) {
 		}
 		out, err := c.one(ctx, campaignID, i+1, pi, points[pi])
 		if err != nil {
-			return c.summary(campaignID, outs), outs, fmt.Errorf("run %d of %d (%d streams, placement %s): %w",
-				i+1, len(order), points[pi].Streams, points[pi].Placement, err)
+			if c.Spec.IsCampaign() { // one run needs no number
+				err = fmt.Errorf("run %d of %d (%d streams, placement %s): %w",
+					i+1, len(order), points[pi].Streams, points[pi].Placement, err)
+			}
+			if u := c.unstored(); u != nil {
+				err = fmt.Errorf("%w; %w", err, u)
+			}
+			return c.summary(campaignID, outs), outs, err
 		}
 		outs = append(outs, out)
 		if c.Progress != nil {
@@ -87,6 +106,9 @@ func (c *Campaign) Run(ctx context.Context) (*Summary, []Outcome, error) {
 		}
 	}
 	s := c.summary(campaignID, outs)
+	if u := c.unstored(); u != nil {
+		return s, outs, u
+	}
 	if c.Store != nil && campaignID != 0 {
 		b, err := json.Marshal(s)
 		if err != nil {
@@ -138,9 +160,12 @@ func (c *Campaign) one(ctx context.Context, campaignID int64, seq, pi int, p Poi
 	if c.Progress != nil {
 		live = func(iv result.Interval) { c.Progress.Interval(seq-1, iv) }
 	}
-	r, err := c.Driver.Run(ctx, params, live)
-	if err != nil {
-		return Outcome{}, err
+	r, runErr := c.Driver.Run(ctx, params, live)
+	if r == nil {
+		return Outcome{}, runErr
+	}
+	if runErr != nil && r.Error == "" {
+		r.Error = runErr.Error()
 	}
 	r.Label = c.Spec.Label
 	for i := range r.Intervals {
@@ -160,23 +185,97 @@ func (c *Campaign) one(ctx context.Context, campaignID int64, seq, pi int, p Poi
 		r.Start.Peer = c.Spec.Peer
 	}
 	out := Outcome{Point: pi, Run: r}
-	if c.Store == nil {
-		return out, nil
+	if err := c.keep(ctx, &out, params, campaignID, seq); err != nil {
+		return out, err
 	}
+	if runErr != nil {
+		return out, &FailedRun{Outcome: out, Err: runErr}
+	}
+	return out, nil
+}
+
+// FailedRun is the error of a run that started and then failed (its path
+// or its peer went away): what it measured until then is kept, stored
+// marked failed when the campaign stores runs.
+type FailedRun struct {
+	Outcome
+	Err error
+}
+
+func (e *FailedRun) Error() string { return e.Err.Error() }
+func (e *FailedRun) Unwrap() error { return e.Err }
+
+// keep stores a run, or, when the database cannot take it, writes it
+// beside the database (WriteSideFile) so that no finished measurement is
+// lost; the campaign goes on, and ends with an UnstoredError naming the
+// files.
+func (c *Campaign) keep(ctx context.Context, out *Outcome, params Params, campaignID int64, seq int) error {
+	if c.Store == nil && c.Unstored == "" {
+		return nil
+	}
+	r := out.Run
 	sr, err := storeRun(r, params, c.Spec, c.ClientDoctor, c.ServerDoctor)
 	if err != nil {
-		return out, err
+		return err
 	}
 	sr.CampaignID, sr.Seq = campaignID, seq
 	if campaignID == 0 {
 		sr.Seq = 0
 	}
-	if err := c.Store.AddRun(ctx, sr); err != nil {
-		return out, err
+	sr.Failed = r.Error
+	if c.Store != nil && c.storeErr == nil {
+		if err = c.Store.AddRun(ctx, sr); err == nil {
+			out.ID, r.RunID = sr.ID, sr.ID
+			return nil
+		}
+		c.storeErr = err
 	}
-	out.ID, r.RunID = sr.ID, sr.ID
-	return out, nil
+	path, err := WriteSideFile(c.sideDir(), r)
+	if err != nil {
+		return fmt.Errorf("%w; writing the run beside it failed too: %v", c.unstoredCause(), err)
+	}
+	c.SideFiles = append(c.SideFiles, path)
+	return nil
 }
+
+// sideDir is the database whose runs go beside it.
+func (c *Campaign) sideDir() string {
+	if c.Unstored != "" {
+		return c.Unstored
+	}
+	return c.Store.Path()
+}
+
+func (c *Campaign) unstoredCause() error {
+	if c.storeErr != nil {
+		return c.storeErr
+	}
+	return c.UnstoredErr
+}
+
+// unstored is the campaign's error when runs went to side files.
+func (c *Campaign) unstored() error {
+	if len(c.SideFiles) == 0 {
+		return nil
+	}
+	return &UnstoredError{Paths: c.SideFiles, Err: c.unstoredCause()}
+}
+
+// UnstoredError says that runs the database could not take were kept in
+// files beside it.
+type UnstoredError struct {
+	Paths []string // each run's JSON (linerate.bench/v1), in order
+	Err   error    // why the database did not take them
+}
+
+func (e *UnstoredError) Error() string {
+	if len(e.Paths) == 1 {
+		return fmt.Sprintf("%v; the run was kept in %s instead", e.Err, e.Paths[0])
+	}
+	return fmt.Sprintf("%v; the %d runs were kept beside it instead, %s to %s", e.Err, len(e.Paths), e.Paths[0], e.Paths[len(e.Paths)-1])
+}
+
+func (e *UnstoredError) Unwrap() error { return e.Err }
 
 // storeRun shapes a run as the database keeps it.
 func storeRun(r *Run, p Params, spec Spec, clientDoc, serverDoc json.RawMessage) (*store.Run, error) {

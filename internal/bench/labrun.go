@@ -67,9 +67,18 @@ func RunInLab(ctx context.Context, lr LabEngine, cfg agent.Config) (*result.Resu
 	if err != nil {
 		return nil, err
 	}
-	defer ap.stop()
 	res, err := runLabClient(ctx, lr, cfg, tok)
-	if err != nil && agentErr.String() != "" {
+	// The agent exits after its one test; after a failed one it may not
+	// know yet (its client's path went away where it cannot see), and
+	// the run must end now, not when the agent finds out.
+	grace := 2 * time.Second
+	if err != nil {
+		grace = 1500 * time.Millisecond
+	}
+	ap.stop(grace)
+	// A run cut short says why itself; the agent's last word is for a
+	// client that got nowhere.
+	if err != nil && res == nil && agentErr.String() != "" {
 		err = fmt.Errorf("%w (agent in %s said: %s)", err, lab.Namespace(lr.Name, lab.B), finalLine(agentErr.String()))
 	}
 	return res, err
@@ -121,18 +130,18 @@ func startLabAgent(ctx context.Context, lr LabEngine, cfg agent.Config, tokenFil
 		err := <-a.done
 		return nil, fmt.Errorf("the agent in %s did not start: %v: %s", lab.Namespace(lr.Name, lab.B), err, finalLine(errBuf.String()))
 	case <-time.After(10 * time.Second):
-		a.stop()
+		a.stop(0)
 		return nil, fmt.Errorf("the agent in %s did not listen within 10 s", lab.Namespace(lr.Name, lab.B))
 	}
 }
 
-// stop waits briefly for the agent (it exits after its one test), then
-// ends it.
-func (a *agentProc) stop() {
+// stop waits up to grace for the agent (it exits after its one test),
+// then ends it.
+func (a *agentProc) stop(grace time.Duration) {
 	select {
 	case <-a.done:
 		return
-	case <-time.After(2 * time.Second):
+	case <-time.After(grace):
 	}
 	_ = a.cmd.Process.Signal(syscall.SIGTERM)
 	<-a.done
@@ -162,7 +171,7 @@ func runLabClient(ctx context.Context, lr LabEngine, cfg agent.Config, tok []byt
 	werr := cmd.Wait()
 	switch {
 	case perr != nil:
-		return nil, perr
+		return res, perr
 	case werr != nil:
 		msg := finalLine(errBuf.String())
 		return nil, fmt.Errorf("the client in %s failed: %v: %s", lab.Namespace(lr.Name, lab.A), werr, strings.TrimPrefix(msg, "linerate: "))
@@ -174,7 +183,7 @@ func runLabClient(ctx context.Context, lr LabEngine, cfg agent.Config, tok []byt
 func readEvents(r io.Reader, progress func(result.Event)) (*result.Result, error) {
 	res := &result.Result{Schema: result.Schema, Engine: "native", Intervals: []result.Interval{}}
 	dec := json.NewDecoder(r)
-	sawEnd := false
+	sawStart, sawEnd := false, false
 	for {
 		var raw struct {
 			Event string          `json:"event"`
@@ -191,8 +200,14 @@ func readEvents(r io.Reader, progress func(result.Event)) (*result.Result, error
 		}
 		ev, err := decodeEvent(res, raw.Event, raw.Data)
 		if err != nil {
+			if raw.Event == "error" && sawStart {
+				// The run started and was cut short: keep what it measured.
+				res.Error = err.Error()
+				return res, err
+			}
 			return nil, err
 		}
+		sawStart = sawStart || raw.Event == "start"
 		sawEnd = sawEnd || raw.Event == "end"
 		if progress != nil && ev.Data != nil {
 			progress(ev)
@@ -211,9 +226,13 @@ func decodeEvent(res *result.Result, kind string, data json.RawMessage) (result.
 	case "end":
 		target = &res.End
 	case "error":
+		// The client's own one-line error, passed on as it is: it already
+		// says what failed, and a prefix here would say it twice.
 		var msg string
-		_ = json.Unmarshal(data, &msg)
-		return result.Event{}, fmt.Errorf("the client reported: %s", msg)
+		if err := json.Unmarshal(data, &msg); err != nil || msg == "" {
+			return result.Event{}, errors.New("the client failed without saying why")
+		}
+		return result.Event{}, errors.New(msg)
 	default:
 		return result.Event{}, nil // a newer client's event
 	}
@@ -229,10 +248,14 @@ func decodeEvent(res *result.Result, kind string, data json.RawMessage) (result.
 // benchArgs writes cfg as `linerate bench` flags.
 func benchArgs(cfg agent.Config) []string {
 	p := cfg.Params()
-	a := []string{"-t", p.Duration.String(), "-P", strconv.Itoa(p.Streams), "-i", p.Interval.String()}
+	a := []string{"-t", p.Duration.String(), "-i", p.Interval.String()}
 	if p.Omit > 0 {
 		a = append(a, "-O", p.Omit.String())
 	}
+	if cfg.Probe != nil {
+		return append(a, probeArgs(cfg)...)
+	}
+	a = append(a, "-P", strconv.Itoa(p.Streams))
 	switch p.Direction {
 	case result.Receive:
 		a = append(a, "--reverse")

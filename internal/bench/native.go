@@ -37,6 +37,7 @@ func (d *Native) Run(ctx context.Context, p Params, live func(result.Interval)) 
 	cfg.Direction, cfg.Window = p.Direction, p.Window
 	cfg.ZeroCopy, cfg.Congestion, cfg.FQRate = p.ZeroCopy, p.Congestion, p.FQRate
 	cfg.ClientCPUs, cfg.ServerCPUs = p.Placement.Client, p.Placement.Server
+	cfg.Probe = p.Probe
 	if live != nil {
 		cfg.Progress = func(e result.Event) {
 			if iv, ok := e.Data.(*result.Interval); ok && e.Event == "interval" {
@@ -51,8 +52,8 @@ func (d *Native) Run(ctx context.Context, p Params, live func(result.Interval)) 
 	} else {
 		res, err = agent.Run(ctx, cfg)
 	}
-	if err != nil {
+	if res == nil {
 		return nil, err
 	}
-	return &Run{Result: *res}, nil
+	return &Run{Result: *res}, err // a run cut short keeps what it measured (res.Error)
 }

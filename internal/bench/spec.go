@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/result"
@@ -112,6 +113,9 @@ type Params struct {
 	NoTelemetry bool `json:"no_telemetry,omitempty"`
 	// Perftest settings, for that driver only.
 	Perftest PerftestParams `json:"perftest,omitzero"`
+	// Probe makes the run a ping-pong (--latency) or a UDP stream
+	// (--udp) instead of TCP streams: native and sockperf only.
+	Probe *agent.ProbeTest `json:"probe,omitempty"`
 }
 
 // withDefaults fills what was left zero.

@@ -21,7 +21,7 @@ import (
 )
 
 // Engines are the --engine values.
-var Engines = []string{"native", "iperf3", "iperf2", "perftest"}
+var Engines = []string{"native", "iperf3", "iperf2", "perftest", "sockperf", "netperf"}
 
 // TargetConfig says what to measure against: a peer and a driver.
 type TargetConfig struct {
@@ -132,6 +132,10 @@ func externalDriver(cfg TargetConfig, h Hosts) Driver {
 		return &Iperf3{Hosts: h}
 	case "iperf2":
 		return &Iperf2{Hosts: h}
+	case "sockperf":
+		return &Sockperf{Hosts: h}
+	case "netperf":
+		return &Netperf{Hosts: h}
 	}
 	return &Perftest{Hosts: h, Test: cfg.PerftestTest}
 }

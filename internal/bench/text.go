@@ -119,6 +119,10 @@ func writeCPUs(w io.Writer, end string, cpus map[string]result.CPUSample) {
 }
 
 func writeEnd(w io.Writer, e *result.End) {
+	if e.Latency != nil || e.UDP != nil {
+		writeProbeEnd(w, e)
+		return
+	}
 	fmt.Fprintln(w, "- - - - - - - - - - - - - - - - - - - - - - - - -")
 	fmt.Fprintf(w, "[SUM] %s  %s  %4d retr  sender\n", span(0, e.Seconds), rate(e.SumSent.Bytes, e.SumSent.BitsPerSecond), e.SumSent.Retransmits)
 	fmt.Fprintf(w, "[SUM] %s  %s            receiver\n", span(0, e.Seconds), rate(e.SumReceived.Bytes, e.SumReceived.BitsPerSecond))

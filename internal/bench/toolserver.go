@@ -26,6 +26,7 @@ type ToolServer struct {
 	CPUs     []int          `json:"cpus,omitempty"` // pin the server here; empty: unpinned
 	Perftest PerftestParams `json:"perftest,omitzero"`
 	Streams  int            `json:"streams,omitempty"` // perftest queue pairs
+	TCP      bool           `json:"tcp,omitempty"`     // sockperf over TCP; else UDP
 
 	// extra are the credentials' arguments the agent adds (toolauth.go);
 	// never from the client's description.
@@ -50,10 +51,19 @@ func (t ToolServer) Argv() ([]string, error) {
 		return append(t.withNet([]string{"iperf3", "-s", "-1"}, "-p", "-B"), t.extra...), nil
 	case t.Tool == "iperf":
 		return append(t.withNet([]string{"iperf", "-s"}, "-p", "-B"), t.extra...), nil
+	case t.Tool == "netserver":
+		// -D: in the foreground, so that stopping it ends it.
+		return t.withNet([]string{"netserver", "-D"}, "-p", "-L"), nil
+	case t.Tool == "sockperf":
+		a := t.withNet([]string{"sockperf", "server"}, "-p", "-i")
+		if t.TCP {
+			a = append(a, "--tcp")
+		}
+		return a, nil
 	case slices.Contains(perftestTools, t.Tool):
 		return t.perftestArgv()
 	}
-	return nil, fmt.Errorf("%q is not a tool server linerate starts (iperf3, iperf, %v)", t.Tool, perftestTools)
+	return nil, fmt.Errorf("%q is not a tool server linerate starts (iperf3, iperf, sockperf, %v)", t.Tool, perftestTools)
 }
 
 func (t ToolServer) withNet(a []string, portFlag, bindFlag string) []string {

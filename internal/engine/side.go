@@ -226,6 +226,17 @@ func (s *Side) markOf(st *Stream) mark {
 	return m
 }
 
+// Moved is how many bytes every stream of this end has moved so far. Unlike
+// Sample it may be called from any goroutine: the client and the agent
+// watch it to notice a path that stopped carrying anything.
+func (s *Side) Moved() uint64 {
+	var n uint64
+	for _, st := range s.streams {
+		n += st.bytes.Load()
+	}
+	return n
+}
+
 // Finish tells the senders to stop and waits up to grace for every stream
 // thread to end (receivers end when their peer's sender does). Threads
 // still running then have their sockets shut down, which ends them.

@@ -46,19 +46,25 @@ const (
 // hosts lists both ends in a fixed order; index 0 is a, 1 is b.
 func hosts() [2]Host { return [2]Host{A, B} }
 
-// ParseHost accepts "a" or "b".
+// ParseHost accepts "a" or "b", and the hosts of a lab of many hosts:
+// "h01" to "h64" and its switch, "sw".
 func ParseHost(s string) (Host, error) {
-	switch Host(s) {
-	case A, B:
-		return Host(s), nil
+	switch h := Host(s); {
+	case h == A, h == B, h == Switch, h.Index() > 0:
+		return h, nil
 	}
-	return "", fmt.Errorf("unknown lab host %q (a lab has hosts a and b)", s)
+	return "", fmt.Errorf("unknown lab host %q (a lab has hosts a and b; a lab of many hosts has h01 to h%02d and sw)", s, MaxHosts)
 }
 
 // Addr returns the host's address on the lab link, without prefix length.
 func (h Host) Addr() string {
-	if h == B {
+	switch {
+	case h == B:
 		return AddrB
+	case h == Switch:
+		return SwitchAddr
+	case h.Index() > 0:
+		return manyAddr(h.Index())
 	}
 	return AddrA
 }
@@ -207,6 +213,9 @@ type Config struct {
 	// MTU, when not zero, replaces the scenario's MTU on both ends;
 	// for mtu-mismatch only on a, so that the mismatch stays.
 	MTU int
+	// Hosts, when not zero, makes a lab of many hosts (MinHosts to
+	// MaxHosts) joined by a bridge instead of the two-host lab.
+	Hosts int
 
 	// afterStep, when set, is called after each applied change with its
 	// description. Tests use it to kill or interrupt an up half-way.
@@ -233,7 +242,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MTU != 0 && (c.MTU < minMTU || c.MTU > maxMTU) {
 		return c, fmt.Errorf("MTU %d is out of range (%d to %d for a veth)", c.MTU, minMTU, maxMTU)
 	}
-	return c, nil
+	return c, c.checkHosts()
 }
 
 // Sysctls the lab manages, as paths under /proc/sys, with the kernel's

@@ -195,3 +195,56 @@ func TestBadNamesCreateNothing(t *testing.T) {
 		t.Errorf("the state directory is not empty after refused names: %v", ents)
 	}
 }
+
+func TestManyConfig(t *testing.T) {
+	for _, c := range []Config{
+		{Hosts: 2}, {Hosts: 1}, {Hosts: 65}, {Hosts: -3}, {Hosts: 6, Scenario: SmallBuffers}, {Hosts: 6, Scenario: MTUMismatch},
+	} {
+		if _, err := c.withDefaults(); err == nil {
+			t.Errorf("%+v accepted", c)
+		}
+	}
+	for _, c := range []Config{{Hosts: 3}, {Hosts: 64, Scenario: Capped10G}, {Hosts: 6, Rate: 1e9, MTU: 1500}} {
+		if _, err := c.withDefaults(); err != nil {
+			t.Errorf("%+v refused: %v", c, err)
+		}
+	}
+	s := Config{Hosts: 6, Scenario: Capped10G}.manySpec()
+	if s.rate != rate10G || s.mtu != jumboMTU || s.hosts != 6 {
+		t.Errorf("capped-10g spec %+v", s)
+	}
+	s = Config{Hosts: 6, Scenario: Capped10G, Rate: 1e9, MTU: 1500}.manySpec()
+	if s.rate != 1e9 || s.mtu != 1500 {
+		t.Errorf("--rate/--mtu spec %+v", s)
+	}
+	if got := (Config{Name: "x", Hosts: 3}).namespaces(); strings.Join(got, " ") != "lr-x-h01 lr-x-h02 lr-x-h03 lr-x-sw" {
+		t.Errorf("namespaces %v", got)
+	}
+}
+
+func TestManyHostNames(t *testing.T) {
+	for s, want := range map[string]int{"h01": 1, "h09": 9, "h64": 64, "h65": 0, "h00": 0, "h1": 0, "h001": 0, "a": 0, "sw": 0, "hx1": 0} {
+		if got := Host(s).Index(); got != want {
+			t.Errorf("Host(%q).Index() = %d, want %d", s, got, want)
+		}
+	}
+	if HostN(3) != "h03" || HostN(3).Addr() != "198.18.0.3" || HostN(64).Addr() != "198.18.0.64" || Switch.Addr() != SwitchAddr {
+		t.Error("host names or addresses")
+	}
+	for _, ok := range []string{"a", "b", "sw", "h01", "h64"} {
+		if _, err := ParseHost(ok); err != nil {
+			t.Errorf("ParseHost(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"c", "h65", "h0", "", "H01"} {
+		if _, err := ParseHost(bad); err == nil {
+			t.Errorf("ParseHost(%q) accepted", bad)
+		}
+	}
+	for ns, want := range map[string]string{"lr-x-h01": "x", "lr-x-sw": "x", "lr-x-h1-h64": "x-h1", "lr-x-h65": "", "lr-x-hub": ""} {
+		got, ok := labOfNamespace(ns)
+		if got != want && ok || (want != "") != ok {
+			t.Errorf("labOfNamespace(%q) = %q, %v; want %q", ns, got, ok, want)
+		}
+	}
+}

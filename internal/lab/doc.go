@@ -19,6 +19,11 @@
 // labs by their namespace names, so a lab whose `up` was killed can still be
 // removed.
 //
+// A lab of many hosts (Config.Hosts, 3 to 64) is hosts lr-NAME-h01 … each
+// with lab0 at 198.18.0.<i>/24, joined by a bridge in lr-NAME-sw (see
+// many.go), for fleet runs; the same reconciler, down, status and Start
+// work on it, and PlantFault slows one host's send or receive side.
+//
 // Everything here needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN); functions
 // return [ErrNeedRoot] otherwise.
 package lab

@@ -25,11 +25,16 @@ func TestMain(m *testing.M) {
 func helper(mode string, args []string) int {
 	switch mode {
 	case "up-pause":
-		// up NAME STEP: bring lab NAME up, pausing for good after the
-		// change that starts with STEP; SIGINT/SIGTERM cancel the up.
+		// up NAME STEP [HOSTS]: bring lab NAME up (of HOSTS hosts),
+		// pausing for good after the change that starts with STEP;
+		// SIGINT/SIGTERM cancel the up.
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		c := Config{Name: args[0], afterStep: func(desc string) {
+		var hosts int
+		if len(args) > 2 {
+			fmt.Sscan(args[2], &hosts)
+		}
+		c := Config{Name: args[0], Hosts: hosts, afterStep: func(desc string) {
 			if strings.HasPrefix(desc, args[1]) {
 				fmt.Println("paused")
 				<-ctx.Done()

@@ -35,6 +35,7 @@ type record struct {
 	Scenario   Scenario  `json:"scenario"`
 	RateBPS    uint64    `json:"rate_bps,omitempty"` // the --rate asked for, 0 if none
 	MTU        int       `json:"mtu,omitempty"`      // the --mtu asked for, 0 if none
+	Hosts      int       `json:"hosts,omitempty"`    // a lab of many hosts: how many; 0 for a and b
 	Phase      string    `json:"phase"`
 	Namespaces []string  `json:"namespaces"`
 	Created    time.Time `json:"created"`
@@ -48,8 +49,8 @@ func newRecord(c Config, phase string, created time.Time) *record {
 	}
 	return &record{
 		Schema: recordSchema, Name: c.Name, Scenario: c.Scenario,
-		RateBPS: uint64(c.Rate), MTU: c.MTU, Phase: phase,
-		Namespaces: []string{Namespace(c.Name, A), Namespace(c.Name, B)},
+		RateBPS: uint64(c.Rate), MTU: c.MTU, Hosts: c.Hosts, Phase: phase,
+		Namespaces: c.namespaces(),
 		Created:    created, Updated: now,
 	}
 }
@@ -57,7 +58,7 @@ func newRecord(c Config, phase string, created time.Time) *record {
 // sameAsk reports whether r was written for the same configuration as c.
 func (r *record) sameAsk(c Config) bool {
 	return r != nil && r.Name == c.Name && r.Scenario == c.Scenario &&
-		r.RateBPS == uint64(c.Rate) && r.MTU == c.MTU
+		r.RateBPS == uint64(c.Rate) && r.MTU == c.MTU && r.Hosts == c.Hosts
 }
 
 // labDir returns the directory of lab records, creating it.

@@ -27,12 +27,15 @@ type LabStatus struct {
 	// record exists.
 	Exists bool `json:"exists"`
 	// Scenario, Rate, MTU and Phase come from the record, when there is one.
-	Scenario Scenario     `json:"scenario,omitempty"`
-	Rate     string       `json:"rate,omitempty"`
-	MTU      int          `json:"mtu,omitempty"`
-	Phase    string       `json:"phase,omitempty"`
-	Record   string       `json:"record,omitempty"`
-	Hosts    []HostStatus `json:"hosts"`
+	Scenario Scenario `json:"scenario,omitempty"`
+	Rate     string   `json:"rate,omitempty"`
+	MTU      int      `json:"mtu,omitempty"`
+	Phase    string   `json:"phase,omitempty"`
+	// HostCount is the number of hosts of a lab of many hosts (its
+	// switch is listed in Hosts as well, first); 0 for a and b.
+	HostCount int          `json:"host_count,omitempty"`
+	Record    string       `json:"record,omitempty"`
+	Hosts     []HostStatus `json:"hosts"`
 	// Problems says what is wrong and what to run, one sentence each.
 	Problems []string `json:"problems,omitempty"`
 }
@@ -118,16 +121,19 @@ func labNames(dir string) ([]string, error) {
 	return slices.Compact(names), nil
 }
 
-// labOfNamespace returns NAME for lr-NAME-a or lr-NAME-b.
+// labOfNamespace returns NAME for lr-NAME-a or lr-NAME-b, and for
+// lr-NAME-sw and lr-NAME-h<ii> of a lab of many hosts.
 func labOfNamespace(ns string) (string, bool) {
 	rest, ok := strings.CutPrefix(ns, "lr-")
 	if !ok {
 		return "", false
 	}
-	n, ok := strings.CutSuffix(rest, "-a")
-	if !ok {
-		n, ok = strings.CutSuffix(rest, "-b")
+	i := strings.LastIndexByte(rest, '-')
+	if i < 0 {
+		return "", false
 	}
+	n, h := rest[:i], Host(rest[i+1:])
+	ok = h == A || h == B || h == Switch || h.Index() > 0
 	return n, ok && ValidateName(n) == nil
 }
 
@@ -145,8 +151,15 @@ func labStatus(dir, name string) (LabStatus, error) {
 		}
 	}
 	down := fmt.Sprintf("'linerate lab down --name %s'", name)
+	members, err := statusHosts(name, rec)
+	if err != nil {
+		return s, err
+	}
+	if len(members) > 2 {
+		s.HostCount = len(members) - 1 // all but the switch
+	}
 	pinned := 0
-	for _, h := range hosts() {
+	for _, h := range members {
 		hs, st, err := hostStatus(name, h)
 		if err != nil {
 			return s, err
@@ -154,8 +167,12 @@ func labStatus(dir, name string) (LabStatus, error) {
 		switch st {
 		case nsPinned:
 			pinned++
-			if !slices.ContainsFunc(hs.Links, func(l LinkStatus) bool { return l.Name == Iface }) {
-				s.Problems = append(s.Problems, fmt.Sprintf("%s has no %s: run 'linerate lab up --name %s' or %s", hs.Namespace, Iface, name, down))
+			link := Iface
+			if h == Switch {
+				link = Bridge
+			}
+			if !slices.ContainsFunc(hs.Links, func(l LinkStatus) bool { return l.Name == link }) {
+				s.Problems = append(s.Problems, fmt.Sprintf("%s has no %s: run 'linerate lab up --name %s' or %s", hs.Namespace, link, name, down))
 			}
 		case nsStale:
 			s.Problems = append(s.Problems, fmt.Sprintf("%s is a leftover file, not a namespace: run %s", nsPath(hs.Namespace), down))
@@ -169,8 +186,11 @@ func labStatus(dir, name string) (LabStatus, error) {
 		return s, nil
 	}
 	switch {
-	case pinned == 1:
+	case pinned == 1 && len(members) == 2:
 		s.Problems = append(s.Problems, "one of the two namespaces is missing (an up or down was interrupted): run "+down)
+	case pinned > 0 && pinned < len(members):
+		s.Problems = append(s.Problems, fmt.Sprintf("%d of the lab's %d namespaces are missing (an up or down was interrupted): run 'linerate lab up --name %s --hosts %d' or %s",
+			len(members)-pinned, len(members), name, len(members)-1, down))
 	case pinned == 0:
 		s.Problems = append(s.Problems, "the record exists but no namespace does (an up or down was interrupted): run "+down)
 	case rec == nil:
@@ -257,6 +277,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		if l.MTU != 0 {
 			fmt.Fprintf(&b, ", --mtu %d", l.MTU)
+		}
+		if l.HostCount != 0 {
+			fmt.Fprintf(&b, ", --hosts %d", l.HostCount)
 		}
 		if l.Record != "" {
 			fmt.Fprintf(&b, " (record %s)", l.Record)

@@ -15,6 +15,8 @@ import (
 type UpResult struct {
 	Name     string   `json:"name"`
 	Scenario Scenario `json:"scenario"`
+	// Hosts is the number of hosts of a lab of many hosts, 0 for a and b.
+	Hosts int `json:"hosts,omitempty"`
 	// Created is true when the lab did not exist (or was incomplete) and
 	// Up built it, false when it reshaped or left an existing lab.
 	Created bool `json:"created"`
@@ -39,6 +41,9 @@ func Up(ctx context.Context, c Config) (*UpResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.Hosts != 0 {
+		return upMany(ctx, c)
+	}
 	dir, unlock, err := openLabs(ctx)
 	if err != nil {
 		return nil, err
@@ -47,6 +52,9 @@ func Up(ctx context.Context, c Config) (*UpResult, error) {
 
 	rec, err := readRecord(dir, c.Name)
 	if err != nil {
+		return nil, err
+	}
+	if err := notManyHosts(c.Name, rec); err != nil {
 		return nil, err
 	}
 	names := labNamespaces(c.Name)
@@ -321,72 +329,82 @@ func createVeth(name, nsA, nsB string, want spec) error {
 func settingsPlan(v [2]hostView, want spec) ([]change, error) {
 	var plan []change
 	for i, h := range hosts() {
-		hv := v[i]
-		ns := hv.ns
-		if hv.state != nsPinned || hv.lab0 == nil || hv.lo == nil {
-			return nil, fmt.Errorf("%s has no %s after creating it", ns, Iface)
+		p, err := hostSettings(v[i], h.Addr(), want.MTU[i], want.Rate, want.Sysctl[i])
+		if err != nil {
+			return nil, err
 		}
-		idx := hv.lab0.Attrs().Index
-		onLab0 := func(f func(c *conn, l netlink.Link) error) func() error {
-			return func() error {
-				c, err := dial(ns)
-				if err != nil {
-					return err
-				}
-				defer c.Close()
-				l, err := c.nl.LinkByIndex(idx)
-				if err != nil {
-					return fmt.Errorf("looking up %s in %s: %w", Iface, ns, err)
-				}
-				return f(c, l)
+		plan = append(plan, p...)
+	}
+	return plan, nil
+}
+
+// hostSettings brings one host's lab0 to MTU mtu, address addr, up, shaped
+// at rate (0: not shaped), and its managed sysctls to sysctls.
+func hostSettings(hv hostView, addrText string, mtu int, rate Rate, sysctls map[string]string) ([]change, error) {
+	var plan []change
+	ns := hv.ns
+	if hv.state != nsPinned || hv.lab0 == nil || hv.lo == nil {
+		return nil, fmt.Errorf("%s has no %s after creating it", ns, Iface)
+	}
+	idx := hv.lab0.Attrs().Index
+	onLab0 := func(f func(c *conn, l netlink.Link) error) func() error {
+		return func() error {
+			c, err := dial(ns)
+			if err != nil {
+				return err
 			}
-		}
-		if mtu := hv.lab0.Attrs().MTU; mtu != want.MTU[i] {
-			m := want.MTU[i]
-			plan = append(plan, change{fmt.Sprintf("set MTU of %s in %s: %d -> %d", Iface, ns, mtu, m),
-				onLab0(func(c *conn, l netlink.Link) error { return c.nl.LinkSetMTU(l, m) })})
-		}
-		addr := &netlink.Addr{IPNet: &net.IPNet{IP: net.ParseIP(h.Addr()).To4(), Mask: net.CIDRMask(prefixLen, 32)}}
-		if !hasAddr(hv.addrs, addr) {
-			plan = append(plan, change{fmt.Sprintf("add %s to %s in %s", addr.IPNet, Iface, ns),
-				onLab0(func(c *conn, l netlink.Link) error { return c.nl.AddrAdd(l, addr) })})
-		}
-		if !isUp(hv.lo) {
-			plan = append(plan, change{"bring up lo in " + ns, func() error {
-				c, err := dial(ns)
-				if err != nil {
-					return err
-				}
-				defer c.Close()
-				l, err := c.nl.LinkByName("lo")
-				if err != nil {
-					return err
-				}
-				return c.nl.LinkSetUp(l)
-			}})
-		}
-		if !isUp(hv.lab0) {
-			plan = append(plan, change{fmt.Sprintf("bring up %s in %s", Iface, ns),
-				onLab0(func(c *conn, l netlink.Link) error { return c.nl.LinkSetUp(l) })})
-		}
-		switch {
-		case want.Rate == 0 && !isDefaultQdisc(hv.root):
-			old := hv.root
-			plan = append(plan, change{fmt.Sprintf("remove %s from %s in %s", describeQdisc(old), Iface, ns),
-				onLab0(func(c *conn, _ netlink.Link) error { return c.nl.QdiscDel(old) })})
-		case want.Rate != 0 && (hv.root == nil || !sameTbf(hv.root, tbfFor(idx, want.Rate))):
-			t := tbfFor(idx, want.Rate)
-			plan = append(plan, change{fmt.Sprintf("shape %s in %s: %s", Iface, ns, describeQdisc(t)),
-				onLab0(func(c *conn, _ netlink.Link) error { return c.nl.QdiscReplace(t) })})
-		}
-		for _, p := range managedSysctls() {
-			cur, val := hv.sysctl[p], want.Sysctl[i][p]
-			if cur == val {
-				continue
+			defer c.Close()
+			l, err := c.nl.LinkByIndex(idx)
+			if err != nil {
+				return fmt.Errorf("looking up %s in %s: %w", Iface, ns, err)
 			}
-			plan = append(plan, change{fmt.Sprintf("set %s in %s: %q -> %q", sysctlName(p), ns, cur, val),
-				func() error { return writeSysctl(ns, p, val) }})
+			return f(c, l)
 		}
+	}
+	if cur := hv.lab0.Attrs().MTU; cur != mtu {
+		plan = append(plan, change{fmt.Sprintf("set MTU of %s in %s: %d -> %d", Iface, ns, cur, mtu),
+			onLab0(func(c *conn, l netlink.Link) error { return c.nl.LinkSetMTU(l, mtu) })})
+	}
+	addr := &netlink.Addr{IPNet: &net.IPNet{IP: net.ParseIP(addrText).To4(), Mask: net.CIDRMask(prefixLen, 32)}}
+	if !hasAddr(hv.addrs, addr) {
+		plan = append(plan, change{fmt.Sprintf("add %s to %s in %s", addr.IPNet, Iface, ns),
+			onLab0(func(c *conn, l netlink.Link) error { return c.nl.AddrAdd(l, addr) })})
+	}
+	if !isUp(hv.lo) {
+		plan = append(plan, change{"bring up lo in " + ns, func() error {
+			c, err := dial(ns)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			l, err := c.nl.LinkByName("lo")
+			if err != nil {
+				return err
+			}
+			return c.nl.LinkSetUp(l)
+		}})
+	}
+	if !isUp(hv.lab0) {
+		plan = append(plan, change{fmt.Sprintf("bring up %s in %s", Iface, ns),
+			onLab0(func(c *conn, l netlink.Link) error { return c.nl.LinkSetUp(l) })})
+	}
+	switch {
+	case rate == 0 && !isDefaultQdisc(hv.root):
+		old := hv.root
+		plan = append(plan, change{fmt.Sprintf("remove %s from %s in %s", describeQdisc(old), Iface, ns),
+			onLab0(func(c *conn, _ netlink.Link) error { return c.nl.QdiscDel(old) })})
+	case rate != 0 && (hv.root == nil || !sameTbf(hv.root, tbfFor(idx, rate))):
+		t := tbfFor(idx, rate)
+		plan = append(plan, change{fmt.Sprintf("shape %s in %s: %s", Iface, ns, describeQdisc(t)),
+			onLab0(func(c *conn, _ netlink.Link) error { return c.nl.QdiscReplace(t) })})
+	}
+	for _, p := range managedSysctls() {
+		cur, val := hv.sysctl[p], sysctls[p]
+		if cur == val {
+			continue
+		}
+		plan = append(plan, change{fmt.Sprintf("set %s in %s: %q -> %q", sysctlName(p), ns, cur, val),
+			func() error { return writeSysctl(ns, p, val) }})
 	}
 	return plan, nil
 }
@@ -457,7 +475,7 @@ func Down(ctx context.Context, name string) (*DownResult, error) {
 func teardown(dir, name string) (*DownResult, error) {
 	res := &DownResult{Name: name, Removed: []string{}}
 	var errs []error
-	for _, ns := range labNamespaces(name) {
+	for _, ns := range teardownNamespaces(dir, name) {
 		st, err := probeNS(nsPath(ns))
 		if err != nil {
 			errs = append(errs, err)

@@ -76,6 +76,9 @@ func ReadBench(ctx context.Context, path string) ([]BenchResult, error) {
 	}
 	last := map[key]int64{}
 	for _, r := range runs { // oldest first: later runs replace earlier ones
+		if r.Failed != "" {
+			continue // cut short: no result to show
+		}
 		last[key{r.Peer, r.Engine, r.Direction, r.Streams}] = r.ID
 	}
 	ids := make([]int64, 0, len(last))

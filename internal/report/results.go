@@ -173,9 +173,13 @@ func (b *builder) runsTable() *table {
 		if d := res.Start.Direction; d != "" && d != result.Send {
 			eng += ", " + string(d)
 		}
+		rate, share := gbps(g), pct(g, ceiling)
+		if res.Error != "" { // a run cut short: what it measured is no result
+			rate, share = "failed: "+res.Error, "—"
+		}
 		t.Rows = append(t.Rows, []string{strconv.FormatInt(res.RunID, 10), orDash(r.Label), eng,
 			strconv.Itoa(res.Start.Streams), cpus(res.Start.Placement.Client) + " / " + cpus(res.Start.Placement.Server),
-			gbps(g), pct(g, ceiling), strconv.FormatUint(res.End.SumSent.Retransmits, 10), cl + " / " + sv, orDash(r.TuneID)})
+			rate, share, strconv.FormatUint(res.End.SumSent.Retransmits, 10), cl + " / " + sv, orDash(r.TuneID)})
 	}
 	return t
 }

@@ -54,6 +54,9 @@ func (b *builder) tuneRuns(j *TuneJournal) (before, after []*Run) {
 		if j.Host != "" && r.Result.Start.Client.Hostname != j.Host && r.Result.Start.Server.Hostname != j.Host {
 			continue
 		}
+		if r.Result.Error != "" { // cut short: no sample of before or after
+			continue
+		}
 		switch r.TuneID {
 		case "":
 			before = append(before, r)

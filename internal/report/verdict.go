@@ -48,6 +48,9 @@ func (b *builder) best() *measured {
 	if m == nil {
 		for i := range b.ds.Runs {
 			r := &b.ds.Runs[i]
+			if r.Result.Error != "" { // cut short: what it measured is no result
+				continue
+			}
 			better(&measured{gbps: runGbps(&r.Result), runIDs: []int64{r.Result.RunID}, what: "run " + strconv.FormatInt(r.Result.RunID, 10)})
 		}
 	}

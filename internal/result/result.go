@@ -19,6 +19,11 @@ type Result struct {
 	Start     Start      `json:"start"`
 	Intervals []Interval `json:"intervals"`
 	End       End        `json:"end"`
+	// Error says why a run ended before its length (its path or its peer
+	// went away): its intervals are those measured until then, its End
+	// what the client measured. "" for a run that ran to its end. A
+	// failed run is shown as failed and never counted in a median.
+	Error string `json:"error,omitempty"`
 }
 
 // Start is what the test was and where it ran.
@@ -187,6 +192,12 @@ type End struct {
 	Unread HostUnread `json:"telemetry_unread,omitzero"`
 
 	Sum *UDPStream `json:"sum,omitempty"` // a UDP run's streams together, as iperf3 -u; nil for TCP
+	// Latency is a ping-pong run's (bench --latency); UDP what the native
+	// engine adds to a UDP run's Sum (bench --udp): packets per second,
+	// what the receiver counted, the target and how datagrams were sent.
+	// Nil otherwise.
+	Latency *Latency `json:"latency,omitempty"`
+	UDP     *UDPSum  `json:"udp,omitempty"`
 }
 
 // HostForeign is the other load on each end; Notes say why an end's is

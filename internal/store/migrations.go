@@ -65,6 +65,9 @@ var migrations = []string{
 		result      TEXT NOT NULL CHECK (json_valid(result))
 	);
 	CREATE INDEX c2c_by_host ON c2c_results(host, measured_at);`,
+	// 3: runs that ended before their length (the path or the peer went
+	// away) are kept, with the reason; '' for a run that ran to its end.
+	`ALTER TABLE runs ADD COLUMN failed TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -40,6 +40,11 @@ type Run struct {
 	ClientDoctor json.RawMessage // linerate.doctor/v1 of the client host, nil when not taken
 	ServerDoctor json.RawMessage // of the server host
 	Raw          string          // the external tool's own output, kept as it printed it
+
+	// Failed says why a run ended before its length (its path or its peer
+	// went away); "" for a run that ran to its end. A failed run keeps
+	// the intervals measured until then and never counts in a median.
+	Failed string
 }
 
 // Campaign is a set of runs made by one `linerate bench` with --repeat,
@@ -72,11 +77,11 @@ func (s *Store) AddRun(ctx context.Context, r *Run) error {
 		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO runs (campaign_id, seq, started_at, label, engine, peer,
 			streams, placement, direction, duration_s, gbps, sent_gbps, retransmits, client_cpu_s, server_cpu_s,
-			client_doctor_id, server_doctor_id, params, result, raw)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			client_doctor_id, server_doctor_id, params, result, raw, failed)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			nullID(r.CampaignID), r.Seq, timeText(r.StartedAt), r.Label, r.Engine, r.Peer,
 			r.Streams, r.Placement, r.Direction, r.DurationS, r.Gbps, r.SentGbps, r.Retransmits,
-			r.ClientCPUSeconds, r.ServerCPUSeconds, cd, sd, string(r.Params), string(r.Result), r.Raw)
+			r.ClientCPUSeconds, r.ServerCPUSeconds, cd, sd, string(r.Params), string(r.Result), r.Raw, r.Failed)
 		if err != nil {
 			return fmt.Errorf("storing run: %w", err)
 		}
@@ -149,7 +154,10 @@ const docJoins = ` LEFT JOIN doctor_reports cd ON cd.id = r.client_doctor_id
 
 // Runs returns the runs q selects, oldest first.
 func (s *Store) Runs(ctx context.Context, q Query) ([]Run, error) {
-	cols, from := runColumns, ` FROM runs r`
+	cols, from := runColumns+", r.failed", ` FROM runs r`
+	if s.version < 3 { // a read-only store of an older schema: no run of it failed
+		cols = runColumns + ", ''"
+	}
 	if q.Full {
 		cols += docColumns
 		from += docJoins
@@ -178,19 +186,19 @@ func (s *Store) Runs(ctx context.Context, q Query) ([]Run, error) {
 	}
 	rows, err := s.db.QueryContext(ctx, "SELECT * FROM ("+stmt+") ORDER BY 1", args...)
 	if err != nil {
-		return nil, fmt.Errorf("listing runs: %w", err)
+		return nil, damaged(s.path, fmt.Errorf("listing runs: %w", err))
 	}
 	defer rows.Close()
 	var out []Run
 	for rows.Next() {
 		r, err := scanRun(rows, q.Full)
 		if err != nil {
-			return nil, err
+			return nil, damaged(s.path, err)
 		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("listing runs: %w", err)
+		return nil, damaged(s.path, fmt.Errorf("listing runs: %w", err))
 	}
 	return out, nil
 }
@@ -212,7 +220,7 @@ func scanRun(rows *sql.Rows, full bool) (Run, error) {
 	var started string
 	var ccpu, scpu sql.NullFloat64
 	dest := []any{&r.ID, &r.CampaignID, &r.Seq, &started, &r.Label, &r.Engine, &r.Peer, &r.Streams,
-		&r.Placement, &r.Direction, &r.DurationS, &r.Gbps, &r.SentGbps, &r.Retransmits, &ccpu, &scpu}
+		&r.Placement, &r.Direction, &r.DurationS, &r.Gbps, &r.SentGbps, &r.Retransmits, &ccpu, &scpu, &r.Failed}
 	var params, result, cd, sd string
 	if full {
 		dest = append(dest, &params, &result, &cd, &sd, &r.Raw)

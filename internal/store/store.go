@@ -45,6 +45,8 @@ const busyTimeout = 5 * time.Second
 type Store struct {
 	db   *sql.DB
 	path string
+	// version is the schema's: a read-only store may read an older one.
+	version int
 }
 
 // DefaultPath returns where the results database lives when no --db is
@@ -83,9 +85,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// connection carries its own page cache and libc state, and a single
 	// connection makes the pragmas in the DSN hold for every statement.
 	db.SetMaxOpenConns(1)
-	s := &Store{db: db, path: path}
+	s := &Store{db: db, path: path, version: len(migrations)}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
+		if d := damaged(path, err); d != err {
+			return nil, d
+		}
 		return nil, fmt.Errorf("results database %s: %w", path, err)
 	}
 	return s, nil
@@ -118,6 +123,9 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	var have int
 	if err := db.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&have); err != nil {
 		db.Close()
+		if d := damaged(path, err); d != err {
+			return nil, d
+		}
 		hint := "is this a linerate results database?"
 		if strings.Contains(err.Error(), "SQLITE_BUSY") {
 			hint = "another process holds it locked: try again"
@@ -128,7 +136,7 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("results database %s: schema version %d is not one this linerate reads (1 to %d): upgrade linerate", path, have, len(migrations))
 	}
-	return &Store{db: db, path: path}, nil
+	return &Store{db: db, path: path, version: have}, nil
 }
 
 // dsn sets the pragmas on every connection the driver opens: WAL (readers
@@ -159,14 +167,14 @@ var ErrNotFound = errors.New("not in the results database")
 func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	t, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("starting a transaction: %w", err)
+		return damaged(s.path, fmt.Errorf("starting a transaction: %w", err))
 	}
 	if err := fn(t); err != nil {
 		t.Rollback()
-		return err
+		return damaged(s.path, err)
 	}
 	if err := t.Commit(); err != nil {
-		return fmt.Errorf("committing: %w", err)
+		return damaged(s.path, fmt.Errorf("committing: %w", err))
 	}
 	return nil
 }

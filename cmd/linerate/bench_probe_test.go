@@ -1,0 +1,41 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestBenchProbeRefuses: the flags of --latency and --udp are checked
+// before anything runs, each refusal one line naming the fix, exit 2.
+func TestBenchProbeRefuses(t *testing.T) {
+	strong := tokenFile(t, 0o600)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--size", "100"}, "--size is for --latency or --udp"},
+		{[]string{"-b", "1G"}, "--bitrate is for --latency or --udp"},
+		{[]string{"--latency", "--size", "13"}, "--size 13: must be 14 to 65507 bytes"},
+		{[]string{"--latency", "--size", "65508"}, "--size 65508"},
+		{[]string{"--latency", "--rate", "fast"}, `--rate "fast"`},
+		{[]string{"--latency", "--rate", "0"}, `--rate "0"`},
+		{[]string{"--latency", "--rate", "20M"}, `--rate "20M"`},
+		{[]string{"--latency", "-P", "2"}, "--parallel is for TCP streams"},
+		{[]string{"--latency", "-R"}, "--reverse is for TCP streams"},
+		{[]string{"--udp", "-w", "4M"}, "--window is for TCP streams"},
+		{[]string{"--latency", "-b", "1G"}, "-b and -l are for a UDP stream"},
+		{[]string{"--udp", "--rate", "100"}, "--size and --rate are for --latency"},
+		{[]string{"--udp", "-b", "lots"}, `-b "lots"`},
+		{[]string{"--udp", "-b", "2T"}, `-b "2T"`},
+		{[]string{"--udp", "-l", "8"}, "-l 8: must be 16 to 65507 bytes"},
+		{[]string{"--latency", "--engine", "iperf3"}, "--latency and --udp run with --engine native or sockperf"},
+		{[]string{"--engine", "sockperf"}, "--engine sockperf measures latency: add --latency"},
+	}
+	for _, tt := range tests {
+		args := append([]string{"bench", "127.0.0.1", "--token-file", strong, "--no-store"}, tt.args...)
+		_, stderr, code := runCLI(t, args...)
+		if code != 2 || !strings.Contains(stderr, tt.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and one line with %q", tt.args, code, stderr, tt.want)
+		}
+	}
+}

@@ -1,0 +1,139 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/linerate/linerate/internal/agent"
+	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/result"
+	"github.com/linerate/linerate/internal/telemetry"
+)
+
+// netperfPort is the port the driver's netservers listen on: netperf's
+// default.
+const netperfPort = 12865
+
+// netperfSelectors are the output selectors the driver asks for: the
+// latencies TCP_RR reports, and the transaction rate.
+var netperfSelectors = []string{"MIN_LATENCY", "MEAN_LATENCY", "P50_LATENCY", "P90_LATENCY", "P99_LATENCY", "MAX_LATENCY", "STDDEV_LATENCY", "TRANSACTION_RATE"}
+
+// Netperf drives `netperf -t TCP_RR` for bench --latency --engine netperf
+// (TCP only): netserver in the lab's host b, the client in host a, each
+// pinned as asked (-T). netperf is in Debian's non-free section, so the
+// driver is optional: Check says how to get it.
+type Netperf struct {
+	Hosts Hosts
+	// FS is where telemetry is read; nil is the live host.
+	FS *hostfs.FS
+
+	once sync.Once
+	err  error
+}
+
+// Name returns "netperf".
+func (d *Netperf) Name() string { return "netperf" }
+
+// Check finds netperf and netserver.
+func (d *Netperf) Check() error {
+	d.once.Do(func() {
+		for _, p := range []string{"netperf", "netserver"} {
+			if _, err := exec.LookPath(p); err != nil {
+				d.err = &UnavailableError{Tool: p, Reason: p + " is not installed: it is in Debian's non-free section (apt-get install netperf with non-free enabled); --engine sockperf or the native engine measure the same round trips"}
+				return
+			}
+		}
+	})
+	return d.err
+}
+
+// netperfArgs is the client's command line for p's ping-pong.
+func netperfArgs(addr string, p Params) ([]string, error) {
+	pr := p.Probe
+	switch {
+	case pr == nil || pr.Kind != agent.ProbePingPong:
+		return nil, errors.New("--engine netperf runs a ping-pong: add --latency")
+	case pr.UDP:
+		return nil, errors.New("--engine netperf runs TCP_RR only: drop --udp, or use --engine sockperf")
+	case pr.Rate > 0:
+		return nil, errors.New("netperf's TCP_RR sends as fast as replies come: drop --rate")
+	}
+	a := []string{"netperf", "-H", addr, "-p", strconv.Itoa(netperfPort), "-t", "TCP_RR", "-l", secs(p.Duration), "-P", "0"}
+	if len(p.Placement.Client) == 1 || len(p.Placement.Server) == 1 {
+		a = append(a, "-T", cpuOrEmpty(p.Placement.Client)+","+cpuOrEmpty(p.Placement.Server))
+	}
+	return append(a, "--", "-r", strconv.Itoa(pr.Size)+","+strconv.Itoa(pr.Size), "-o", strings.Join(netperfSelectors, ",")), nil
+}
+
+func cpuOrEmpty(c []int) string {
+	if len(c) == 0 {
+		return ""
+	}
+	return strconv.Itoa(c[0])
+}
+
+// Run makes one netperf TCP_RR.
+func (d *Netperf) Run(ctx context.Context, p Params, live func(result.Interval)) (*Run, error) {
+	if err := d.Check(); err != nil {
+		return nil, err
+	}
+	args, err := netperfArgs(d.Hosts.Addr(), p)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := withTimeout(ctx, p)
+	defer cancel()
+	srv, srvArgv, err := d.Hosts.StartServer(ctx, ToolServer{Tool: "netserver", Port: netperfPort, Bind: d.Hosts.Addr()}, p.Duration+time.Second)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	smp := telemetry.Start(fsOr(d.FS), d.Hosts.NICIRQs(), p.Interval)
+	if err := d.Hosts.StartClient(cmd); err != nil {
+		smp.Stop()
+		srv.Stop()
+		return nil, err
+	}
+	werr := cmd.Wait()
+	samples := smp.Stop()
+	_, srvOut, _ := srv.Stop()
+	if werr != nil {
+		return nil, withServerOutput(fmt.Errorf("netperf: %v: %s", werr, finalLine(out.String())), srvOut)
+	}
+	np, err := ParseNetperf(out.Bytes(), netperfSelectors)
+	if err != nil {
+		return nil, err
+	}
+	r := &Run{Result: result.Result{Schema: result.Schema, RunID: time.Now().UnixMilli(), Engine: "netperf", Intervals: []result.Interval{}}}
+	r.Start.Streams, r.Start.Direction, r.Start.DurationS, r.Start.IntervalS = 1, result.Send, p.Duration.Seconds(), p.Interval.Seconds()
+	r.Start.Connections = []result.Connection{{ID: 1, Sender: "client", ClientCPU: firstOr(p.Placement.Client), ServerCPU: firstOr(p.Placement.Server)}}
+	l := &result.Latency{Summary: np.Latency, Protocol: "tcp", Size: p.Probe.Size}
+	if np.TransactionRate != nil {
+		l.RatePerSecond = *np.TransactionRate
+	}
+	r.End.Seconds, r.End.Latency, r.End.Streams = p.Duration.Seconds(), l, []result.StreamEnd{}
+	r.raw = out.String()
+	r.Tool = &Tool{Name: "netperf", Client: args, Server: srvArgv}
+	for i := range samples {
+		iv := p.Interval.Seconds()
+		r.Intervals = append(r.Intervals, result.Interval{Start: float64(i) * iv, End: float64(i+1) * iv, Streams: []result.StreamInterval{}})
+	}
+	attach(r, samples, sameHosts(d.Hosts))
+	attachServer(r, srv)
+	finishStart(r, p, d.Hosts)
+	if live != nil {
+		for _, iv := range r.Intervals {
+			live(iv)
+		}
+	}
+	return r, nil
+}

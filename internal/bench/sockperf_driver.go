@@ -1,0 +1,188 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/linerate/linerate/internal/agent"
+	"github.com/linerate/linerate/internal/cpulist"
+	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/result"
+	"github.com/linerate/linerate/internal/telemetry"
+)
+
+// sockperfPort is the port the driver's sockperf servers listen on:
+// sockperf's default.
+const sockperfPort = 11111
+
+// Sockperf drives `sockperf ping-pong` for bench --latency --engine
+// sockperf: a server on the peer (started by the agent or in the lab
+// host, pinned as asked), the client here with --full-rtt so that its
+// figures are round trips like the native engine's. sockperf has its
+// own warm-up and cool-down (400 ms each), outside its measured window.
+type Sockperf struct {
+	Hosts Hosts
+	// FS is where telemetry is read; nil is the live host.
+	FS *hostfs.FS
+
+	once sync.Once
+	err  error
+}
+
+// Name returns "sockperf".
+func (d *Sockperf) Name() string { return "sockperf" }
+
+// Check finds sockperf.
+func (d *Sockperf) Check() error {
+	d.once.Do(func() {
+		if _, err := exec.LookPath("sockperf"); err != nil {
+			d.err = missingTool("sockperf", "sockperf")
+		}
+	})
+	return d.err
+}
+
+// sockperfArgs is the client's command line for p's ping-pong.
+func sockperfArgs(addr string, p Params) ([]string, error) {
+	pr := p.Probe
+	if pr == nil || pr.Kind != agent.ProbePingPong {
+		return nil, errors.New("--engine sockperf runs a ping-pong: add --latency")
+	}
+	if len(p.Placement.Client) > 1 || len(p.Placement.Server) > 1 {
+		return nil, errors.New("sockperf's ping-pong is one thread per end: give one CPU per side in -A")
+	}
+	a := []string{"sockperf", "ping-pong", "-i", addr, "-p", strconv.Itoa(sockperfPort), "-t", secs(p.Duration),
+		"-m", strconv.Itoa(pr.Size), "--full-rtt"}
+	if !pr.UDP {
+		a = append(a, "--tcp")
+	}
+	if pr.Rate > 0 {
+		a = append(a, "--mps", strconv.FormatFloat(pr.Rate, 'f', 0, 64))
+	} else {
+		a = append(a, "--mps", "max")
+	}
+	if c := p.Placement.Client; len(c) == 1 {
+		cpu := cpulist.Format(c)
+		a = append(a, "--sender-affinity", cpu, "--receiver-affinity", cpu)
+	}
+	return a, nil
+}
+
+// Run makes one sockperf ping-pong.
+func (d *Sockperf) Run(ctx context.Context, p Params, live func(result.Interval)) (*Run, error) {
+	if err := d.Check(); err != nil {
+		return nil, err
+	}
+	args, err := sockperfArgs(d.Hosts.Addr(), p)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := withTimeout(ctx, p)
+	defer cancel()
+	// sockperf's own warm-up and cool-down come on top of -t.
+	srv, srvArgv, err := d.Hosts.StartServer(ctx, ToolServer{Tool: "sockperf", Port: sockperfPort, Bind: d.Hosts.Addr(),
+		CPUs: p.Placement.Server, TCP: !p.Probe.UDP}, p.Duration+2*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	var samples []telemetry.Sample
+	run, err := retryConnect(ctx, func() (*Run, error) {
+		var r *Run
+		var err error
+		r, out, samples, err = d.client(ctx, p, args)
+		return r, err
+	}, func(err error) bool {
+		e := err.Error()
+		return strings.Contains(e, "Connection refused") || strings.Contains(e, "connect socket") || strings.Contains(e, "No messages were received")
+	})
+	_, srvOut, stopErr := srv.Stop()
+	if err != nil {
+		return nil, withServerOutput(err, srvOut)
+	}
+	if stopErr != nil && !strings.Contains(stopErr.Error(), "signal") {
+		return nil, stopErr
+	}
+	run.raw = string(out)
+	run.Tool = &Tool{Name: "sockperf", Client: args, Server: srvArgv}
+	d.intervals(run, p, samples, srv)
+	finishStart(run, p, d.Hosts)
+	if live != nil {
+		for _, iv := range run.Intervals {
+			live(iv)
+		}
+	}
+	return run, nil
+}
+
+// client runs sockperf's client once, sampling this host beside it.
+func (d *Sockperf) client(ctx context.Context, p Params, args []string) (*Run, []byte, []telemetry.Sample, error) {
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	var smp *telemetry.Ticker
+	if !p.NoTelemetry {
+		smp = telemetry.Start(fsOr(d.FS), d.Hosts.NICIRQs(), p.Interval)
+	}
+	if err := d.Hosts.StartClient(cmd); err != nil {
+		smp.Stop()
+		return nil, nil, nil, err
+	}
+	werr := cmd.Wait()
+	samples := smp.Stop()
+	sp, err := ParseSockperf(out.Bytes())
+	if err != nil {
+		return nil, out.Bytes(), nil, err
+	}
+	if werr != nil {
+		return nil, out.Bytes(), nil, fmt.Errorf("sockperf client: %v: %s", werr, finalLine(out.String()))
+	}
+	return sockperfRun(sp, p), out.Bytes(), samples, nil
+}
+
+// sockperfRun turns sockperf's report into a run.
+func sockperfRun(sp *SockperfResult, p Params) *Run {
+	r := &Run{Result: result.Result{Schema: result.Schema, RunID: time.Now().UnixMilli(), Engine: "sockperf", Intervals: []result.Interval{}}}
+	st := &r.Start
+	st.Peer, st.Port, st.Streams, st.Direction = sp.Address, sp.Port, 1, result.Send
+	st.DurationS, st.OmitS, st.IntervalS = p.Duration.Seconds(), 0.4, p.Interval.Seconds()
+	st.Connections = []result.Connection{{ID: 1, Sender: "client", ClientCPU: firstOr(p.Placement.Client), ServerCPU: firstOr(p.Placement.Server)}}
+	st.Notes = append(st.Notes, fmt.Sprintf("sockperf %s ping-pong over %s: %d-byte messages; its 400 ms warm-up and cool-down are not counted", sp.Version, sp.Protocol, p.Probe.Size))
+	proto := strings.ToLower(sp.Protocol)
+	if proto == "" {
+		proto = map[bool]string{false: "tcp", true: "udp"}[p.Probe.UDP]
+	}
+	l := &result.Latency{Summary: sp.Latency, Protocol: proto, Size: p.Probe.Size, Sent: sp.SentMessages, TargetRate: p.Probe.Rate, Duplicated: sp.Duplicated}
+	if sp.ValidSeconds > 0 {
+		l.RatePerSecond = result.Round3(float64(sp.ReceivedMessages) / sp.ValidSeconds)
+	}
+	r.End.Seconds, r.End.Latency, r.End.Streams = sp.ValidSeconds, l, []result.StreamEnd{}
+	r.End.Errors = append(r.End.Errors, sp.Warnings...)
+	return r
+}
+
+func firstOr(cpus []int) int {
+	if len(cpus) == 0 {
+		return -1
+	}
+	return cpus[0]
+}
+
+// intervals makes one interval per telemetry sample: sockperf reports
+// only at the end, so the intervals carry both hosts' load and nothing
+// else.
+func (d *Sockperf) intervals(r *Run, p Params, samples []telemetry.Sample, srv ServerProc) {
+	iv := p.Interval.Seconds()
+	for i := range samples {
+		r.Intervals = append(r.Intervals, result.Interval{Start: float64(i) * iv, End: float64(i+1) * iv, Streams: []result.StreamInterval{}})
+	}
+	attach(r, samples, sameHosts(d.Hosts))
+	attachServer(r, srv)
+}

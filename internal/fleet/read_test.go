@@ -1,0 +1,89 @@
+package fleet
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// TestResultSchema: documents of runs with every kind of outcome validate
+// against docs/schema/fleet-v1.schema.json and read back unchanged.
+func TestResultSchema(t *testing.T) {
+	c := jsonschema.NewCompiler()
+	sch, err := c.Compile("../../docs/schema/fleet-v1.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []*fakeNet{
+		{base: 9.5},
+		{base: 9.5, sendCap: map[string]float64{"h03": 1.9}, pathCap: map[[2]string]float64{{"h05", "h01"}: 4},
+			fail: map[[2]string]error{{"h01", "h02"}: errMsg("agent died")}},
+		{base: 9.5, down: map[string]bool{"h02": true}},
+	} {
+		res := runFake(t, 6, opts(), f)
+		b, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sch.Validate(doc); err != nil {
+			t.Errorf("schema: %v", err)
+		}
+		back, err := ReadResult(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b2, _ := json.Marshal(back)
+		if !bytes.Equal(b, b2) {
+			t.Error("the document changed when read back")
+		}
+	}
+}
+
+type errMsg string
+
+func (e errMsg) Error() string { return string(e) }
+
+func TestReadResultRefuses(t *testing.T) {
+	good, _ := json.Marshal(runFake(t, 3, opts(), &fakeNet{base: 9.5}))
+	for name, edit := range map[string]func(string) string{
+		"schema":       func(s string) string { return strings.Replace(s, Schema, "linerate.bench/v1", 1) },
+		"unknown host": func(s string) string { return strings.Replace(s, `"b":"h02"`, `"b":"h99"`, 1) },
+		"negative":     func(s string) string { return strings.Replace(s, `"a_to_b_gbps":`, `"a_to_b_gbps":-`, 1) },
+		"status":       func(s string) string { return strings.Replace(s, `"status":"ok"`, `"status":"great"`, 1) },
+		"bad name":     func(s string) string { return strings.Replace(s, `"name":"h01"`, `"name":"-h01"`, 1) },
+		"not json":     func(s string) string { return s[:len(s)/2] },
+		"one host": func(string) string {
+			return `{"schema":"linerate.fleet/v1","hosts":[{"name":"a","address":"1.2.3.4"}]}`
+		},
+	} {
+		if _, err := ReadResult(strings.NewReader(edit(string(good)))); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// FuzzReadResult: any input is refused with an error or reads as a
+// document that passes Check again; never a panic.
+func FuzzReadResult(f *testing.F) {
+	for _, fn := range []*fakeNet{{base: 9.5}, {base: 9.5, sendCap: map[string]float64{"h02": 1}, fail: map[[2]string]error{{"h01", "h03"}: errMsg("x")}}} {
+		res, _ := Run(f.Context(), fleetOf(3), opts(), fn)
+		b, _ := json.Marshal(res)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		res, err := ReadResult(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		if err := res.Check(); err != nil {
+			t.Fatalf("read but fails Check: %v", err)
+		}
+	})
+}

@@ -1,0 +1,211 @@
+package report
+
+import (
+	"math"
+
+	"github.com/linerate/linerate/internal/fleet"
+)
+
+// matrixGeom is the layout of a fleet's host × host matrix.
+type matrixGeom struct {
+	left, top, cell float64
+	w, h            int
+	vertical        bool // column labels run up the page
+}
+
+// labelW is the width of a label of n characters at 11 px, roughly.
+func labelW(n int) float64 { return 6.6 * float64(n) }
+
+func newMatrixGeom(n, longest int) matrixGeom {
+	g := matrixGeom{cell: math.Max(8, math.Min(44, 600/float64(n)))}
+	g.left = 24 + labelW(longest)
+	g.vertical = labelW(longest)+6 > g.cell
+	g.top = 56
+	if g.vertical {
+		g.top = 44 + labelW(longest)
+	}
+	g.w = int(math.Max(chartW, g.left+float64(n)*g.cell+150))
+	// Room under the matrix for the axis note, and for the legend when
+	// it does not fit on the right (see matrixLegend).
+	g.h = int(g.top + float64(n)*g.cell + 30)
+	if float64(g.w)-(g.left+float64(n)*g.cell+18) < 120 {
+		g.h += 170
+	}
+	return g
+}
+
+// matrixChart draws the fleet's matrix: rows send, columns receive, the
+// fill of a cell its Gbit/s against the best test's; slow tests are
+// outlined, failed ones crossed; an outlier host's row (send side) or
+// column (receive side) is framed and its name marked.
+func (fb *fleetBuilder) matrixChart() (*chart, error) {
+	res := fb.res
+	n := len(res.Hosts)
+	idx := map[string]int{}
+	longest := 3
+	names := make([]string, n)
+	for i, h := range res.Hosts {
+		idx[h.Name] = i
+		names[i] = clip(h.Name, 14)
+		longest = max(longest, len([]rune(names[i])))
+	}
+	type cellData struct {
+		g      *float64
+		status string
+		err    string
+	}
+	cells := map[[2]int]cellData{}
+	hi := 0.0
+	for _, p := range res.Pairs {
+		a, b := idx[p.A], idx[p.B]
+		cells[[2]int{a, b}] = cellData{p.AToBGbps, p.AToB.Status, p.AToB.Error}
+		cells[[2]int{b, a}] = cellData{p.BToAGbps, p.BToA.Status, p.BToA.Error}
+		for _, g := range []*float64{p.AToBGbps, p.BToAGbps} {
+			if g != nil {
+				hi = math.Max(hi, *g)
+			}
+		}
+	}
+	sendOut, recvOut := map[int]bool{}, map[int]bool{}
+	for _, o := range res.Outliers {
+		if o.Kind != fleet.KindHost {
+			continue
+		}
+		i, ok := idx[o.Name]
+		if !ok {
+			continue
+		}
+		if o.Direction == fleet.DirSend || o.Direction == fleet.DirBoth {
+			sendOut[i] = true
+		}
+		if o.Direction == fleet.DirReceive || o.Direction == fleet.DirBoth {
+			recvOut[i] = true
+		}
+	}
+
+	g := newMatrixGeom(n, longest)
+	s := &scene{}
+	every := 1
+	if g.cell < 13 {
+		every = int(math.Ceil(13 / g.cell)) // label every n-th host when cells are small
+	}
+	for i := 0; i < n; i++ {
+		y := g.top + float64(i)*g.cell
+		x := g.left + float64(i)*g.cell
+		rowClass, colClass := "tick", "tick"
+		if sendOut[i] {
+			rowClass = "tick fl-blamed"
+		}
+		if recvOut[i] {
+			colClass = "tick fl-blamed"
+		}
+		if i%every == 0 || sendOut[i] || recvOut[i] {
+			s.text(rowClass, g.left-6, y+g.cell/2+4, "end", names[i])
+			if g.vertical {
+				s.vtext(colClass, x+g.cell/2+4, g.top-8-labelW(len([]rune(names[i])))/2, names[i])
+			} else {
+				s.text(colClass, x+g.cell/2, g.top-8, "middle", names[i])
+			}
+		}
+	}
+	s.text("axis-title", g.left, g.top+float64(n)*g.cell+18, "start", "rows send, columns receive")
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			x, y := g.left+float64(j)*g.cell, g.top+float64(i)*g.cell
+			if i == j {
+				s.rect("fl-self", x+0.5, y+0.5, g.cell-1, g.cell-1, "")
+				continue
+			}
+			c, tested := cells[[2]int{i, j}]
+			from, to := res.Hosts[i].Name, res.Hosts[j].Name
+			switch {
+			case !tested:
+				s.rect("fl-untested", x+0.5, y+0.5, g.cell-1, g.cell-1, from+" → "+to+": not in the pattern")
+			case c.status == fleet.StatusFailed:
+				s.rect("fl-failed", x+0.5, y+0.5, g.cell-1, g.cell-1, from+" → "+to+": failed: "+c.err)
+				s.line("fl-cross", x+3, y+3, x+g.cell-3, y+g.cell-3)
+				s.line("fl-cross", x+g.cell-3, y+3, x+3, y+g.cell-3)
+			case c.g == nil:
+				s.rect("fl-untested", x+0.5, y+0.5, g.cell-1, g.cell-1, from+" → "+to+": not run")
+			default:
+				v := *c.g
+				op := 0.0
+				if hi > 0 {
+					op = v / hi
+				}
+				title := from + " → " + to + ": " + gbpsOrZero(v) + " Gbit/s"
+				if c.status == fleet.StatusSlow {
+					title += " (slow)"
+				}
+				s.cell("fl-cell", x+0.5, y+0.5, g.cell-1, g.cell-1, math.Max(op, 0.04), title)
+				if c.status == fleet.StatusSlow {
+					s.rect("fl-slow", x+1.5, y+1.5, g.cell-3, g.cell-3, "")
+				}
+				if g.cell >= 36 {
+					s.text(matrixTextClass(op), x+g.cell/2, y+g.cell/2+4, "middle", num(v, matrixPrec(hi)))
+				}
+			}
+		}
+	}
+	span := float64(n) * g.cell
+	for i := range sendOut {
+		s.rect("fl-frame", g.left-1, g.top+float64(i)*g.cell-1, span+2, g.cell+2, "")
+	}
+	for j := range recvOut {
+		s.rect("fl-frame", g.left+float64(j)*g.cell-1, g.top-1, g.cell+2, span+2, "")
+	}
+	fb.matrixLegend(s, g, span, hi)
+	return fb.r.render("fleet-matrix", "Pair matrix: Gbit/s from each row's host to each column's",
+		"Heatmap of the fleet's tests: rows are senders, columns receivers; darker is faster; slow tests outlined, failed tests crossed, outlier hosts framed.",
+		g.w, g.h, s)
+}
+
+// matrixPrec is how many decimals the matrix's numbers get: about three
+// significant digits of its fastest test, so that a fleet below 1 Gbit/s
+// (a shaped lab, a slow link) does not read as a wall of 0.2 and 0.0.
+func matrixPrec(hi float64) int {
+	switch {
+	case hi >= 10:
+		return 1
+	case hi >= 1:
+		return 2
+	}
+	return 3
+}
+
+// matrixLegend draws the scale and the marks, right of the matrix when
+// there is room, else under it.
+func (fb *fleetBuilder) matrixLegend(s *scene, g matrixGeom, span, hi float64) {
+	x, y := g.left+span+18, g.top+8
+	if float64(g.w)-x < 120 {
+		x, y = g.left, g.top+span+40
+	}
+	s.text("legend", x, y, "start", "Gbit/s")
+	for k := 0; k <= 4; k++ {
+		v := hi * float64(k) / 4
+		yy := y + 8 + float64(k)*16
+		s.cell("fl-cell", x, yy, 14, 14, math.Max(float64(k)/4, 0.04), "")
+		s.text("legend", x+20, yy+11, "start", num(v, matrixPrec(hi)))
+	}
+	y += 8 + 5*16 + 8
+	s.rect("fl-cell", x, y, 14, 14, "")
+	s.shapes[len(s.shapes)-1].Opacity = "0.3"
+	s.rect("fl-slow", x+1, y+1, 12, 12, "")
+	s.text("legend", x+20, y+11, "start", "slow")
+	y += 20
+	s.rect("fl-failed", x, y, 14, 14, "")
+	s.line("fl-cross", x+3, y+3, x+11, y+11)
+	s.line("fl-cross", x+11, y+3, x+3, y+11)
+	s.text("legend", x+20, y+11, "start", "failed")
+	y += 20
+	s.rect("fl-frame", x, y, 14, 14, "")
+	s.text("legend", x+20, y+11, "start", "outlier host")
+}
+
+// matrixTextClass keeps a cell's number readable on its fill.
+func matrixTextClass(op float64) string {
+	if op >= 0.55 {
+		return "hm-t s80"
+	}
+	return "hm-t"
+}

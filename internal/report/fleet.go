@@ -1,0 +1,233 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"html/template"
+	"strconv"
+	"strings"
+
+	"github.com/linerate/linerate/internal/fleet"
+)
+
+// BuildFleet makes the report of a fleet run from its linerate.fleet/v1
+// document: the verdict (the blame), the host × host matrix, the
+// outliers, the re-tests, every pair and the run's settings.
+//
+// It reads the document, not the stored runs of the fleet's label: the
+// document holds what the runs cannot — the schedule, the tests that
+// failed (they stored nothing), the re-tests, the threshold and the blame
+// itself — and it carries each direction's run IDs, so that
+// `linerate report --run ID` opens any test's own report.
+func BuildFleet(res *fleet.Result, title, version string) (*Model, error) {
+	if res == nil {
+		return nil, errors.New("report: no fleet result")
+	}
+	if err := res.Check(); err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	r, err := newRenderer()
+	if err != nil {
+		return nil, err
+	}
+	// The matrix's styles go with the fleet report's charts only, so the
+	// other reports' SVGs stay as they are.
+	css, err := assets.ReadFile("assets/fleet.css")
+	if err != nil {
+		return nil, fmt.Errorf("report: read fleet.css: %w", err)
+	}
+	r.chartCSS += "\n" + template.CSS(css)
+	if title == "" {
+		title = fmt.Sprintf("linerate fleet: %d hosts, %s", len(res.Hosts), res.Pattern)
+		if res.Label != "" {
+			title += " (" + res.Label + ")"
+		}
+	}
+	m := &Model{Title: title, Verdict: res.Verdict, version: version, r: r}
+	fb := &fleetBuilder{res: res, r: r}
+	for _, mk := range []func() (*section, error){
+		fb.matrixSection, fb.outliersSection, fb.retestsSection, fb.pairsSection, fb.runSection,
+	} {
+		s, err := mk()
+		if err != nil {
+			return nil, err
+		}
+		m.sections = append(m.sections, s)
+	}
+	return m, nil
+}
+
+type fleetBuilder struct {
+	res *fleet.Result
+	r   *renderer
+}
+
+func (fb *fleetBuilder) matrixSection() (*section, error) {
+	s := &section{ID: "fleet-matrix", Title: "Pair matrix"}
+	s.addText("Each cell is the goodput of one test, from the row's host to the column's, in Gbit/s (its best try when it was re-tested). A test below %s%% of the fleet's median test is slow. An outlier host's row (its send side) or column (its receive side) is framed.",
+		num(fb.res.ThresholdPct, 0))
+	c, err := fb.matrixChart()
+	if err != nil {
+		return nil, err
+	}
+	s.addChart(c)
+	return s, nil
+}
+
+func (fb *fleetBuilder) outliersSection() (*section, error) {
+	const id, title = "fleet-outliers", "Outliers"
+	if len(fb.res.Outliers) == 0 {
+		s := &section{ID: id, Title: title}
+		s.addText("No outlier: %s", fb.res.Verdict)
+		return s, nil
+	}
+	s := &section{ID: id, Title: title}
+	var items []item
+	for _, o := range fb.res.Outliers {
+		class, badge := "warning", o.Kind
+		if o.Cause == fleet.CauseFailed {
+			class = "critical"
+		}
+		lead := o.Name + " (" + o.Direction + ")"
+		if o.Kind == fleet.KindHost && o.Cause == fleet.CauseSlow {
+			lead = o.Name + map[string]string{fleet.DirSend: ": send side", fleet.DirReceive: ": receive side", fleet.DirBoth: ": both sides"}[o.Direction]
+		}
+		text := o.Evidence
+		switch n := len(o.Partners); {
+		case n > 8:
+			text += fmt.Sprintf(" (with %d hosts)", n)
+		case n > 0:
+			text += " (with " + strings.Join(o.Partners, ", ") + ")"
+		}
+		items = append(items, item{Class: class, Badge: badge, Lead: lead, Text: text, Code: outlierNext(o)})
+	}
+	s.Blocks = append(s.Blocks, block{Items: items})
+	return s, nil
+}
+
+// outlierNext is what to run next about an outlier.
+func outlierNext(o fleet.Outlier) []string {
+	if o.Kind == fleet.KindHost {
+		return []string{"linerate doctor   # on " + o.Name + ": NIC, PCIe, IRQs, optics"}
+	}
+	ends := strings.SplitN(o.Name, "-", 2)
+	if len(ends) == 2 {
+		return []string{"linerate bench <address of " + ends[1] + "> --repeat 5   # from " + ends[0] + ": the path again, alone"}
+	}
+	return nil
+}
+
+func (fb *fleetBuilder) retestsSection() (*section, error) {
+	const id, title = "fleet-retests", "Re-tests"
+	if len(fb.res.Retests) == 0 {
+		return omitted(id, title, "Re-tests: no test was slow, so none was tried again."), nil
+	}
+	s := &section{ID: id, Title: title}
+	s.addText("A slow test is tried again, one test at a time, so that a test slow only under a round's load comes back as it is. It is confirmed slow when every try was.")
+	t := &table{ID: "fleet-retests", Caption: "Slow tests tried again",
+		Head: []string{"From", "To", "First (Gbit/s)", "Re-tests (Gbit/s)", "Result"},
+		Num:  []bool{false, false, true, true, false}}
+	for _, rt := range fb.res.Retests {
+		var again []string
+		for _, g := range rt.RetestsGbps {
+			again = append(again, gbpsOrZero(g))
+		}
+		// A test that came back is muted; one slow again stands out.
+		result, class := "not slow on re-test", "warn"
+		if rt.Confirmed {
+			result, class = "slow again", "crit"
+		}
+		t.Rows = append(t.Rows, []string{rt.From, rt.To, gbpsOrZero(rt.FirstGbps), strings.Join(again, ", "), result})
+		t.Classes = append(t.Classes, class)
+	}
+	s.addTable(t)
+	return s, nil
+}
+
+func (fb *fleetBuilder) pairsSection() (*section, error) {
+	s := &section{ID: "fleet-pairs", Title: "Pairs"}
+	t := &table{ID: "fleet-pairs", Caption: "Every pair, in both directions",
+		Head: []string{"Pair", "Round", "a → b (Gbit/s)", "b → a (Gbit/s)", "Status", "Runs", "Note"},
+		Num:  []bool{false, true, true, true, false, false, false}}
+	for _, p := range fb.res.Pairs {
+		class := ""
+		if p.Status == fleet.StatusSlow || p.Status == fleet.StatusFailed {
+			class = "crit"
+		}
+		var runs, notes []string
+		for _, d := range []fleet.Direction{p.AToB, p.BToA} {
+			for _, id := range d.RunIDs {
+				runs = append(runs, strconv.FormatInt(id, 10))
+			}
+			if d.Error != "" {
+				notes = append(notes, d.Error)
+			}
+		}
+		if p.Retested {
+			notes = append(notes, "re-tested")
+		}
+		t.Rows = append(t.Rows, []string{p.A + " – " + p.B, strconv.Itoa(p.Round),
+			dirCell(p.AToBGbps, p.AToB), dirCell(p.BToAGbps, p.BToA), p.Status, orDash(strings.Join(runs, ", ")), orDash(strings.Join(notes, "; "))})
+		t.Classes = append(t.Classes, class)
+	}
+	s.addTable(t)
+	return s, nil
+}
+
+// dirCell is one direction's figure, or what happened instead.
+func dirCell(g *float64, d fleet.Direction) string {
+	switch {
+	case g != nil:
+		return gbpsOrZero(*g)
+	case d.Status == fleet.StatusFailed:
+		return "failed"
+	}
+	return "not run"
+}
+
+// gbpsOrZero formats Gbit/s like gbps, but shows a measured 0 as 0.00 (a
+// test that carried nothing is a result, not an unknown) and below 1
+// Gbit/s with three decimals, as the fleet's text summary does: a shaped
+// lab's 0.046 and 0.205 must not read 0.05 and 0.21.
+func gbpsOrZero(g float64) string {
+	switch {
+	case g == 0:
+		return "0.00"
+	case g > 0 && g < 1:
+		return num(g, 3)
+	}
+	return gbps(g)
+}
+
+func (fb *fleetBuilder) runSection() (*section, error) {
+	res := fb.res
+	s := &section{ID: "fleet-run", Title: "Run"}
+	mode := "one test at a time"
+	if res.Parallel {
+		mode = "each round's disjoint pairs at once (--parallel)"
+	}
+	med, below := "—", "—"
+	if res.MedianGbps != nil {
+		med, below = gbpsOrZero(*res.MedianGbps), gbpsOrZero(*res.SlowBelowGbps)
+	}
+	t := &table{ID: "fleet-settings", Caption: "Settings and figures", Head: []string{"Setting", "Value"}}
+	t.Rows = [][]string{
+		{"Hosts", strconv.Itoa(len(res.Hosts))},
+		{"Pattern", res.Pattern},
+		{"Schedule", fmt.Sprintf("%d pairs in %d rounds, %d tests (each pair both ways), %s", len(res.Pairs), res.Rounds, res.Tests, mode)},
+		{"Each test", fmt.Sprintf("%s s, %d stream%s", num(res.DurationS, 1), res.Streams, plural(res.Streams))},
+		{"Median test", med + " Gbit/s"},
+		{"Slow below", fmt.Sprintf("%s Gbit/s (%s%% of the median)", below, num(res.ThresholdPct, 0))},
+		{"Wall time", num(res.WallS, 0) + " s"},
+	}
+	if res.Label != "" {
+		t.Rows = append(t.Rows, []string{"Label", res.Label + " (linerate history --label " + res.Label + ")"})
+	}
+	s.addTable(t)
+	ht := &table{ID: "fleet-hosts", Caption: "Hosts", Head: []string{"Host", "Address", "SSH"}}
+	for _, h := range res.Hosts {
+		ht.Rows = append(ht.Rows, []string{h.Name, h.Address, orDash(h.SSH)})
+	}
+	s.addTable(ht)
+	return s, nil
+}
