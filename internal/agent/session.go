@@ -16,8 +16,15 @@ import (
 // its end, and reports whether the test started. Every failure is logged
 // with its reason; none outlives the session.
 func (ss *session) run(ctx context.Context) bool {
-	lk := startLook(ctx, ss.srv.fs()) // while the client looks at its own host
+	// The look goes on while the client looks at its own host; anything
+	// but a native test stops it (a probe must not share its CPU with it).
+	lctx, stopLook := context.WithCancel(ctx)
+	defer stopLook()
+	lk := startLook(lctx, ss.srv.fs())
 	typ, body, err := ss.ctrl.recv(setupTimeout)
+	if typ != msgRequest {
+		stopLook()
+	}
 	switch {
 	case isEOF(err):
 		ss.refuse(errors.New("the client left without asking for a test"))
