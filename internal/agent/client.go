@@ -39,9 +39,13 @@ type client struct {
 	peer result.HostInfo
 	res  *result.Result
 	side *engine.Side
+	smp  *telemetry.Sampler
 	mine []engine.Sample // this end's samples, one per interval
 	keys sessionKeys
-	nic  *nicstats.Span // this end's NIC counters from before the test
+	nic  *nicstats.Span    // this end's NIC counters from before the test
+	load *telemetry.Looked // this host's CPUs just before the test
+	// loadNote says why load is nil: the look failed.
+	loadNote string
 	// route is the path to the agent as the test started (fault.go); nil
 	// when the kernel could not say.
 	route *pathwatch.Route
@@ -109,26 +113,28 @@ func (c *client) run(ctx context.Context) (*result.Result, error) {
 		return nil, err
 	}
 	c.peer, c.keys = *peer, keys
+	lk := startLook(ctx, c.fs) // while the agent looks at its own host
 	c.route = lookupRoute(c.ctrl.c)
 	local := engine.AddrPort(c.ctrl.c.LocalAddr())
 	var notes []string
 	c.me, notes = engine.HostFacts(c.fs, local.Addr())
-	clientCPUs, serverCPUs, source, err := c.placement()
+	c.load, c.loadNote = lk.wait()
+	ch, err := c.placement()
 	if err != nil {
 		return nil, err
 	}
-	if err := c.ctrl.send(newRequest(c.p, serverCPUs), handshakeTimeout); err != nil {
+	if err := c.ctrl.send(newRequest(c.p, ch.server), handshakeTimeout); err != nil {
 		return nil, fmt.Errorf("sending the test request: %w", err)
 	}
 	acc, err := expect(c.ctrl, msgAccept, setupTimeout, func(m *acceptMsg) error { return m.check(c.p.Connections()) })
 	if err != nil {
 		return nil, fmt.Errorf("the agent did not accept the test: %w", err)
 	}
-	streams, err := c.openStreams(ctx, *acc, engine.Assign(c.p.Connections(), clientCPUs))
+	streams, err := c.openStreams(ctx, *acc, engine.Assign(c.p.Connections(), ch.client))
 	if err != nil {
 		return nil, err
 	}
-	c.res = c.startResult(*acc, streams, source, notes)
+	c.res = c.startResult(*acc, streams, ch, notes)
 	ready, err := expect(c.ctrl, msgReady, setupTimeout, (*readyMsg).check)
 	if err != nil {
 		engine.CloseStreams(streams)
@@ -138,30 +144,42 @@ func (c *client) run(ctx context.Context) (*result.Result, error) {
 	return c.measure(ctx, streams)
 }
 
-// placement decides the CPUs of both ends' stream threads.
-func (c *client) placement() (client, server []int, source string, err error) {
+// choice is where both ends' stream threads go.
+type choice struct {
+	client, server []int
+	source         string // result.Placement.Source
+	why            string // how the load before the run changed it, or ""
+}
+
+// placement decides the CPUs of both ends' stream threads: of the
+// candidates, those free by the look before the test (engine.Free).
+func (c *client) placement() (choice, error) {
 	for _, cpu := range c.cfg.ClientCPUs {
 		if len(c.me.CPUs) > 0 && !cpulist.Contains(c.me.CPUs, cpu) {
-			return nil, nil, "", fmt.Errorf("-A: CPU %d is not available to this process (it may use %s)", cpu, cpulist.Format(c.me.CPUs))
+			return choice{}, fmt.Errorf("-A: CPU %d is not available to this process (it may use %s)", cpu, cpulist.Format(c.me.CPUs))
 		}
 	}
+	var ch choice
 	switch {
 	case c.cfg.ClientCPUs != nil && c.cfg.ServerCPUs != nil:
-		source = "user"
+		ch.source = "user"
 	case c.cfg.ClientCPUs == nil && c.cfg.ServerCPUs == nil:
-		source = "auto"
+		ch.source = "auto"
 	default:
-		source = "user+auto"
+		ch.source = "user+auto"
 	}
 	if c.me.BootID != "" && c.me.BootID == c.peer.BootID {
-		client, server = engine.Split(c.cfg.ClientCPUs, c.cfg.ServerCPUs, c.me.Candidates, c.me.CPUs)
-		return client, server, source, nil
+		ch.client, ch.server, ch.why = engine.SplitFree(c.cfg.ClientCPUs, c.cfg.ServerCPUs, c.me.Candidates, c.me.CPUs, c.load)
+		return ch, nil
 	}
-	client = c.cfg.ClientCPUs
-	if client == nil {
-		client = c.me.Candidates
+	ch.client, ch.server = c.cfg.ClientCPUs, c.cfg.ServerCPUs // nil server: the agent picks its own
+	if ch.client == nil {
+		ch.client = engine.Free(c.me.Candidates, c.load)
+		if why := engine.BusyWhy(c.me.Candidates, ch.client, c.load); why != "" {
+			ch.why = "client: " + why
+		}
 	}
-	return client, c.cfg.ServerCPUs, source, nil // nil: the agent picks its own
+	return ch, nil
 }
 
 // openStreams makes the data connections, each announced by its
@@ -197,11 +215,13 @@ func (c *client) openStreams(ctx context.Context, acc acceptMsg, cpus []int) ([]
 // agent's reports, and the end.
 func (c *client) measure(ctx context.Context, streams []*engine.Stream) (*result.Result, error) {
 	var err error
-	c.side, err = engine.NewSide(c.p, streams, telemetry.NewSampler(c.fs, c.me.NICIRQs), "lrc")
+	c.smp = telemetry.NewSampler(c.fs, c.me.NICIRQs)
+	c.side, err = engine.NewSide(c.p, streams, c.smp, "lrc")
 	if err != nil {
 		return nil, err
 	}
 	defer c.side.Close()
+	c.side.WatchForeign(c.fs)
 	c.emit(result.Event{Event: "start", Data: &c.res.Start})
 	rd := newReader(c.ctrl, c.p)
 	c.nic = nicstats.Begin(c.counterIface())

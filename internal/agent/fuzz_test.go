@@ -9,12 +9,14 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/result"
+	"github.com/linerate/linerate/internal/telemetry"
 )
 
 // FuzzRequest feeds the agent's request decoder and bounds arbitrary
@@ -102,6 +104,11 @@ func FuzzClientMessages(f *testing.F) {
 		`{"type":"tool_end","cpu_seconds":0.25,"output":"done","nic_counters":{"interface":"enp1s0f0np0","driver":"mlx5_core","deltas":{"rx_no_buffer":1200000},"sources":{"rx_no_buffer":{"rx_out_of_buffer":1200000}}}}`,
 		`{"type":"doctor_report","report":{"schema":"linerate.doctor/v1"},"host":{}}`,
 		`{"type":"doctor_report","report":"{"}`,
+		`{"type":"accept","port":5301,"test_id":"AAAAAAAAAAAAAAAAAAAAAA==","placement":[1,1],"load":{"0":97.5,"1":2}}`,
+		`{"type":"accept","port":5301,"test_id":"AAAAAAAAAAAAAAAAAAAAAA==","placement":[1,1],"load":{"x":1,"-1":200}}`,
+		`{"type":"interval","index":0,"start":0,"end":1,"streams":[{"id":1,"bytes":100,"rx_cpu":3},{"id":2,"bytes":5,"rx_cpu":-7}],"cpu":{},"total":{}}`,
+		`{"type":"end","streams":[{"id":1,"received":10,"measured":9},{"id":2}],"seconds":1.002,"foreign":{"pid":42,"seconds":1,"own":{"1":60},"cpu":{"0":96},"top":[{"pid":4123,"name":"stress-ng","cpu_pct":95,"cpu":0}]},"unread":{"proc/softirqs":"permission denied"}}`,
+		`{"type":"end","streams":[{"id":1},{"id":2}],"seconds":1e300,"foreign":{"pid":-1,"top":[{"pid":1,"name":"x","cpu_pct":1e9,"cpu":99999999}]},"unread":{"etc/shadow":"x"},"foreign_note":"other load unknown"}`,
 		`{"type":"error","reason":"authentication failed"}`,
 		`{"type":"busy","reason":"a test from 198.18.0.1:40000 is running"}`,
 	} {
@@ -114,7 +121,7 @@ func FuzzClientMessages(f *testing.F) {
 			return
 		}
 		if m, err := decode(typ, body, msgAccept, func(m *acceptMsg) error { return m.check(conns) }); err == nil {
-			if len(m.TestID) != testIDSize || len(m.Placement) != conns || m.Port < 1 || m.Port > 65535 {
+			if len(m.TestID) != testIDSize || len(m.Placement) != conns || m.Port < 1 || m.Port > 65535 || len(m.Load) > maxCPUMap {
 				t.Fatalf("accept passed: %+v", m)
 			}
 		}
@@ -125,8 +132,11 @@ func FuzzClientMessages(f *testing.F) {
 			}
 		}
 		if m, err := decode(typ, body, msgEnd, func(m *endMsg) error { return m.check(conns) }); err == nil {
-			if len(m.Streams) != conns || len(m.Errors) > conns || !nicBounded(m.NICCounters) {
+			if len(m.Streams) != conns || len(m.Errors) > conns || m.Seconds < 0 || m.Seconds > maxSeconds || len(m.Unread) > 3 || !nicBounded(m.NICCounters) {
 				t.Fatalf("end passed: %+v", m)
+			}
+			if f := m.Foreign; f != nil && (len(f.Top) > telemetry.MaxTop || len(f.CPU) > maxCPUMap || len(f.Own) > maxCPUMap) {
+				t.Fatalf("end's other load passed: %+v", f)
 			}
 		}
 		decode(typ, body, msgToolStarted, (*toolStartedMsg).check)
@@ -279,4 +289,43 @@ func nicBounded(d *result.NICDelta) bool {
 		}
 	}
 	return true
+}
+
+// TestCheckLoadAndForeign: a hostile agent's per-CPU loads, other-load
+// report and unread sources are bounded; honest ones pass.
+func TestCheckLoadAndForeign(t *testing.T) {
+	id := make([]byte, testIDSize)
+	ok := acceptMsg{Port: 5301, TestID: id, Placement: []int{1}, Load: map[string]float64{"0": 97, "1": 2}}
+	if err := ok.check(1); err != nil {
+		t.Errorf("honest accept: %v", err)
+	}
+	for _, load := range []map[string]float64{{"x": 1}, {"-1": 1}, {"0": 101}, {"0": -1}, {"999999": 1}} {
+		bad := ok
+		bad.Load = load
+		if err := bad.check(1); err == nil {
+			t.Errorf("accept with load %v passed", load)
+		}
+	}
+	f := &telemetry.Foreign{PID: 1, Seconds: 1, CPU: map[string]float64{"0": 96}, Top: []telemetry.Proc{{PID: 2, Name: "stress-ng", CPUPct: 95, CPU: 0}}}
+	end := endMsg{Streams: []engine.StreamTotal{{ID: 1}}, Seconds: 1, Foreign: f, Unread: map[string]string{telemetry.SrcSoftirqs: "permission denied"}}
+	if err := end.check(1); err != nil {
+		t.Errorf("honest end: %v", err)
+	}
+	for name, mod := range map[string]func(*endMsg){
+		"window": func(m *endMsg) { m.Seconds = -1 },
+		"source": func(m *endMsg) { m.Unread = map[string]string{"etc/shadow": "x"} },
+		"pid":    func(m *endMsg) { m.Foreign = &telemetry.Foreign{PID: -5} },
+		"name": func(m *endMsg) {
+			m.Foreign = &telemetry.Foreign{Top: []telemetry.Proc{{Name: strings.Repeat("x", 65)}}}
+		},
+		"share":       func(m *endMsg) { m.Foreign = &telemetry.Foreign{CPU: map[string]float64{"0": 250}} },
+		"processes":   func(m *endMsg) { m.Foreign = &telemetry.Foreign{Top: make([]telemetry.Proc, telemetry.MaxTop+1)} },
+		"process CPU": func(m *endMsg) { m.Foreign = &telemetry.Foreign{Top: []telemetry.Proc{{CPU: -2}}} },
+	} {
+		bad := end
+		mod(&bad)
+		if err := bad.check(1); err == nil {
+			t.Errorf("end with a bad %s passed", name)
+		}
+	}
 }

@@ -2,7 +2,9 @@ package agent
 
 import (
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,7 +13,7 @@ import (
 )
 
 // startResult fills what is known once the data connections are open.
-func (c *client) startResult(acc acceptMsg, streams []*engine.Stream, source string, notes []string) *result.Result {
+func (c *client) startResult(acc acceptMsg, streams []*engine.Stream, ch choice, notes []string) *result.Result {
 	now := time.Now()
 	res := &result.Result{Schema: result.Schema, RunID: now.UnixMilli(), Engine: "native", Intervals: []result.Interval{}}
 	st := &res.Start
@@ -24,6 +26,19 @@ func (c *client) startResult(acc acceptMsg, streams []*engine.Stream, source str
 	st.Congestion, st.FQRate, st.ZeroCopy = c.p.Congestion, c.p.FQRate, c.p.ZeroCopy
 	st.Client, st.Server = c.me, c.peer
 	st.Notes = notes
+	st.LoadBefore = result.HostLoads{Client: engine.LoadKeys(c.load), Server: acc.Load}
+	if c.loadNote != "" {
+		st.Notes = append(st.Notes, "client: "+c.loadNote)
+	}
+	if acc.Load == nil && (c.load != nil || c.loadNote != "") { // this run looked (a probe does not)
+		st.Notes = append(st.Notes, "server: CPU load before the run unknown: the agent could not look at its CPUs")
+	}
+	if ch.why != "" {
+		st.Notes = append(st.Notes, "placement: "+ch.why)
+	}
+	if acc.Why != "" { // the agent placed its threads by its own look
+		st.Notes = append(st.Notes, "placement: server: "+acc.Why)
+	}
 	mine := make([]int, len(streams))
 	for i, s := range streams {
 		mine[i] = s.CPU
@@ -44,7 +59,7 @@ func (c *client) startResult(acc acceptMsg, streams []*engine.Stream, source str
 		}
 	}
 	st.BlockSize = engine.BlockSize
-	st.Placement = result.Placement{Client: engine.Used(mine), Server: engine.Used(acc.Placement), Source: source}
+	st.Placement = result.Placement{Client: engine.Used(mine), Server: engine.Used(acc.Placement), Source: ch.source}
 	return res
 }
 
@@ -98,16 +113,24 @@ func (c *client) merge(mine engine.Sample, theirs *engine.Sample) result.Interva
 	}
 	for i, ms := range mine.Streams {
 		send := c.p.ClientSends(i)
-		tcp := ms
+		var peer *engine.StreamSample
+		if theirs != nil && i < len(theirs.Streams) {
+			peer = &theirs.Streams[i]
+		}
+		tcp := ms // the sender's TCP_INFO
 		if !send {
 			tcp = engine.StreamSample{}
-			if theirs != nil && i < len(theirs.Streams) {
-				tcp = theirs.Streams[i]
+			if peer != nil {
+				tcp = *peer
 			}
 		}
 		si := result.StreamInterval{ID: ms.ID, Sender: senderName(send), Bytes: ms.Bytes,
 			BitsPerSecond: bps(ms.Bytes, secs), RTTus: tcp.RTT, RTTVarUs: tcp.RTTVar, CwndBytes: tcp.Cwnd,
 			Retransmits: uint64(tcp.Retransmits), DeliveryRateBps: float64(tcp.DeliveryRate) * 8}
+		if peer != nil {
+			b := peer.Bytes
+			si.PeerBytes = &b
+		}
 		si.RxCPU = receiverCPU(send, ms, theirs, i)
 		iv.Streams[i] = si
 		iv.Sum.Bytes += si.Bytes
@@ -117,12 +140,17 @@ func (c *client) merge(mine engine.Sample, theirs *engine.Sample) result.Interva
 	return iv
 }
 
-// totals computes the measured bytes of each stream. A receiver's count is
-// what arrived beyond the bytes its sender wrote during the warm-up: the
-// two ends' clocks differ, byte offsets in one TCP stream do not.
+// totals computes the measured bytes of each stream: the sender's count
+// (written after its warm-up mark: the byte offset in the TCP stream, so
+// no clock is involved) and the receiver's, over the receiver's own
+// window by its own clock (engine.StreamTotal.Measured: its per-interval
+// counts from its warm-up mark to its last sample). Each side cuts its
+// warm-up by its own clock; what was queued or in flight at the edges of
+// the window is in the sender's count and not the receiver's.
 func (c *client) totals(em *endMsg) result.End {
 	mine := c.side.Totals()
 	e := result.End{Seconds: c.side.MeasuredSeconds()}
+	var rcvClient, rcvServer uint64 // bytes received by each end, over its own window
 	for i, m := range mine {
 		var theirs engine.StreamTotal
 		if i < len(em.Streams) {
@@ -131,9 +159,12 @@ func (c *client) totals(em *endMsg) result.End {
 		snd, rcv := m, theirs
 		if !c.p.ClientSends(i) {
 			snd, rcv = theirs, m
+			rcvClient += m.Measured
+		} else {
+			rcvServer += theirs.Measured
 		}
 		se := result.StreamEnd{ID: m.ID, Sender: senderName(c.p.ClientSends(i)),
-			SentBytes: snd.Sent - min(snd.SentOmit, snd.Sent), ReceivedBytes: rcv.Received - min(snd.SentOmit, rcv.Received),
+			SentBytes: snd.Sent - min(snd.SentOmit, snd.Sent), ReceivedBytes: rcv.Measured,
 			Retransmits: uint64(snd.Retrans)}
 		e.Streams = append(e.Streams, se)
 		e.SumSent.Bytes += se.SentBytes
@@ -141,7 +172,17 @@ func (c *client) totals(em *endMsg) result.End {
 		e.SumReceived.Bytes += se.ReceivedBytes
 	}
 	e.SumSent.BitsPerSecond = bps(e.SumSent.Bytes, e.Seconds)
-	e.SumReceived.BitsPerSecond = bps(e.SumReceived.Bytes, e.Seconds)
+	switch c.p.Direction {
+	case result.Receive:
+		e.SumReceived.Seconds = e.Seconds
+		e.SumReceived.BitsPerSecond = bps(rcvClient, e.Seconds)
+	case result.Bidir: // each end's bytes over its own window
+		e.SumReceived.Seconds = em.Seconds
+		e.SumReceived.BitsPerSecond = bps(rcvServer, em.Seconds) + bps(rcvClient, e.Seconds)
+	default:
+		e.SumReceived.Seconds = em.Seconds
+		e.SumReceived.BitsPerSecond = bps(rcvServer, em.Seconds)
+	}
 	e.CPU = result.EndCPU{ClientSeconds: c.side.MeasuredCPU(), ServerSeconds: em.CPUSeconds,
 		ServerUserSeconds: em.CPUUser, ServerSystemSeconds: em.CPUSystem}
 	e.CPU.ClientUserSeconds, e.CPU.ClientSystemSeconds = c.side.MeasuredCPUSplit()
@@ -153,7 +194,34 @@ func (c *client) totals(em *endMsg) result.End {
 		e.ZeroCopy.Completions += em.ZCCompletions
 		e.ZeroCopy.Copied += em.ZCCopied
 	}
+	e.Unread = result.HostUnread{Client: c.smp.Unread(), Server: em.Unread}
+	c.otherLoad(&e, em)
 	return e
+}
+
+// otherLoad puts both ends' other load on the end: with both ends on one
+// machine, each end's report counts the other end's threads and process
+// as foreign, and they are taken out.
+func (c *client) otherLoad(e *result.End, em *endMsg) {
+	mine, err := c.side.Foreign()
+	var notes []string
+	if err != nil {
+		notes = append(notes, "client: "+err.Error())
+	}
+	if em.ForeignNote != "" {
+		notes = append(notes, "server: "+em.ForeignNote)
+	}
+	theirs := em.Foreign
+	// One process holding both ends (a test) counts both in its own.
+	if c.me.BootID != "" && c.me.BootID == c.peer.BootID && mine != nil && theirs != nil && mine.PID != theirs.PID {
+		m, t := *mine, *theirs // Without changes what it is given: keep the reports apart
+		m.CPU, t.CPU = maps.Clone(mine.CPU), maps.Clone(theirs.CPU)
+		m.Top, t.Top = slices.Clone(mine.Top), slices.Clone(theirs.Top)
+		m.Without(theirs)
+		t.Without(mine)
+		mine, theirs = &m, &t
+	}
+	e.Foreign = result.HostForeign{Client: mine, Server: theirs, Notes: notes}
 }
 
 func bps(bytes uint64, secs float64) float64 {

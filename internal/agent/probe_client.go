@@ -64,12 +64,12 @@ func (c *client) probe(ctx context.Context, m probeMsg, pr ProbeTest) (*result.R
 	local := engine.AddrPort(c.ctrl.c.LocalAddr())
 	var notes []string
 	c.me, notes = engine.HostFacts(c.fs, local.Addr())
-	clientCPUs, serverCPUs, source, err := c.placement()
+	ch, err := c.placement() // no look before a probe: one thread a side
 	if err != nil {
 		return nil, err
 	}
-	if len(serverCPUs) > 0 {
-		m.ServerCPU = serverCPUs[0]
+	if len(ch.server) > 0 {
+		m.ServerCPU = ch.server[0]
 	}
 	if err := c.ctrl.send(m, handshakeTimeout); err != nil {
 		return nil, fmt.Errorf("sending the probe request: %w", err)
@@ -83,8 +83,8 @@ func (c *client) probe(ctx context.Context, m probeMsg, pr ProbeTest) (*result.R
 		return nil, err
 	}
 	defer engine.CloseFD(fd)
-	cpu := engine.Assign(1, clientCPUs)[0]
-	c.res = c.startResult(acceptMsg{Port: acc.Port, Placement: []int{acc.CPU}}, []*engine.Stream{{ID: 1, Send: true, CPU: cpu}}, source, notes)
+	cpu := engine.Assign(1, ch.client)[0]
+	c.res = c.startResult(acceptMsg{Port: acc.Port, Placement: []int{acc.CPU}}, []*engine.Stream{{ID: 1, Send: true, CPU: cpu}}, ch, notes)
 	c.res.Start.Notes = append(c.res.Start.Notes, probeNote(m))
 	if m.Kind == ProbeUDP {
 		c.res.Start.Protocol, c.res.Start.Bitrate, c.res.Start.BlockSize = result.UDP, uint64(m.Rate), m.Size

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/linerate/linerate/internal/engine"
@@ -28,11 +29,11 @@ const protoVersion = 2
 //	auth           client  after challenge          nonce: 32 bytes (first of all), MAC
 //	welcome        agent   after auth               MAC over the nonces and the host facts
 //	request        client  a native test            requestMsg.validate: every field (milliseconds, CPUs, caps)
-//	accept         agent   after request            acceptMsg.check: port, test ID, one CPU per connection
+//	accept         agent   after request            acceptMsg.check: port, test ID, one CPU per connection, per-CPU load
 //	ready          agent   data connections in      readyMsg.check: buffer sizes, sysctl names
 //	start, stop    client  the test's clock         none (type only)
-//	interval       agent   every interval           intervalMsg.check: index, one sample per connection, CPU count
-//	end            agent   after stop               endMsg.check: one total per connection, errors, NIC counters (checkNIC)
+//	interval       agent   every interval           intervalMsg.check: index, one sample per connection, CPU count, RX CPUs
+//	end            agent   after stop               endMsg.check: one total per connection, errors, window, other load, unread sources, NIC counters (checkNIC)
 //	tool           client  a tool session           toolMsg.check: description size, milliseconds
 //	tool_started   agent   after tool               toolStartedMsg.check: argv and credentials sizes
 //	tool_end       agent   after stop               toolEndMsg.check: output size, NIC counters (checkNIC)
@@ -80,18 +81,20 @@ var messageTypes = map[string]bool{
 
 // Bounds of the messages' contents.
 const (
-	maxReason     = 1 << 10  // of an error's reason, as shown
-	maxCPUs       = 1 << 16  // CPU numbers (the kernel's NR_CPUS is at most 8192)
-	maxCPUMap     = 8192     // CPUs in one sample
-	maxErrorText  = 4 << 10  // of one stream error in an end message
-	maxToolSpec   = 4 << 10  // of a tool server description
-	maxToolArgs   = 64       // arguments of a tool server's command line
-	maxToolArg    = 4 << 10  // bytes of one argument
-	maxToolAuth   = 16 << 10 // of a tool server's credentials (a public key)
-	maxToolOutput = 64 << 10 // of a tool server's output sent back (its tail)
-	maxNICName    = 128      // of an interface, driver, cause or counter name in NIC counters
-	maxNICCauses  = 32       // causes in one end's NIC counters (nicstats has 11)
-	maxNICSources = 64       // counters behind one cause (a driver's per-priority counters)
+	maxReason     = 1 << 10   // of an error's reason, as shown
+	maxCPUs       = 1 << 16   // CPU numbers (the kernel's NR_CPUS is at most 8192)
+	maxCPUMap     = 8192      // CPUs in one sample
+	maxErrorText  = 4 << 10   // of one stream error in an end message
+	maxToolSpec   = 4 << 10   // of a tool server description
+	maxToolArgs   = 64        // arguments of a tool server's command line
+	maxToolArg    = 4 << 10   // bytes of one argument
+	maxToolAuth   = 16 << 10  // of a tool server's credentials (a public key)
+	maxToolOutput = 64 << 10  // of a tool server's output sent back (its tail)
+	maxSeconds    = 2 * 86400 // of a measured window (the client allows tests of 24 h)
+	maxProcName   = 64        // of a process name (comm is 15 bytes)
+	maxNICName    = 128       // of an interface, driver, cause or counter name in NIC counters
+	maxNICCauses  = 32        // causes in one end's NIC counters (nicstats has 11)
+	maxNICSources = 64        // counters behind one cause (a driver's per-priority counters)
 )
 
 // PeerError is a refusal or failure the other end reported ("busy",
@@ -210,6 +213,12 @@ type acceptMsg struct {
 	Port      int    `json:"port"`
 	TestID    []byte `json:"test_id"`   // names the test in the data preambles (data.go)
 	Placement []int  `json:"placement"` // the agent's CPU for each connection, in stream order; -1 unpinned
+	// Load is the agent's per-CPU busy share (%) just before the test, as
+	// it placed its threads by it; absent when it could not look.
+	Load map[string]float64 `json:"load,omitempty"`
+	// Why says how the look changed the agent's own placement
+	// (engine.BusyWhy), "" when it did not or the client placed it.
+	Why string `json:"why,omitempty"`
 }
 
 // check bounds an accept for a test of n connections.
@@ -225,6 +234,23 @@ func (m acceptMsg) check(n int) error {
 	for _, c := range m.Placement {
 		if c < -1 || c >= maxCPUs {
 			return fmt.Errorf("%w: accept places a connection on CPU %d", errBadMessage, c)
+		}
+	}
+	if len(m.Why) > maxErrorText {
+		return fmt.Errorf("%w: accept with a placement note of %d bytes", errBadMessage, len(m.Why))
+	}
+	return checkShares("accept's load", m.Load, 100)
+}
+
+// checkShares bounds a per-CPU map of percentages: at most maxCPUMap
+// CPUs, each a CPU number, each share 0 to most.
+func checkShares(what string, m map[string]float64, most float64) error {
+	if len(m) > maxCPUMap {
+		return fmt.Errorf("%w: %s of %d CPUs", errBadMessage, what, len(m))
+	}
+	for k, v := range m {
+		if c, err := strconv.Atoi(k); err != nil || c < 0 || c >= maxCPUs || v < 0 || v > most {
+			return fmt.Errorf("%w: %s: CPU %.10q at %g%%", errBadMessage, what, k, v)
 		}
 	}
 	return nil
@@ -263,6 +289,11 @@ func (m intervalMsg) check(n int) error {
 	case len(m.CPU) > maxCPUMap:
 		return fmt.Errorf("%w: interval of %d CPUs", errBadMessage, len(m.CPU))
 	}
+	for _, st := range m.Streams {
+		if c := st.RxCPU; c != nil && (*c < 0 || *c >= maxCPUs) {
+			return fmt.Errorf("%w: interval names RX CPU %d", errBadMessage, *c)
+		}
+	}
 	return nil
 }
 
@@ -283,6 +314,15 @@ type endMsg struct {
 	// on the interface holding its address (docs/architecture.md, "NIC
 	// counters during a run").
 	NICCounters *result.NICDelta `json:"nic_counters,omitempty"`
+	// Seconds is the agent's measured window, by its own clock: its
+	// receivers' counts (engine.StreamTotal.Measured) are over it.
+	Seconds float64 `json:"seconds"`
+	// Foreign is the other load on the agent's CPUs over the window;
+	// ForeignNote says why it is absent.
+	Foreign     *telemetry.Foreign `json:"foreign,omitempty"`
+	ForeignNote string             `json:"foreign_note,omitempty"`
+	// Unread are the agent's telemetry sources it could not read, and why.
+	Unread map[string]string `json:"unread,omitempty"`
 }
 
 // check bounds an end of a test of n connections.
@@ -300,7 +340,45 @@ func (m endMsg) check(n int) error {
 			return fmt.Errorf("%w: end with an error of %d bytes", errBadMessage, len(e))
 		}
 	}
+	switch {
+	case m.Seconds < 0 || m.Seconds > maxSeconds:
+		return fmt.Errorf("%w: end with a window of %g s", errBadMessage, m.Seconds)
+	case len(m.ForeignNote) > maxErrorText:
+		return fmt.Errorf("%w: end with a note of %d bytes", errBadMessage, len(m.ForeignNote))
+	case len(m.Unread) > 3:
+		return fmt.Errorf("%w: end with %d unread sources", errBadMessage, len(m.Unread))
+	}
+	for src, why := range m.Unread {
+		if src != telemetry.SrcStat && src != telemetry.SrcSoftirqs && src != telemetry.SrcInterrupts || len(why) > maxErrorText {
+			return fmt.Errorf("%w: end with unread source %.20q", errBadMessage, src)
+		}
+	}
+	if err := checkForeign(m.Foreign); err != nil {
+		return err
+	}
 	return checkNIC(m.NICCounters)
+}
+
+// checkForeign bounds the agent's other-load report.
+func checkForeign(f *telemetry.Foreign) error {
+	if f == nil {
+		return nil
+	}
+	if f.PID < 0 || f.Seconds < 0 || f.Seconds > maxSeconds || len(f.Top) > telemetry.MaxTop {
+		return fmt.Errorf("%w: end's other load: pid %d, %g s, %d processes", errBadMessage, f.PID, f.Seconds, len(f.Top))
+	}
+	if err := checkShares("end's own load", f.Own, 100); err != nil {
+		return err
+	}
+	if err := checkShares("end's other load", f.CPU, 100); err != nil {
+		return err
+	}
+	for _, p := range f.Top {
+		if p.PID < 0 || len(p.Name) > maxProcName || p.CPUPct < 0 || p.CPUPct > 100*maxCPUMap || p.CPU < -1 || p.CPU >= maxCPUs {
+			return fmt.Errorf("%w: end's other load names process %d (%.20q) at %g%% on CPU %d", errBadMessage, p.PID, p.Name, p.CPUPct, p.CPU)
+		}
+	}
+	return nil
 }
 
 // checkNIC bounds an end's NIC counters: names, how many causes and
@@ -333,6 +411,15 @@ func checkNIC(d *result.NICDelta) error {
 		}
 	}
 	return nil
+}
+
+// foreignOrNote is the end message's other load, or the note of why there
+// is none.
+func foreignOrNote(f *telemetry.Foreign, err error) (*telemetry.Foreign, string) {
+	if err != nil {
+		return nil, err.Error()
+	}
+	return f, ""
 }
 
 type toolMsg struct {

@@ -84,15 +84,34 @@ func checkEnd(t *testing.T, res *result.Result) {
 	t.Helper()
 	e := res.End
 	var sent, rcvd uint64
-	for _, s := range e.Streams {
-		if s.ReceivedBytes > s.SentBytes {
-			t.Errorf("stream %d received %d bytes of %d sent", s.ID, s.ReceivedBytes, s.SentBytes)
+	for i, s := range e.Streams {
+		// The receiver's count is its own: the sum of its measured
+		// intervals' counts (the agent's for streams the client sends).
+		var own uint64
+		complete := true
+		for _, iv := range res.Intervals {
+			if iv.Omitted || i >= len(iv.Streams) {
+				continue
+			}
+			switch st := iv.Streams[i]; {
+			case st.Sender == "server":
+				own += st.Bytes
+			case st.PeerBytes != nil:
+				own += *st.PeerBytes
+			default:
+				complete = false
+			}
 		}
-		if s.ReceivedBytes != s.SentBytes {
-			t.Errorf("stream %d: %d bytes sent after the warm-up, %d arrived: the drain lost some", s.ID, s.SentBytes, s.ReceivedBytes)
+		if complete && own != s.ReceivedBytes {
+			t.Errorf("stream %d: received %d bytes; its receiver's measured intervals sum to %d", s.ID, s.ReceivedBytes, own)
 		}
-		if s.SentBytes == 0 {
-			t.Errorf("stream %d sent nothing", s.ID)
+		// The sender's and the receiver's counts are over windows of their
+		// own, whose lengths and edges differ (under -race on a busy
+		// machine, by a third: 77.9 MB sent, 41.8 MB received in a 1 s
+		// run); they are not compared here. TestReceiverWindow
+		// (cmd/linerate) shows them apart on a shaped link.
+		if s.SentBytes == 0 || s.ReceivedBytes == 0 {
+			t.Errorf("stream %d sent %d, received %d", s.ID, s.SentBytes, s.ReceivedBytes)
 		}
 		sent += s.SentBytes
 		rcvd += s.ReceivedBytes
@@ -100,8 +119,8 @@ func checkEnd(t *testing.T, res *result.Result) {
 	if sent != e.SumSent.Bytes || rcvd != e.SumReceived.Bytes {
 		t.Errorf("streams sum to %d sent, %d received; sums say %d, %d", sent, rcvd, e.SumSent.Bytes, e.SumReceived.Bytes)
 	}
-	if e.SumSent.Bytes < e.SumReceived.Bytes {
-		t.Errorf("sum_sent %d < sum_received %d", e.SumSent.Bytes, e.SumReceived.Bytes)
+	if e.SumReceived.Seconds <= 0 || e.SumReceived.Seconds > 1.5 {
+		t.Errorf("the receiver's window is %.3f s", e.SumReceived.Seconds)
 	}
 	if len(e.Errors) > 0 {
 		t.Errorf("errors: %v", e.Errors)
@@ -215,8 +234,12 @@ func TestAutoPlacement(t *testing.T) {
 		t.Fatalf("placement = %+v", p)
 	}
 	for _, c := range p.Client {
-		if slices.Contains(p.Server, c) {
-			t.Errorf("client and agent share CPU %d on one machine: %+v", c, p)
+		// Only the look before the run may make them share: when one CPU
+		// alone was free on this shared machine, and the run says so.
+		if slices.Contains(p.Server, c) && !slices.ContainsFunc(res.Start.Notes, func(n string) bool {
+			return strings.Contains(n, "both ends share CPU "+strconv.Itoa(c)+", the one free")
+		}) {
+			t.Errorf("client and agent share CPU %d on one machine, and no note says why: %+v %q", c, p, res.Start.Notes)
 		}
 	}
 }

@@ -17,7 +17,15 @@ import (
 // its end, and reports whether the test started. Every failure is logged
 // with its reason; none outlives the session.
 func (ss *session) run(ctx context.Context) bool {
+	// The look goes on while the client looks at its own host; anything
+	// but a native test stops it (a probe must not share its CPU with it).
+	lctx, stopLook := context.WithCancel(ctx)
+	defer stopLook()
+	lk := startLook(lctx, ss.srv.fs())
 	typ, body, err := ss.ctrl.recv(setupTimeout)
+	if typ != msgRequest {
+		stopLook()
+	}
 	switch {
 	case isEOF(err):
 		ss.refuse(errors.New("the client left without asking for a test"))
@@ -42,7 +50,8 @@ func (ss *session) run(ctx context.Context) bool {
 		ss.refuse(err)
 		return false
 	}
-	streams, err := ss.setup(ctx)
+	load, _ := lk.wait() // unknown load: the client notes that the accept carries none
+	streams, err := ss.setup(ctx, load)
 	if err != nil {
 		ss.free()
 		ss.log.Warn("test failed", "reason", err.Error())
@@ -86,10 +95,13 @@ func (ss *session) request(typ string, body []byte) error {
 }
 
 // setup accepts the test, waits for its data connections and says ready.
-func (ss *session) setup(ctx context.Context) ([]*engine.Stream, error) {
-	cpus := ss.serverCPUs
+// load is what this host's look saw just before: the threads keep to free
+// CPUs (engine.Free) unless the client placed them.
+func (ss *session) setup(ctx context.Context, load *telemetry.Looked) ([]*engine.Stream, error) {
+	cpus, why := ss.serverCPUs, ""
 	if len(cpus) == 0 {
-		cpus = ss.host.Candidates
+		cpus = engine.Free(ss.host.Candidates, load)
+		why = engine.BusyWhy(ss.host.Candidates, cpus, load)
 	}
 	place := engine.Assign(ss.p.Connections(), cpus)
 	testID, err := randomBytes(testIDSize)
@@ -99,7 +111,7 @@ func (ss *session) setup(ctx context.Context) ([]*engine.Stream, error) {
 	ss.expectData(testID)
 	defer ss.expectData(nil) // late or extra data connections are refused
 	port := engine.AddrPort(ss.ctrl.c.LocalAddr()).Port()
-	if err := ss.ctrl.send(acceptMsg{Type: msgAccept, Port: int(port), TestID: testID, Placement: place}, handshakeTimeout); err != nil {
+	if err := ss.ctrl.send(acceptMsg{Type: msgAccept, Port: int(port), TestID: testID, Placement: place, Load: engine.LoadKeys(load), Why: why}, handshakeTimeout); err != nil {
 		return nil, fmt.Errorf("sending accept: %w", err)
 	}
 	streams, err := ss.collect(ctx, place)
@@ -197,11 +209,13 @@ func cpusOf(streams []*engine.Stream) []int {
 // "stop"; a client that does not within the test's length and a grace is
 // cut off, so nobody holds the agent longer than they asked for.
 func (ss *session) measure(ctx context.Context, streams []*engine.Stream) error {
-	sd, err := engine.NewSide(ss.p, streams, telemetry.NewSampler(ss.srv.fs(), ss.host.NICIRQs), "lrs")
+	smp := telemetry.NewSampler(ss.srv.fs(), ss.host.NICIRQs)
+	sd, err := engine.NewSide(ss.p, streams, smp, "lrs")
 	if err != nil {
 		return err
 	}
 	defer sd.Close()
+	sd.WatchForeign(ss.srv.fs())
 	var start bareMsg
 	if err := ss.ctrl.expect(msgStart, &start, setupTimeout); err != nil {
 		return fmt.Errorf("waiting for start: %w", err)
@@ -218,7 +232,8 @@ func (ss *session) measure(ctx context.Context, streams []*engine.Stream) error 
 	sd.Finish(endGrace)
 	zs, zc, zcp := sd.ZeroCopy()
 	end := endMsg{Type: msgEnd, Streams: sd.Totals(), CPUSeconds: sd.MeasuredCPU(), Errors: sd.Errors(),
-		ZCSends: zs, ZCCompletions: zc, ZCCopied: zcp, NICCounters: ss.nic.End()}
+		ZCSends: zs, ZCCompletions: zc, ZCCopied: zcp, Seconds: sd.MeasuredSeconds(), Unread: smp.Unread(), NICCounters: ss.nic.End()}
+	end.Foreign, end.ForeignNote = foreignOrNote(sd.Foreign())
 	end.CPUUser, end.CPUSystem = sd.MeasuredCPUSplit()
 	ss.free()
 	if err := ss.ctrl.send(end, handshakeTimeout); err != nil {
@@ -259,7 +274,7 @@ func (ss *session) intervals(ctx context.Context, sd *engine.Side, stopc <-chan 
 			return nil
 		case <-tc:
 			if err := ss.send(sd.Sample()); err != nil {
-				return err
+				return sendFailed(err, stopc)
 			}
 		case now := <-tick.C:
 			if pe := w.check(now); pe != nil {
@@ -270,6 +285,21 @@ func (ss *session) intervals(ctx context.Context, sd *engine.Side, stopc <-chan 
 			return fmt.Errorf("a new client came while this test had moved nothing for %.1f s: it gave way", time.Since(w.lastMove).Seconds())
 		}
 	}
+}
+
+// sendFailed explains a failed interval send: a client killed mid-test
+// breaks the pipe as it closes the connection, and the reader's "went
+// away" (awaitStop) says so better than the write's error, if it comes
+// within a moment.
+func sendFailed(err error, stopc <-chan error) error {
+	select {
+	case why := <-stopc:
+		if why != nil {
+			return why
+		}
+	case <-time.After(200 * time.Millisecond):
+	}
+	return err
 }
 
 func (ss *session) send(s engine.Sample) error {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/linerate/linerate/internal/result"
+	"github.com/linerate/linerate/internal/telemetry"
 )
 
 // endLoad is one end's CPU load over a run's measured intervals, or the
@@ -18,6 +19,9 @@ type endLoad struct {
 	busy    map[int]float64
 	softirq map[int]float64
 	netRX   map[int]float64
+	// unread are the telemetry sources of this end that could not be
+	// read, and why: what they feed is unknown, not zero.
+	unread map[string]string
 }
 
 // receiver names the end whose NET_RX softirq carries the payload: the
@@ -35,9 +39,9 @@ func receiver(d result.Direction) string {
 func loadOf(r *Run, side string) endLoad {
 	l := endLoad{busy: map[int]float64{}, softirq: map[int]float64{}, netRX: map[int]float64{}}
 	if side == "client" {
-		l.app = r.Start.Placement.Client
+		l.app, l.unread = r.Start.Placement.Client, r.End.Unread.Client
 	} else {
-		l.app = r.Start.Placement.Server
+		l.app, l.unread = r.Start.Placement.Server, r.End.Unread.Server
 	}
 	n := 0
 	for _, iv := range r.Intervals {
@@ -77,6 +81,12 @@ func meanLoad(ls []endLoad) endLoad {
 				out.app = append(out.app, c)
 			}
 		}
+		for src, why := range l.unread { // unknown in one run: unknown in the mean
+			if out.unread == nil {
+				out.unread = map[string]string{}
+			}
+			out.unread[src] = why
+		}
 		for _, p := range [][2]map[int]float64{{out.busy, l.busy}, {out.softirq, l.softirq}, {out.netRX, l.netRX}} {
 			for k, v := range p[1] {
 				p[0][k] += v / float64(len(ls))
@@ -90,7 +100,8 @@ func meanLoad(ls []endLoad) endLoad {
 // softirqCPUs returns the CPUs that served the end's softirq work: those
 // with at least a quarter of the busiest CPU's softirq time and 5% at
 // least; where /proc/stat showed no softirq time, those with a quarter of
-// the most NET_RX softirqs.
+// the most NET_RX softirqs. A source that could not be read is not read
+// as zeros.
 func (l endLoad) softirqCPUs() []int {
 	pick := func(m map[int]float64, floor float64) []int {
 		var top float64
@@ -106,10 +117,27 @@ func (l endLoad) softirqCPUs() []int {
 		slices.Sort(out)
 		return out
 	}
-	if cpus := pick(l.softirq, 5); len(cpus) > 0 {
-		return cpus
+	if _, ok := l.unread[telemetry.SrcStat]; !ok {
+		if cpus := pick(l.softirq, 5); len(cpus) > 0 {
+			return cpus
+		}
+	}
+	if _, ok := l.unread[telemetry.SrcSoftirqs]; ok {
+		return nil
 	}
 	return pick(l.netRX, 1)
+}
+
+// softirqUnknown says why an end's softirq load is unknown when neither
+// source of it could be read (/proc/stat's softirq time, /proc/softirqs'
+// NET_RX counts), else "".
+func (l endLoad) softirqUnknown() string {
+	st, okStat := l.unread[telemetry.SrcStat]
+	sf, okSoft := l.unread[telemetry.SrcSoftirqs]
+	if !okStat || !okSoft {
+		return ""
+	}
+	return "softirq load unknown (" + st + "; " + sf + ")"
 }
 
 // relation classifies where softirq ran against the application's CPUs.
@@ -182,7 +210,13 @@ func subset(a, b []int) bool {
 // "NET_RX softirq on CPU 6 (92% busy), the application's own CPU".
 func whereSoftirq(l endLoad, t Topology) string {
 	soft := l.softirqCPUs()
+	if why := l.softirqUnknown(); why != "" {
+		return why
+	}
 	if len(soft) == 0 {
+		if _, ok := l.unread[telemetry.SrcSoftirqs]; ok {
+			return "no softirq time was seen; NET_RX counts unknown (" + l.unread[telemetry.SrcSoftirqs] + ")"
+		}
 		return "no softirq load was seen"
 	}
 	s := "NET_RX softirq on " + cpusName(soft) + " (" + busyRange(l, soft) + ")"
@@ -237,8 +271,12 @@ func domainsName(t Topology, ds []int) string {
 	return "L3 domains " + strings.Join(parts, " and ")
 }
 
-// busyRange writes the busy share of cpus: "92% busy" or "35-50% busy".
+// busyRange writes the busy share of cpus: "92% busy" or "35-50% busy";
+// "busy share unknown" when /proc/stat could not be read.
 func busyRange(l endLoad, cpus []int) string {
+	if _, ok := l.unread[telemetry.SrcStat]; ok {
+		return "busy share unknown"
+	}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, c := range cpus {
 		lo, hi = math.Min(lo, l.busy[c]), math.Max(hi, l.busy[c])

@@ -179,6 +179,7 @@ func (d *Iperf2) client(ctx context.Context, p Params, args []string, auth clien
 		return nil, raw.String(), 0, fmt.Errorf("iperf2 client: %v: %s", werr, strings.TrimSpace(stderr.String()))
 	}
 	attach(run, samples, sameHosts(d.Hosts))
+	attachUnread(run, smp.Unread(), sameHosts(d.Hosts))
 	return run, raw.String(), cpuOf(cmd), nil
 }
 

@@ -172,6 +172,7 @@ func (d *Iperf3) client(ctx context.Context, p Params, args []string, auth clien
 		return nil, raw.String(), fmt.Errorf("iperf3 client: %v: %s", werr, strings.TrimSpace(stderr.String()))
 	}
 	attach(run, samples, sameHosts(d.Hosts))
+	attachUnread(run, smp.Unread(), sameHosts(d.Hosts))
 	if live != nil && !d.stream {
 		for _, iv := range run.Intervals {
 			live(iv) // 3.12 reports at the end only

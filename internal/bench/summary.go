@@ -111,6 +111,7 @@ func Summarize(spec Spec, outs []Outcome, topo Topology, ceiling *float64) *Summ
 	if len(s.Points) == 0 {
 		return s
 	}
+	s.Explanation = append(s.Explanation, explainOtherLoad(runs(outs))...)
 	best := 0
 	for i, p := range s.Points {
 		if p.MedianGbps > s.Points[best].MedianGbps {
@@ -184,6 +185,10 @@ func summarizePoint(p Point, outs []Outcome, topo Topology, ceiling *float64) (P
 		bucketRuns = append(bucketRuns, rs)
 	}
 	name := fmt.Sprintf("%d stream%s, placement %s", p.Streams, plural(p.Streams), ps.Placement)
+	if n := len(outs); n == 2 || n == 3 {
+		return ps, append([]string{fmt.Sprintf("%s: %d runs cannot fall into buckets (the rule needs 4 or more: with fewer, no gap between neighbours can exceed 3 × their median gap), so there is no variance to explain: run --repeat 4 or more for that.",
+			name, n)}, explainNICPoint(name, runs(outs))...)
+	}
 	if len(groups) < 2 {
 		return ps, explainNICPoint(name, runs(outs))
 	}

@@ -24,6 +24,16 @@ func attach(r *Run, samples []telemetry.Sample, sameMachine bool) {
 	}
 }
 
+// attachUnread records the telemetry sources this host could not read
+// (telemetry.Sampler.Unread): unknown for the run, not zero. With both
+// ends on one machine they are the server's too.
+func attachUnread(r *Run, unread map[string]string, sameMachine bool) {
+	r.End.Unread.Client = unread
+	if sameMachine {
+		r.End.Unread.Server = unread
+	}
+}
+
 // sampledServer is a tool server that sampled its own host (one the agent
 // started on the peer).
 type sampledServer interface {

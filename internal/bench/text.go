@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,6 +29,26 @@ func TextProgress(w io.Writer, verbose bool) func(result.Event) {
 			writeInterval(w, d, &st, verbose)
 		case *result.End:
 			writeEnd(w, d)
+			writeOtherLoad(w, &Run{Result: result.Result{Start: st, End: *d}})
+		}
+	}
+}
+
+// writeOtherLoad says what other work kept the run's CPUs busy, and
+// which telemetry is unknown.
+func writeOtherLoad(w io.Writer, r *Run) {
+	for _, b := range busyCPUs(r) {
+		fmt.Fprintf(w, "Other load: %s; %s.\n", b.sentence(b.pct), b.how())
+	}
+	for _, n := range r.End.Foreign.Notes {
+		fmt.Fprintf(w, "Note: %s\n", n)
+	}
+	for _, end := range []struct {
+		name   string
+		unread map[string]string
+	}{{"client", r.End.Unread.Client}, {"server", r.End.Unread.Server}} {
+		for _, src := range slices.Sorted(maps.Keys(end.unread)) {
+			fmt.Fprintf(w, "Note: %s telemetry: /%s could not be read (%s): what it measures is unknown for this run, not zero\n", end.name, src, end.unread[src])
 		}
 	}
 }

@@ -2,12 +2,14 @@ package engine
 
 import (
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
 )
@@ -33,6 +35,13 @@ type Side struct {
 	last, atOmit       []mark
 	cpuAtOmit          float64
 	userAtOmit, sysAt  float64 // cpuAtOmit split (cpusplit.go)
+
+	// The other load on this end's CPUs over the measured window
+	// (WatchForeign): tracked from the warm-up's end to the last sample.
+	fgFS    *hostfs.FS
+	fg      *telemetry.ForeignTracker
+	foreign *telemetry.Foreign
+	fgErr   error
 }
 
 // mark is a stream's counters at one instant.
@@ -90,6 +99,11 @@ func CloseStreams(streams []*Stream) {
 	}
 }
 
+// WatchForeign makes the Side measure, over its measured window, the
+// load on this host's CPUs that is not this process's (Foreign), reading
+// fs. Call it before Begin.
+func (s *Side) WatchForeign(fs *hostfs.FS) { s.fgFS = fs }
+
 // Begin starts every stream thread and the interval clock.
 func (s *Side) Begin() {
 	reserveProcs(len(s.streams))
@@ -104,7 +118,21 @@ func (s *Side) Begin() {
 		}
 		st.run(&s.wg, s.snd, &s.halt, fmt.Sprintf("%s-%s-%d", s.tag, dir, st.ID))
 	}
+	if s.nOmit == 0 {
+		s.startForeign()
+	}
 }
+
+func (s *Side) startForeign() {
+	if s.fgFS != nil {
+		s.fg = telemetry.StartForeign(s.fgFS, os.Getpid())
+	}
+}
+
+// Foreign is the other load on this end's CPUs over the measured window,
+// once the last interval is sampled; nil and why when it is unknown (nil,
+// nil without WatchForeign).
+func (s *Side) Foreign() (*telemetry.Foreign, error) { return s.foreign, s.fgErr }
 
 // Due returns when the next interval ends, and false after the last.
 func (s *Side) Due() (time.Time, bool) {
@@ -162,8 +190,13 @@ func (s *Side) Sample() Sample {
 		copy(s.atOmit, s.last)
 		s.omitAt, s.cpuAtOmit = now, cpuSeconds()
 		s.userAtOmit, s.sysAt = cpuSplit()
+		s.startForeign()
 	}
 	s.prevAt = now
+	if s.Done() && s.fg != nil {
+		s.foreign, s.fgErr = s.fg.Stop()
+		s.fg = nil
+	}
 	return out
 }
 
@@ -220,6 +253,10 @@ type StreamTotal struct {
 	SentOmit uint64 `json:"sent_omit"` // bytes written during the warm-up
 	Received uint64 `json:"received"`  // bytes read, if this end receives
 	Retrans  uint32 `json:"retrans"`   // retransmitted segments after the warm-up, if this end sends
+	// Measured is the bytes this end moved (sent or read) in its own
+	// measured window, from its warm-up mark to its last sample: the sum
+	// of its measured intervals' counts, by its own clock.
+	Measured uint64 `json:"measured"`
 }
 
 // Totals returns this end's byte counts once the stream threads ended.
@@ -227,7 +264,7 @@ func (s *Side) Totals() []StreamTotal {
 	out := make([]StreamTotal, len(s.streams))
 	for i, st := range s.streams {
 		m := s.markOf(st)
-		t := StreamTotal{ID: st.ID}
+		t := StreamTotal{ID: st.ID, Measured: s.last[i].bytes - min(s.atOmit[i].bytes, s.last[i].bytes)}
 		if st.Send {
 			t.Sent, t.SentOmit = m.bytes, s.atOmit[i].bytes
 			t.Retrans = m.retrans - s.atOmit[i].retrans

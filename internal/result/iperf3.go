@@ -208,6 +208,9 @@ type sumDoc struct {
 	Bytes         uint64  `json:"bytes"`
 	BitsPerSecond float64 `json:"bits_per_second"`
 	Retransmits   *uint64 `json:"retransmits,omitempty"`
+	// ReceiverSeconds is linerate's Received.Seconds, the receiver's own
+	// window, in sum_received.
+	ReceiverSeconds float64 `json:"receiver_seconds,omitempty"`
 	// UDP: jitter and loss as the receiver saw them (0 in sum_sent).
 	JitterMS    *float64 `json:"jitter_ms,omitempty"`
 	LostPackets *int64   `json:"lost_packets,omitempty"`
@@ -380,6 +383,7 @@ func (r *Result) endDoc() endDoc {
 		// One direction: the sums are linerate's own, to the bit.
 		d.SumSent.Bytes, d.SumSent.BitsPerSecond = e.SumSent.Bytes, e.SumSent.BitsPerSecond
 		d.SumReceived.Bytes, d.SumReceived.BitsPerSecond = e.SumReceived.Bytes, e.SumReceived.BitsPerSecond
+		d.SumReceived.ReceiverSeconds = e.SumReceived.Seconds
 		if d.SumSent.Retransmits != nil {
 			retr := e.SumSent.Retransmits
 			d.SumSent.Retransmits = &retr

@@ -60,6 +60,16 @@ type Start struct {
 	MSS                int    `json:"tcp_mss,omitempty"`
 	SenderCongestion   string `json:"sender_congestion,omitempty"`
 	ReceiverCongestion string `json:"receiver_congestion,omitempty"`
+	// LoadBefore is each end's per-CPU busy share (%) just before the run
+	// (telemetry.LookTime), as automatic placement saw it: all of it
+	// other work, the test had not started.
+	LoadBefore HostLoads `json:"load_before,omitzero"`
+}
+
+// HostLoads is a per-CPU share (%) of each end, keyed by CPU number.
+type HostLoads struct {
+	Client map[string]float64 `json:"client,omitempty"`
+	Server map[string]float64 `json:"server,omitempty"`
 }
 
 // Placement is where the stream threads ran: the CPUs of each end, in
@@ -130,10 +140,14 @@ type DomainSample struct {
 // client moved (sent or received); the TCP fields come from the sending
 // end's socket (TCP_INFO).
 type StreamInterval struct {
-	ID              int     `json:"id"`
-	Sender          string  `json:"sent_by"` // "client" or "server"
-	Bytes           uint64  `json:"bytes"`
-	BitsPerSecond   float64 `json:"bits_per_second"`
+	ID            int     `json:"id"`
+	Sender        string  `json:"sent_by"` // "client" or "server"
+	Bytes         uint64  `json:"bytes"`
+	BitsPerSecond float64 `json:"bits_per_second"`
+	// PeerBytes is the agent's count of the same stream over its own
+	// interval (the receiver's when the client sends), absent when its
+	// sample did not arrive or the driver has no agent.
+	PeerBytes       *uint64 `json:"peer_bytes,omitempty"`
 	RTTus           uint32  `json:"rtt_us"`
 	RTTVarUs        uint32  `json:"rttvar_us"`
 	CwndBytes       uint64  `json:"cwnd_bytes"`
@@ -153,10 +167,16 @@ type Sum struct {
 	Retransmits   uint64  `json:"retransmits"`
 }
 
-// Received totals what the receivers got.
+// Received totals what the receivers got, each over its own measured
+// window (from its own warm-up mark to its own last sample).
 type Received struct {
 	Bytes         uint64  `json:"bytes"`
 	BitsPerSecond float64 `json:"bits_per_second"`
+	// Seconds is the receiver's window (the agent's with --bidir, whose
+	// client-side half has the client's window); 0 when the driver
+	// reports none. Not "seconds": in iperf3's document that is the
+	// client's measured time.
+	Seconds float64 `json:"receiver_seconds,omitempty"`
 }
 
 // HostCPUs is the per-CPU load of each end, keyed by CPU number.
@@ -180,7 +200,15 @@ type End struct {
 	CPU         EndCPU      `json:"cpu"`
 	ZeroCopy    *ZCReport   `json:"zerocopy,omitempty"`
 	Errors      []string    `json:"errors,omitempty"`
-	Sum         *UDPStream  `json:"sum,omitempty"` // a UDP run's streams together, as iperf3 -u; nil for TCP
+	// Foreign is each end's CPU time on other work than the test over its
+	// measured window; an end is absent where it is unknown.
+	Foreign HostForeign `json:"foreign,omitzero"`
+	// Unread lists, per end, the telemetry sources that could not be read
+	// (telemetry.SrcStat, SrcSoftirqs, SrcInterrupts) and why: what they
+	// measure is unknown for the run, not zero.
+	Unread HostUnread `json:"telemetry_unread,omitzero"`
+
+	Sum *UDPStream `json:"sum,omitempty"` // a UDP run's streams together, as iperf3 -u; nil for TCP
 	// Latency is a ping-pong run's (bench --latency); UDP what the native
 	// engine adds to a UDP run's Sum (bench --udp): packets per second,
 	// what the receiver counted, the target and how datagrams were sent.
@@ -192,9 +220,33 @@ type End struct {
 	NICCounters *NICCounters `json:"nic_counters,omitempty"`
 }
 
-// StreamEnd is one stream's bytes after the warm-up. The receiver's count
-// is what arrived of the bytes sent after the warm-up, so it never exceeds
-// the sender's.
+// HostForeign is the other load on each end; Notes say why an end's is
+// unknown.
+type HostForeign struct {
+	Client *Foreign `json:"client,omitempty"`
+	Server *Foreign `json:"server,omitempty"`
+	Notes  []string `json:"notes,omitempty"`
+}
+
+// Foreign is one end's other load over a run, and Proc one other process
+// in it (package telemetry measures them; the names are here because they
+// are part of the document).
+type (
+	Foreign = telemetry.Foreign
+	Proc    = telemetry.Proc
+)
+
+// HostUnread is the unreadable telemetry sources of each end.
+type HostUnread struct {
+	Client map[string]string `json:"client,omitempty"`
+	Server map[string]string `json:"server,omitempty"`
+}
+
+// StreamEnd is one stream's bytes after the warm-up: the sender's count
+// over the sender's window, the receiver's over the receiver's own window
+// (its per-interval counts from its warm-up mark to its last sample, by
+// its own clock). Bytes queued in buffers and in flight at either edge
+// make the two differ: the receiver's window lags the sender's.
 type StreamEnd struct {
 	ID            int    `json:"id"`
 	Sender        string `json:"sent_by"`

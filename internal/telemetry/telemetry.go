@@ -10,6 +10,7 @@
 package telemetry
 
 import (
+	"maps"
 	"math"
 	"strconv"
 
@@ -38,8 +39,10 @@ type Sample struct {
 
 // Sampler turns successive reads of /proc/stat, /proc/softirqs and
 // /proc/interrupts into per-interval samples. A source that cannot be
-// read is left out (its fields stay zero) and noted once: telemetry never
-// ends a test. A Sampler is not safe for concurrent use.
+// read is left out of the samples and noted (Notes, Unread): its fields
+// are unknown for the run, and readers must say so rather than read the
+// zeros; telemetry never ends a test. A Sampler is not safe for
+// concurrent use.
 type Sampler struct {
 	fs    *hostfs.FS
 	irqs  map[int]bool // the NIC's IRQs; empty for virtual interfaces
@@ -48,13 +51,16 @@ type Sampler struct {
 	irqBy map[int]uint64 // NIC interrupts served so far, by CPU
 	notes []string
 	noted map[string]bool
+	// unread maps a source that failed ("proc/stat", "proc/softirqs",
+	// "proc/interrupts") to why: what it measures is unknown, not zero.
+	unread map[string]string
 }
 
 // NewSampler reads the counters of fs once, as the baseline of the first
 // sample. nicIRQs are the interrupts to count (the NIC under test's, found
 // by PCI address); none for a virtual interface.
 func NewSampler(fs *hostfs.FS, nicIRQs []int) *Sampler {
-	h := &Sampler{fs: fs, irqs: map[int]bool{}, noted: map[string]bool{}}
+	h := &Sampler{fs: fs, irqs: map[int]bool{}, noted: map[string]bool{}, unread: map[string]string{}}
 	for _, q := range nicIRQs {
 		h.irqs[q] = true
 	}
@@ -65,8 +71,26 @@ func NewSampler(fs *hostfs.FS, nicIRQs []int) *Sampler {
 // Notes are the sources that could not be read, one sentence each.
 func (h *Sampler) Notes() []string { return h.notes }
 
-// note records a failure once.
-func (h *Sampler) note(err error) {
+// Sources the sampler reads, as Unread names them.
+const (
+	SrcStat       = "proc/stat"       // busy, irq and softirq time per CPU
+	SrcSoftirqs   = "proc/softirqs"   // NET_RX and NET_TX softirq counts
+	SrcInterrupts = "proc/interrupts" // the NIC's interrupts
+)
+
+// Unread maps each source that could not be read, at any sample, to the
+// reason (the last error): the fields it feeds are unknown for the run,
+// not zero. Nil when every read worked.
+func (h *Sampler) Unread() map[string]string {
+	if len(h.unread) == 0 {
+		return nil
+	}
+	return maps.Clone(h.unread)
+}
+
+// note records a failure of source src once.
+func (h *Sampler) note(src string, err error) {
+	h.unread[src] = err.Error()
 	if s := err.Error(); !h.noted[s] {
 		h.noted[s] = true
 		h.notes = append(h.notes, s)
@@ -77,7 +101,7 @@ func (h *Sampler) note(err error) {
 func (h *Sampler) Sample() Sample {
 	out := Sample{PerCPU: map[string]CPUSample{}}
 	if st, err := h.fs.CPUStat(); err != nil {
-		h.note(err)
+		h.note(SrcStat, err)
 	} else {
 		if h.stat != nil {
 			for cpu, t := range st.PerCPU {
@@ -97,7 +121,7 @@ func (h *Sampler) Sample() Sample {
 func (h *Sampler) sampleSoftirqs(out *Sample) {
 	s, err := h.fs.Softirqs()
 	if err != nil {
-		h.note(err)
+		h.note(SrcSoftirqs, err)
 		return
 	}
 	if h.soft != nil {
@@ -120,7 +144,7 @@ func (h *Sampler) sampleIRQs(out *Sample) {
 	}
 	in, err := h.fs.Interrupts(func(irq int, _ string) bool { return h.irqs[irq] })
 	if err != nil {
-		h.note(err)
+		h.note(SrcInterrupts, err)
 		return
 	}
 	now := map[int]uint64{}

@@ -69,6 +69,16 @@ func (t *Ticker) At(i int) (Sample, bool) {
 	return t.samples[i], true
 }
 
+// Unread is the sampler's Unread once the Ticker stopped (Sampler.Unread);
+// nil for a nil Ticker.
+func (t *Ticker) Unread() map[string]string {
+	if t == nil {
+		return nil
+	}
+	<-t.done
+	return t.s.Unread()
+}
+
 // Len is how many samples have been taken.
 func (t *Ticker) Len() int {
 	if t == nil {
