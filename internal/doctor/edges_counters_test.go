@@ -145,3 +145,22 @@ func TestPctAndEnoughLinks(t *testing.T) {
 		t.Errorf("need = Gen3 x8's own bandwidth: %q", got)
 	}
 }
+
+// TestPCIeLinkedPortsCount: a port that is up but of unknown speed is not
+// one of the card's linked ports.
+func TestPCIeLinkedPortsCount(t *testing.T) {
+	inv := healthy()
+	ports := []string{"enp1s0f0np0", "enp1s0f1np1", "enp1s0f2np2"}
+	inv.NICs[0].CardPorts = ports
+	for i, speed := range []*int{ip(100000), nil} {
+		p := inv.NICs[0]
+		p.Interface, p.PCI, p.SpeedMbps, p.IRQs = ports[i+1], "0000:01:00."+itoa(i+1), speed, nil
+		pcie := *inv.NICs[0].PCIe
+		p.PCIe = &pcie
+		inv.NICs = append(inv.NICs, p)
+	}
+	f := find(run(t, inv, Options{}), "pcie.bandwidth_below_line_rate")
+	if len(f) != 1 || !strings.Contains(f[0].Summary, "not for all 2 linked ports together (200 Gbit/s)") {
+		t.Errorf("%+v", f)
+	}
+}

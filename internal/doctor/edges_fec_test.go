@@ -112,6 +112,9 @@ func TestFECMismatchEdges(t *testing.T) {
 	if f := find(run(t, fecDown([]string{"RS"}, nil, bp(false)), Options{}), "fec.mismatch"); len(f) != 0 {
 		t.Errorf("no partner list: %+v", f)
 	}
+	if f := find(run(t, fecDown(nil, []string{"RS"}, bp(false)), Options{}), "fec.mismatch"); len(f) != 0 {
+		t.Errorf("no local list: %+v", f)
+	}
 	inv := fecDown([]string{"RS"}, nil, nil)
 	inv.NICs[0].Link.ExtState, inv.NICs[0].Link.ExtSubstate = "Link training failure", "FEC is not locked"
 	f = find(run(t, inv, Options{}), "fec.mismatch")

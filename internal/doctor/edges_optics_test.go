@@ -125,7 +125,14 @@ func TestUnreadableNamesError(t *testing.T) {
 	msg := "EIO: reading page 0 failed"
 	inv.NICs[0].Transceiver = &inventory.Transceiver{Error: &msg}
 	f := find(run(t, inv, Options{}), "transceiver.unreadable")
-	if len(f) != 1 || f[0].Evidence["error"] != msg || !strings.Contains(f[0].Summary, "reading its EEPROM failed (EIO: reading page 0 failed)") {
-		t.Errorf("%+v", f)
+	if len(f) != 1 || f[0].Evidence["error"] != msg || f[0].Evidence["pci"] != "0000:01:00.0" ||
+		!strings.Contains(f[0].Summary, "reading its EEPROM failed (EIO: reading page 0 failed)") {
+		t.Fatalf("%+v", f)
+	}
+	// A NIC without a PCI address has none in the evidence.
+	inv.NICs[0].PCI, inv.NICs[0].PCIe, inv.NICs[0].TempC = "", nil, nil
+	f = find(run(t, inv, Options{}), "transceiver.unreadable")
+	if _, ok := f[0].Evidence["pci"]; len(f) != 1 || ok {
+		t.Errorf("no PCI address: %+v", f)
 	}
 }
