@@ -23,7 +23,7 @@ func temperatureHigh(d *diag) []Finding {
 		if v.TempC == nil || v.Kind != "pci" {
 			continue
 		}
-		card := v.PCI[:len(v.PCI)-2]
+		card := cardOf(v.PCI)
 		if seen[card] {
 			continue
 		}

@@ -204,3 +204,13 @@ func TestTemperatureNamesModel(t *testing.T) {
 		t.Errorf("no model: %+v", f)
 	}
 }
+
+// TestCardOf: a PCI address names its card; a damaged snapshot's address
+// without a function (or none at all) is its own card, never a crash.
+func TestCardOf(t *testing.T) {
+	for in, want := range map[string]string{"0000:01:00.0": "0000:01:00", "0000:01:00.1": "0000:01:00", "": "", "x": "x", "0000:01:00.": "0000:01:00"} {
+		if got := cardOf(in); got != want {
+			t.Errorf("cardOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -25,7 +25,7 @@ func (d *diag) cards() []card {
 		if v.PCIe == nil || !v.PCIe.Reported {
 			continue
 		}
-		key := v.PCI[:strings.LastIndexByte(v.PCI, '.')]
+		key := cardOf(v.PCI)
 		if i, ok := index[key]; ok {
 			out[i].ports = append(out[i].ports, v)
 			continue
@@ -34,6 +34,16 @@ func (d *diag) cards() []card {
 		out = append(out, card{ports: []*nicView{v}})
 	}
 	return out
+}
+
+// cardOf is the card (domain:bus:device) of a PCI function's address
+// (domain:bus:device.function); an address without a function, which only
+// a damaged or hand-made snapshot has, is its own card.
+func cardOf(pci string) string {
+	if i := strings.LastIndexByte(pci, '.'); i >= 0 {
+		return pci[:i]
+	}
+	return pci
 }
 
 // lineRates returns the card's fastest port's line rate and the sum over
