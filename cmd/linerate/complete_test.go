@@ -12,7 +12,7 @@ func TestFlagValueCompletion(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"__complete", "bench", "--engine", ""}, "native\niperf3\niperf2\nperftest\n:4\n"},
+		{[]string{"__complete", "bench", "--engine", ""}, "native\niperf3\niperf2\nperftest\nsockperf\nnetperf\n:4\n"},
 		{[]string{"__complete", "lab", "up", "--scenario", ""}, "healthy\ncapped-10g\nmtu-mismatch\nsmall-buffers\n:4\n"},
 		{[]string{"__complete", "doctor", "--fail-on", ""}, "critical\nwarning\ninfo\n:4\n"},
 		{[]string{"__complete", "tune", "--profile", ""}, "throughput\nlatency\n:4\n"},

@@ -50,7 +50,8 @@ func TestBenchJSONIsIperf3s(t *testing.T) {
 	for _, c := range []struct {
 		capture string
 		args    []string
-	}{{"tcp.json", nil}, {"tcp-P2.json", []string{"-P", "2"}}, {"tcp-R.json", []string{"-R"}}, {"tcp-bidir.json", []string{"--bidir"}}} {
+	}{{"tcp.json", nil}, {"tcp-P2.json", []string{"-P", "2"}}, {"tcp-R.json", []string{"-R"}}, {"tcp-bidir.json", []string{"--bidir"}},
+		{"udp-1G.json", []string{"--udp", "-b", "100M"}}} {
 		t.Run(c.capture, func(t *testing.T) {
 			ref, err := os.ReadFile(filepath.Join(iperf3Captures, c.capture))
 			if err != nil {
@@ -121,5 +122,54 @@ func TestBenchJSONPythonIperf3(t *testing.T) {
 	}
 	if r.Start.MSS <= 0 || r.Start.SenderCongestion == "" || r.Start.Connections[0].Local == "" {
 		t.Errorf("start: MSS %d congestion %q connections %+v", r.Start.MSS, r.Start.SenderCongestion, r.Start.Connections)
+	}
+}
+
+// TestBenchJSONPythonIperf3UDP: the PyPI iperf3 package's TestResult reads
+// a native UDP run (bench --udp) as it reads iperf3 -u's, with the figures
+// linerate recorded: rate, bytes, packets, loss, jitter and CPU.
+func TestBenchJSONPythonIperf3UDP(t *testing.T) {
+	py := "/opt/linerate-py/bin/python"
+	if out, err := exec.Command(py, "-c", "import iperf3").CombinedOutput(); err != nil {
+		msg := "the PyPI iperf3 package is not importable with " + py + " (" + strings.TrimSpace(string(out)) + " " + err.Error() + "): python3 -m venv /opt/linerate-py && /opt/linerate-py/bin/pip install iperf3"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	doc := nativeJSON(t, "--udp", "-b", "100M")
+	var r result.Result
+	if err := json.Unmarshal(doc, &r); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(py, filepath.Join(iperf3Captures, "..", "testresult.py"))
+	cmd.Stdin = bytes.NewReader(doc)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("iperf3.TestResult failed on bench --udp --json: %v\n%s\n%s", err, stderr.String(), doc)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("testresult.py printed %q: %v", out, err)
+	}
+	s := r.End.Sum
+	if s == nil || s.Packets == 0 {
+		t.Fatalf("the run has no UDP sum: %+v", r.End)
+	}
+	pct := func(sec float64) float64 { return sec / r.End.Seconds * 100 }
+	for k, want := range map[string]float64{
+		"bps": s.BitsPerSecond, "bytes": float64(s.Bytes), "packets": float64(s.Packets),
+		"lost_packets": float64(s.LostPackets), "lost_percent": s.LostPercent, "jitter_ms": s.JitterMS,
+		"num_streams": 1, "local_cpu_total": pct(r.End.CPU.ClientSeconds), "remote_cpu_total": pct(r.End.CPU.ServerSeconds),
+	} {
+		g, ok := got[k].(float64)
+		if !ok || math.Abs(g-want) > 1e-9*math.Max(1, math.Abs(want)) {
+			t.Errorf("TestResult.%s = %v, linerate recorded %v", k, got[k], want)
+		}
+	}
+	if got["protocol"] != "UDP" || got["type"] != "client" {
+		t.Errorf("TestResult: %v", got)
 	}
 }

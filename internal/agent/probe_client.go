@@ -230,7 +230,11 @@ func (c *client) probeRun(ctx context.Context, m probeMsg, pr ProbeTest, fd, cpu
 	k := 0
 	sample := func() {
 		n := count()
-		c.probeInterval(k, bounds, warm, smp.Sample(), n-prev, rd)
+		udp := 0 // a UDP stream's datagram size: its intervals carry the stream, as iperf3 -u's do
+		if pp == nil {
+			udp = m.Size
+		}
+		c.probeInterval(k, bounds, warm, smp.Sample(), n-prev, udp, rd)
 		prev, k = n, k+1
 		if k < len(bounds) {
 			timer.Reset(time.Until(t0.Add(bounds[k])))
@@ -286,8 +290,9 @@ loop:
 }
 
 // probeInterval adds interval k of the schedule bounds (the first warm
-// of them warm-up): bytes moved by this end, both ends' CPUs.
-func (c *client) probeInterval(k int, bounds []time.Duration, warm int, s telemetry.Sample, bytes uint64, rd *probeReader) {
+// of them warm-up): bytes moved by this end, both ends' CPUs; for a UDP
+// stream of udp-byte datagrams (0: a ping-pong), the stream itself.
+func (c *client) probeInterval(k int, bounds []time.Duration, warm int, s telemetry.Sample, bytes uint64, udp int, rd *probeReader) {
 	var from time.Duration
 	if k > 0 {
 		from = bounds[k-1]
@@ -300,6 +305,10 @@ func (c *client) probeInterval(k int, bounds []time.Duration, warm int, s teleme
 	it.Sum.Bytes = bytes
 	if to > from {
 		it.Sum.BitsPerSecond = float64(bytes) * 8 / (to - from).Seconds()
+	}
+	if udp > 0 {
+		it.Streams = append(it.Streams, result.StreamInterval{ID: 1, Sender: senderName(true), Bytes: bytes,
+			BitsPerSecond: it.Sum.BitsPerSecond, Packets: bytes / uint64(udp)})
 	}
 	it.CPU.Client, it.CPUTotal.Client = s.PerCPU, s.Total
 	if srv, ok := rd.take(k, min(c.p.Interval/2, 500*time.Millisecond)); ok {
@@ -374,6 +383,10 @@ func (c *client) udpEnd(m probeMsg, tx *engine.UDPSender, txErr error, end *prob
 	// iperf3 -u's end.sum: the sender's rate, the receiver's loss and jitter.
 	e.Sum = &result.UDPStream{Seconds: win.Seconds(), End: win.Seconds(), Bytes: bytes, BitsPerSecond: u.BitsPerSecond, JitterMS: u.JitterMS,
 		LostPackets: u.LostPackets, Packets: int64(pkts), LostPercent: u.LostPercent, OutOfOrder: int64(u.OutOfOrder), Sender: true}
+	// iperf3 -u's end.streams[]: the one stream, as the receiver counted it.
+	st := *e.Sum
+	st.Socket = 1
+	e.Streams = []result.StreamEnd{{ID: 1, Sender: senderName(true), SentBytes: bytes, ReceivedBytes: e.SumReceived.Bytes, UDP: &st}}
 	if txErr != nil {
 		e.Errors = append(e.Errors, "the sender stopped: "+txErr.Error())
 	}

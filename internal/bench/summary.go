@@ -186,8 +186,10 @@ func summarizePoint(p Point, outs []Outcome, topo Topology, ceiling *float64) (P
 	}
 	name := fmt.Sprintf("%d stream%s, placement %s", p.Streams, plural(p.Streams), ps.Placement)
 	if n := len(outs); n == 2 || n == 3 {
-		return ps, append([]string{fmt.Sprintf("%s: %d runs cannot fall into buckets (the rule needs 4 or more: with fewer, no gap between neighbours can exceed 3 × their median gap), so there is no variance to explain: run --repeat 4 or more for that.",
-			name, n)}, explainNICPoint(name, runs(outs))...)
+		// What the counters say first: it is a finding; the note after it
+		// says why there is no more.
+		return ps, append(explainNICPoint(name, runs(outs)), fmt.Sprintf("%s: %d runs cannot fall into buckets (the rule needs 4 or more: with fewer, no gap between neighbours can exceed 3 × their median gap), so there is no variance to explain: run --repeat 4 or more for that.",
+			name, n))
 	}
 	if len(groups) < 2 {
 		return ps, explainNICPoint(name, runs(outs))
