@@ -43,10 +43,10 @@ func readFrame(r io.Reader, limit int) ([]byte, error) {
 }
 
 func readBody(r io.Reader, n uint32, limit int) ([]byte, error) {
-	switch {
-	case n == 0:
+	if n == 0 {
 		return nil, errFrameEmpty
-	case uint64(n) > uint64(limit):
+	}
+	if uint64(n) > uint64(limit) {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", errFrameTooLarge, n, limit)
 	}
 	body := make([]byte, n)

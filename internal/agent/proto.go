@@ -162,27 +162,38 @@ type requestMsg struct {
 	ServerCPUs []int            `json:"server_cpus,omitempty"`
 }
 
+// The checks of this file are if-chains, not switches of conditions:
+// mutation testing (scripts/mutation.sh) sees a switch's conditions as
+// reached by no test, since Go's coverage profile leaves them outside
+// every block.
+
 // validate checks r against the bounds; maxDuration is the agent's. Times
 // are checked as the integers of milliseconds they are on the wire,
 // before any becomes a time.Duration (which a large one would overflow).
 func (r requestMsg) validate(maxDuration time.Duration) error {
 	maxMS := maxDuration.Milliseconds()
-	switch {
-	case r.Streams < 1 || r.Streams > engine.MaxStreams:
+	if r.Streams < 1 || r.Streams > engine.MaxStreams {
 		return fmt.Errorf("streams %d: must be 1 to %d", r.Streams, engine.MaxStreams)
-	case r.DurationMS < minDuration.Milliseconds():
+	}
+	if r.DurationMS < minDuration.Milliseconds() {
 		return fmt.Errorf("duration %d ms: must be at least %s", r.DurationMS, minDuration)
-	case r.DurationMS > maxMS:
+	}
+	if r.DurationMS > maxMS {
 		return fmt.Errorf("duration %s is over this agent's limit of %s (linerate serve --max-duration)", msText(r.DurationMS), maxDuration)
-	case r.OmitMS < 0 || r.OmitMS > maxMS:
+	}
+	if r.OmitMS < 0 || r.OmitMS > maxMS {
 		return fmt.Errorf("omit %d ms: must be 0 to %s", r.OmitMS, maxDuration)
-	case r.IntervalMS < MinInterval.Milliseconds() || r.IntervalMS > MaxInterval.Milliseconds():
+	}
+	if r.IntervalMS < MinInterval.Milliseconds() || r.IntervalMS > MaxInterval.Milliseconds() {
 		return fmt.Errorf("interval %d ms: must be %s to %s", r.IntervalMS, MinInterval, MaxInterval)
-	case (r.OmitMS+r.DurationMS)/r.IntervalMS > maxIntervals:
+	}
+	if (r.OmitMS+r.DurationMS)/r.IntervalMS > maxIntervals {
 		return fmt.Errorf("%s at %s intervals makes over %d reports: use a longer interval", msText(r.OmitMS+r.DurationMS), msText(r.IntervalMS), maxIntervals)
-	case r.Window < 0 || r.Window > engine.MaxWindow:
+	}
+	if r.Window < 0 || r.Window > engine.MaxWindow {
 		return fmt.Errorf("window %d: must be 0 to %d bytes (2 GiB - 1)", r.Window, engine.MaxWindow)
-	case len(r.ServerCPUs) > engine.MaxStreams*2:
+	}
+	if len(r.ServerCPUs) > engine.MaxStreams*2 {
 		return fmt.Errorf("%d server CPUs: at most one per connection (%d)", len(r.ServerCPUs), engine.MaxStreams*2)
 	}
 	for _, c := range r.ServerCPUs {
@@ -223,12 +234,13 @@ type acceptMsg struct {
 
 // check bounds an accept for a test of n connections.
 func (m acceptMsg) check(n int) error {
-	switch {
-	case m.Port < 1 || m.Port > 65535:
+	if m.Port < 1 || m.Port > 65535 {
 		return fmt.Errorf("%w: accept names port %d", errBadMessage, m.Port)
-	case len(m.TestID) != testIDSize:
+	}
+	if len(m.TestID) != testIDSize {
 		return fmt.Errorf("%w: accept's test ID of %d bytes", errBadMessage, len(m.TestID))
-	case len(m.Placement) != n:
+	}
+	if len(m.Placement) != n {
 		return fmt.Errorf("%w: accept places %d connections of %d", errBadMessage, len(m.Placement), n)
 	}
 	for _, c := range m.Placement {
@@ -281,12 +293,13 @@ type intervalMsg struct {
 
 // check bounds an interval of a test of n connections.
 func (m intervalMsg) check(n int) error {
-	switch {
-	case m.Index < 0 || m.Index > maxIntervals:
+	if m.Index < 0 || m.Index > maxIntervals {
 		return fmt.Errorf("%w: interval index %d", errBadMessage, m.Index)
-	case len(m.Streams) != n:
+	}
+	if len(m.Streams) != n {
 		return fmt.Errorf("%w: interval of %d streams, the test has %d", errBadMessage, len(m.Streams), n)
-	case len(m.CPU) > maxCPUMap:
+	}
+	if len(m.CPU) > maxCPUMap {
 		return fmt.Errorf("%w: interval of %d CPUs", errBadMessage, len(m.CPU))
 	}
 	for _, st := range m.Streams {
@@ -327,12 +340,13 @@ type endMsg struct {
 
 // check bounds an end of a test of n connections.
 func (m endMsg) check(n int) error {
-	switch {
-	case len(m.Streams) != n:
+	if len(m.Streams) != n {
 		return fmt.Errorf("%w: end of %d streams, the test has %d", errBadMessage, len(m.Streams), n)
-	case len(m.Errors) > n:
+	}
+	if len(m.Errors) > n {
 		return fmt.Errorf("%w: end with %d errors for %d streams", errBadMessage, len(m.Errors), n)
-	case m.CPUSeconds < 0 || m.CPUUser < 0 || m.CPUSystem < 0:
+	}
+	if m.CPUSeconds < 0 || m.CPUUser < 0 || m.CPUSystem < 0 {
 		return fmt.Errorf("%w: end with %g CPU seconds (%g user, %g system)", errBadMessage, m.CPUSeconds, m.CPUUser, m.CPUSystem)
 	}
 	for _, e := range m.Errors {
@@ -340,12 +354,13 @@ func (m endMsg) check(n int) error {
 			return fmt.Errorf("%w: end with an error of %d bytes", errBadMessage, len(e))
 		}
 	}
-	switch {
-	case m.Seconds < 0 || m.Seconds > maxSeconds:
+	if m.Seconds < 0 || m.Seconds > maxSeconds {
 		return fmt.Errorf("%w: end with a window of %g s", errBadMessage, m.Seconds)
-	case len(m.ForeignNote) > maxErrorText:
+	}
+	if len(m.ForeignNote) > maxErrorText {
 		return fmt.Errorf("%w: end with a note of %d bytes", errBadMessage, len(m.ForeignNote))
-	case len(m.Unread) > 3:
+	}
+	if len(m.Unread) > 3 {
 		return fmt.Errorf("%w: end with %d unread sources", errBadMessage, len(m.Unread))
 	}
 	for src, why := range m.Unread {
@@ -387,12 +402,13 @@ func checkNIC(d *result.NICDelta) error {
 	if d == nil {
 		return nil
 	}
-	switch {
-	case len(d.Interface) > maxNICName || len(d.Driver) > maxNICName:
+	if len(d.Interface) > maxNICName || len(d.Driver) > maxNICName {
 		return fmt.Errorf("%w: NIC counters of an interface or driver named in %d and %d bytes", errBadMessage, len(d.Interface), len(d.Driver))
-	case len(d.NotRead) > maxErrorText:
+	}
+	if len(d.NotRead) > maxErrorText {
 		return fmt.Errorf("%w: NIC counters not read, for a reason of %d bytes", errBadMessage, len(d.NotRead))
-	case len(d.Deltas) > maxNICCauses || len(d.Sources) > maxNICCauses:
+	}
+	if len(d.Deltas) > maxNICCauses || len(d.Sources) > maxNICCauses {
 		return fmt.Errorf("%w: NIC counters of %d causes", errBadMessage, max(len(d.Deltas), len(d.Sources)))
 	}
 	for c := range d.Deltas {
@@ -431,12 +447,13 @@ type toolMsg struct {
 
 // check bounds a tool request; maxDur is the agent's.
 func (m toolMsg) check(maxDur time.Duration) error {
-	switch {
-	case len(m.Server) == 0 || len(m.Server) > maxToolSpec:
+	if len(m.Server) == 0 || len(m.Server) > maxToolSpec {
 		return fmt.Errorf("tool server description of %d bytes (1 to %d)", len(m.Server), maxToolSpec)
-	case m.DurationMS < minDuration.Milliseconds() || m.DurationMS > maxDur.Milliseconds():
+	}
+	if m.DurationMS < minDuration.Milliseconds() || m.DurationMS > maxDur.Milliseconds() {
 		return fmt.Errorf("duration %d ms: this agent allows %s to %s (its --max-duration)", m.DurationMS, minDuration, maxDur)
-	case m.IntervalMS < MinInterval.Milliseconds() || m.IntervalMS > MaxInterval.Milliseconds():
+	}
+	if m.IntervalMS < MinInterval.Milliseconds() || m.IntervalMS > MaxInterval.Milliseconds() {
 		return fmt.Errorf("interval %d ms: %s to %s", m.IntervalMS, MinInterval, MaxInterval)
 	}
 	return nil
@@ -531,13 +548,13 @@ var errBadMessage = errors.New("malformed message")
 // decodeAs decodes body (of type typ) into v if typ is want. "error" and
 // "busy" become a *PeerError; other types are protocol errors.
 func decodeAs(typ string, body []byte, want string, v any) error {
-	switch {
-	case typ == want:
+	if typ == want {
 		if err := json.Unmarshal(body, v); err != nil {
 			return fmt.Errorf("%w: %s: %v", errBadMessage, typ, err)
 		}
 		return nil
-	case typ == msgError || typ == msgBusy:
+	}
+	if typ == msgError || typ == msgBusy {
 		var m errorMsg
 		_ = json.Unmarshal(body, &m) // a reason we cannot read is still a refusal
 		r := m.Reason

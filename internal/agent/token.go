@@ -108,12 +108,13 @@ func ReadTokenFile(path string) ([]byte, error) {
 func CheckToken(b []byte) ([]byte, error) {
 	tok := bytes.TrimSpace(b)
 	alphabet, perChar := tokenAlphabet(tok)
-	switch {
-	case len(tok) == 0:
+	if len(tok) == 0 {
 		return nil, fmt.Errorf("%w: the token is empty; %s", errWeakToken, howToMakeToken)
-	case alphabet == "":
+	}
+	if alphabet == "" {
 		return nil, fmt.Errorf("%w: the token is not hex or base64 (a passphrase?), so it holds less than %d random bits; %s", errWeakToken, MinTokenBits, howToMakeToken)
-	case len(tok)*perChar < MinTokenBits:
+	}
+	if len(tok)*perChar < MinTokenBits {
 		return nil, fmt.Errorf("%w: %d characters of %s hold at most %d bits, at least %d random bits are needed; %s",
 			errWeakToken, len(tok), alphabet, len(tok)*perChar, MinTokenBits, howToMakeToken)
 	}
@@ -172,12 +173,13 @@ func notRandom(tok []byte) string {
 			down++
 		}
 	}
-	switch {
-	case len(distinct) < 8:
+	if len(distinct) < 8 {
 		return fmt.Sprintf("%d distinct characters", len(distinct))
-	case same >= n/2:
+	}
+	if same >= n/2 {
 		return "repeated characters"
-	case up > n/2 || down > n/2:
+	}
+	if up > n/2 || down > n/2 {
 		return "sequential characters"
 	}
 	for p := 1; p <= n/2; p++ {
