@@ -70,31 +70,13 @@ func TestBenchJSONIsIperf3s(t *testing.T) {
 // throughput, retransmits and CPU figures linerate recorded in its own
 // fields.
 func TestBenchJSONPythonIperf3(t *testing.T) {
-	py := "/opt/linerate-py/bin/python"
-	if out, err := exec.Command(py, "-c", "import iperf3").CombinedOutput(); err != nil {
-		msg := "the PyPI iperf3 package is not importable with " + py + " (" + strings.TrimSpace(string(out)) + " " + err.Error() + "): python3 -m venv /opt/linerate-py && /opt/linerate-py/bin/pip install iperf3"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	py := pythonIperf3(t)
 	doc := nativeJSON(t, "-P", "2")
 	var r result.Result
 	if err := json.Unmarshal(doc, &r); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(py, filepath.Join(iperf3Captures, "..", "testresult.py"))
-	cmd.Stdin = bytes.NewReader(doc)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("iperf3.TestResult failed on bench --json: %v\n%s\n%s", err, stderr.String(), doc)
-	}
-	var got map[string]any
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("testresult.py printed %q: %v", out, err)
-	}
+	got := testResult(t, py, doc)
 	pct := func(s float64) float64 { return s / r.End.Seconds * 100 }
 	for k, want := range map[string]float64{
 		"sent_bps": r.End.SumSent.BitsPerSecond, "received_bps": r.End.SumReceived.BitsPerSecond,
@@ -129,31 +111,13 @@ func TestBenchJSONPythonIperf3(t *testing.T) {
 // a native UDP run (bench --udp) as it reads iperf3 -u's, with the figures
 // linerate recorded: rate, bytes, packets, loss, jitter and CPU.
 func TestBenchJSONPythonIperf3UDP(t *testing.T) {
-	py := "/opt/linerate-py/bin/python"
-	if out, err := exec.Command(py, "-c", "import iperf3").CombinedOutput(); err != nil {
-		msg := "the PyPI iperf3 package is not importable with " + py + " (" + strings.TrimSpace(string(out)) + " " + err.Error() + "): python3 -m venv /opt/linerate-py && /opt/linerate-py/bin/pip install iperf3"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	py := pythonIperf3(t)
 	doc := nativeJSON(t, "--udp", "-b", "100M")
 	var r result.Result
 	if err := json.Unmarshal(doc, &r); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(py, filepath.Join(iperf3Captures, "..", "testresult.py"))
-	cmd.Stdin = bytes.NewReader(doc)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("iperf3.TestResult failed on bench --udp --json: %v\n%s\n%s", err, stderr.String(), doc)
-	}
-	var got map[string]any
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("testresult.py printed %q: %v", out, err)
-	}
+	got := testResult(t, py, doc)
 	s := r.End.Sum
 	if s == nil || s.Packets == 0 {
 		t.Fatalf("the run has no UDP sum: %+v", r.End)
@@ -172,4 +136,38 @@ func TestBenchJSONPythonIperf3UDP(t *testing.T) {
 	if got["protocol"] != "UDP" || got["type"] != "client" {
 		t.Errorf("TestResult: %v", got)
 	}
+}
+
+// pythonIperf3 returns the Python that has the PyPI iperf3 package; it
+// fails under CI=true, and skips elsewhere, where it has not.
+func pythonIperf3(t *testing.T) string {
+	t.Helper()
+	py := "/opt/linerate-py/bin/python"
+	if out, err := exec.Command(py, "-c", "import iperf3").CombinedOutput(); err != nil {
+		msg := "the PyPI iperf3 package is not importable with " + py + " (" + strings.TrimSpace(string(out)) + " " + err.Error() + "): python3 -m venv /opt/linerate-py && /opt/linerate-py/bin/pip install iperf3"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return py
+}
+
+// testResult feeds a run document to iperf3.TestResult (testresult.py)
+// and returns the figures it read.
+func testResult(t *testing.T, py string, doc []byte) map[string]any {
+	t.Helper()
+	cmd := exec.Command(py, filepath.Join(iperf3Captures, "..", "testresult.py"))
+	cmd.Stdin = bytes.NewReader(doc)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("iperf3.TestResult failed on the run document: %v\n%s\n%s", err, stderr.String(), doc)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("testresult.py printed %q: %v", out, err)
+	}
+	return got
 }

@@ -1,54 +1,21 @@
 package ethtool
 
 import (
-	"os"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
+
+	"github.com/linerate/linerate/internal/testbin"
 )
-
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("needs root (network namespaces); CI runs as root")
-	}
-	t.Skip("needs root (network namespaces)")
-}
-
-// inNewNetns runs f on a locked thread inside a fresh, unnamed network
-// namespace, which disappears with the thread (and the veths with it).
-func inNewNetns(t *testing.T, f func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		runtime.LockOSThread()
-		// Never unlocked: the thread dies with the goroutine, and the
-		// namespace with it.
-		ns, err := netns.New()
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer ns.Close()
-		f()
-	}()
-	<-done
-}
 
 // TestLiveVeth runs the real netlink path against the kernel: a veth pair
 // with four queues answers link modes, channels and driver counters, has
 // no module (no module data, cleanly), and takes a channel change that
 // reads back and is restored.
 func TestLiveVeth(t *testing.T) {
-	needRoot(t)
-	inNewNetns(t, func() {
+	testbin.NeedRoot(t, "network namespaces")
+	testbin.InNewNetns(t, func() {
 		la := netlink.NewLinkAttrs()
 		la.Name, la.NumTxQueues, la.NumRxQueues = "lr-optics0", 4, 4
 		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "lr-optics1"}); err != nil {

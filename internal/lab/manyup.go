@@ -256,34 +256,10 @@ func createBridge(ns string) error {
 // createPort creates the veth whose end port is in the switch namespace sw
 // and whose peer, lab0, is directly in host namespace ns.
 func createPort(name, sw, port, ns string, mtu int) error {
-	cs, err := dial(sw)
-	if err != nil {
-		return err
-	}
-	defer cs.Close()
-	ch, err := dial(ns)
-	if err != nil {
-		return err
-	}
-	defer ch.Close()
 	la := netlink.NewLinkAttrs()
 	la.Name = port
 	la.MTU = mtu
-	veth := &netlink.Veth{
-		LinkAttrs:     la,
-		PeerName:      Iface,
-		PeerNamespace: netlink.NsFd(int(ch.fd)),
-		PeerMTU:       uint32(mtu),
-		PeerTxQLen:    -1,
-	}
-	if err := cs.nl.LinkAdd(veth); err != nil {
-		hint := ""
-		if errors.Is(err, unix.EEXIST) {
-			hint = fmt.Sprintf(" (run 'linerate lab down --name %s')", name)
-		}
-		return fmt.Errorf("creating veth %s in %s: %w%s", port, sw, err, hint)
-	}
-	return nil
+	return addVeth(name, sw, ns, la, mtu)
 }
 
 // settingsPlan brings the bridge, its ports and the hosts to what want

@@ -336,38 +336,45 @@ func structuralPlan(name string, v [2]hostView, want spec) []change {
 	return plan
 }
 
-// createVeth creates the pair in a with its peer directly in b, so that no
-// end ever shows up in the host's namespace.
+// createVeth creates the pair in a with its peer directly in b.
 func createVeth(name, nsA, nsB string, want spec) error {
-	ca, err := dial(nsA)
-	if err != nil {
-		return err
-	}
-	defer ca.Close()
-	cb, err := dial(nsB)
-	if err != nil {
-		return err
-	}
-	defer cb.Close()
 	la := netlink.NewLinkAttrs()
 	la.Name = Iface
 	la.MTU = want.MTU[0]
 	if want.Queues > 1 { // the peer gets the same counts (the library copies them)
 		la.NumTxQueues, la.NumRxQueues = want.Queues, want.Queues
 	}
+	return addVeth(name, nsA, nsB, la, want.MTU[1])
+}
+
+// addVeth creates a veth whose end la is in namespace from and whose peer,
+// lab0 of MTU peerMTU, is directly in namespace to, so that no end ever
+// shows up in the host's namespace: the two-host lab's pair and each port
+// of a lab of many hosts.
+func addVeth(lab, from, to string, la netlink.LinkAttrs, peerMTU int) error {
+	cf, err := dial(from)
+	if err != nil {
+		return err
+	}
+	defer cf.Close()
+	ct, err := dial(to)
+	if err != nil {
+		return err
+	}
+	defer ct.Close()
 	veth := &netlink.Veth{
 		LinkAttrs:     la,
 		PeerName:      Iface,
-		PeerNamespace: netlink.NsFd(int(cb.fd)),
-		PeerMTU:       uint32(want.MTU[1]),
+		PeerNamespace: netlink.NsFd(int(ct.fd)),
+		PeerMTU:       uint32(peerMTU),
 		PeerTxQLen:    -1, // the kernel's default, not 0
 	}
-	if err := ca.nl.LinkAdd(veth); err != nil {
+	if err := cf.nl.LinkAdd(veth); err != nil {
 		hint := ""
 		if errors.Is(err, unix.EEXIST) {
-			hint = fmt.Sprintf(" (run 'linerate lab down --name %s')", name)
+			hint = fmt.Sprintf(" (run 'linerate lab down --name %s')", lab)
 		}
-		return fmt.Errorf("creating veth in %s: %w%s", nsA, err, hint)
+		return fmt.Errorf("creating veth %s in %s: %w%s", la.Name, from, err, hint)
 	}
 	return nil
 }

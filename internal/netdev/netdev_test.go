@@ -1,55 +1,16 @@
 package netdev
 
 import (
-	"os"
-	"runtime"
 	"testing"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
+
+	"github.com/linerate/linerate/internal/testbin"
 )
 
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("needs root (network namespaces); CI runs as root")
-	}
-	t.Skip("needs root (network namespaces)")
-}
-
-// inNewNetns runs f on a locked thread inside a fresh, unnamed network
-// namespace, which disappears with the thread.
-func inNewNetns(t *testing.T, f func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		runtime.LockOSThread()
-		// The thread is never unlocked: it dies with the goroutine, and
-		// the namespace with it.
-		orig, err := netns.Get()
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer orig.Close()
-		ns, err := netns.New()
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer ns.Close()
-		f()
-	}()
-	<-done
-}
-
 func TestQueryShapedLink(t *testing.T) {
-	needRoot(t)
-	inNewNetns(t, func() {
+	testbin.NeedRoot(t, "network namespaces")
+	testbin.InNewNetns(t, func() {
 		d := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "shaped0"}, PeerName: "peer0"}
 		if err := netlink.LinkAdd(d); err != nil {
 			t.Error(err)
