@@ -51,19 +51,10 @@ type sender interface {
 // name go with it instead of leaking to other goroutines.
 func (s *Stream) run(wg *sync.WaitGroup, snd sender, stop *atomic.Bool, name string) {
 	wg.Add(1)
-	go s.thread(wg, snd, stop, name)
+	goLocked(func() { s.thread(wg, snd, stop, name) })
 }
 
 func (s *Stream) thread(wg *sync.WaitGroup, snd sender, stop *atomic.Bool, name string) {
-	runtime.LockOSThread()
-	if unix.Gettid() == unix.Getpid() {
-		// The main thread never exits: the runtime parks it when its
-		// locked goroutine ends, pinned and named as the stream, and ps
-		// shows the process under that name. Use another thread.
-		runtime.UnlockOSThread()
-		go s.thread(wg, snd, stop, name)
-		return
-	}
 	defer wg.Done()
 	if err := pinThread(s.CPU); err != nil {
 		s.err = err
