@@ -77,6 +77,7 @@ func (e *Echo) Wait() (uint64, error) {
 
 func (e *Echo) tcpLoop() error {
 	buf := make([]byte, e.size)
+	var y yielder
 	for {
 		for off := 0; off < len(buf); {
 			n, err := unix.Read(e.fd, buf[off:])
@@ -97,11 +98,13 @@ func (e *Echo) tcpLoop() error {
 			return fmt.Errorf("echo: sending: %w", err)
 		}
 		e.n.Add(1)
+		y.tick()
 	}
 }
 
 func (e *Echo) udpLoop() error {
 	buf := make([]byte, MaxMessage)
+	var y yielder
 	for !e.halt.Load() {
 		n, err := unix.Read(e.fd, buf)
 		switch {
@@ -118,6 +121,7 @@ func (e *Echo) udpLoop() error {
 			return fmt.Errorf("echo: sending: %w", err)
 		}
 		e.n.Add(1)
+		y.tick()
 	}
 	return nil
 }

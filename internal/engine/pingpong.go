@@ -185,6 +185,7 @@ type ppLoop struct {
 	period, next float64 // ns: between requests (0: unpaced), and when the next is due
 	from, to     int64   // the measured window, ns since t0
 	stop, stall  int64
+	y            yielder
 }
 
 func (p *PingPong) newLoop() *ppLoop {
@@ -213,6 +214,7 @@ func (p *PingPong) loop() {
 // is over. Nothing in it allocates (TestPingPongAllocs).
 func (l *ppLoop) one() bool {
 	p := l.p
+	l.y.tick() // between round trips, never inside one
 	now := since(l.t0)
 	if l.period > 0 {
 		now = spinUntil(l.t0, int64(l.next))

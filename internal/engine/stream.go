@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -127,31 +126,6 @@ func fillPattern(b []byte) {
 		x ^= x >> 17
 		x ^= x << 5
 		b[i] = byte(x)
-	}
-}
-
-// yielder lets a stream thread pass through the Go scheduler every
-// yieldEvery. A goroutine that only makes system calls never does, so
-// after 10 ms the runtime's monitor thread (sysmon) takes its P away at
-// each check and, having found work, keeps polling every 20 µs: about 10%
-// of another CPU, on a machine whose CPUs are the measurement. A yield
-// costs two thread switches, a few µs per yieldEvery (under 10 ms, the
-// runtime's limit).
-type yielder struct {
-	n    uint32
-	last time.Time
-}
-
-const yieldEvery = 5 * time.Millisecond
-
-func (y *yielder) tick() {
-	y.n++
-	if y.n%16 != 0 {
-		return
-	}
-	if now := time.Now(); now.Sub(y.last) >= yieldEvery {
-		y.last = now
-		runtime.Gosched()
 	}
 }
 
