@@ -61,7 +61,18 @@ func LatencyLevels(r latency.RTT) [][2]any {
 // probeArgs are the bench flags of cfg's probe (for the client run in a
 // lab host), with -A.
 func probeArgs(cfg agent.Config) []string {
-	pr := cfg.Probe
+	a := probeFlags(cfg.Probe)
+	if cfg.ClientCPUs != nil || cfg.ServerCPUs != nil {
+		a = append(a, "-A", FormatAffinity(cfg.ClientCPUs, cfg.ServerCPUs))
+	}
+	return a
+}
+
+// probeFlags are the bench flags that ask for probe pr (nil: none).
+func probeFlags(pr *agent.ProbeTest) []string {
+	if pr == nil {
+		return nil
+	}
 	var a []string
 	if pr.Kind == agent.ProbePingPong {
 		a = append(a, "--latency", "--size", strconv.Itoa(pr.Size))
@@ -73,9 +84,6 @@ func probeArgs(cfg agent.Config) []string {
 		}
 	} else {
 		a = append(a, "--udp", "-l", strconv.Itoa(pr.Size), "-b", strconv.FormatFloat(pr.Rate, 'f', -1, 64))
-	}
-	if cfg.ClientCPUs != nil || cfg.ServerCPUs != nil {
-		a = append(a, "-A", FormatAffinity(cfg.ClientCPUs, cfg.ServerCPUs))
 	}
 	return a
 }

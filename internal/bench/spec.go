@@ -230,6 +230,7 @@ func (s Spec) commandLine(streams []int, places []Placement, repeat int, alwaysP
 			parts[i] = strconv.Itoa(n)
 		}
 		args = append(args, "--sweep-streams", strings.Join(parts, ","))
+	case r.Probe != nil: // one stream, and -P is refused beside --latency and --udp
 	case alwaysP || streams[0] > 1:
 		args = append(args, "-P", strconv.Itoa(streams[0]))
 	}
@@ -256,6 +257,7 @@ func (s Spec) commandLine(streams []int, places []Placement, repeat int, alwaysP
 		args = append(args, "--window", strconv.Itoa(r.Window))
 	}
 	args = append(args, engineArgs(r)...)
+	args = append(args, probeFlags(r.Probe)...)
 	if s.Engine == "perftest" {
 		args = append(args, perftestFlags(r.Perftest)...)
 	}
