@@ -48,6 +48,10 @@ type PointSummary struct {
 	// busy per Gbit/s — medians over the point's runs; nil when the
 	// driver does not report that end's CPU time.
 	CPUPerGbit CPUCost `json:"cpu_s_per_gbit"`
+	// Latency is a ping-pong campaign's round trips (bench --latency),
+	// absent otherwise; its Gbit/s fields above then count the ping-pong's
+	// bytes only, and its throughput buckets are left empty.
+	Latency *LatencyPoint `json:"latency,omitempty"`
 }
 
 // CPUCost is CPU seconds per Gbit on each end.
@@ -68,12 +72,17 @@ type Bucket struct {
 	Softirq []int `json:"receiver_softirq_cpus"`
 }
 
-// Best is the fastest point, and the command that reproduces it.
+// Best is the fastest point (of a ping-pong campaign: the one of lowest
+// median p50 round trip), and the command that reproduces it.
 type Best struct {
 	Streams    int     `json:"streams"`
 	Placement  string  `json:"placement"`
 	MedianGbps float64 `json:"median_gbps"`
 	Command    string  `json:"command"`
+	// MedianP50Us and MedianP99Us are the best ping-pong point's (absent
+	// for throughput campaigns).
+	MedianP50Us *float64 `json:"median_p50_us,omitempty"`
+	MedianP99Us *float64 `json:"median_p99_us,omitempty"`
 }
 
 // BucketRule is the rule that splits repeats into buckets, as the summary
@@ -99,11 +108,12 @@ func Summarize(spec Spec, outs []Outcome, topo Topology, ceiling *float64) *Summ
 		byPoint[o.Point] = append(byPoint[o.Point], o)
 	}
 	runsOf := map[int][]*Run{}
+	pingPong := isPingPong(spec)
 	for i, p := range points {
 		if len(byPoint[i]) == 0 {
 			continue // the campaign was cut short before this point ran
 		}
-		ps, expl := summarizePoint(p, byPoint[i], topo, ceiling)
+		ps, expl := summarizePoint(p, byPoint[i], topo, ceiling, pingPong)
 		s.Points = append(s.Points, ps)
 		s.Explanation = append(s.Explanation, expl...)
 		runsOf[len(s.Points)-1] = runs(byPoint[i])
@@ -118,12 +128,32 @@ func Summarize(spec Spec, outs []Outcome, topo Topology, ceiling *float64) *Summ
 			best = i
 		}
 	}
+	if pingPong {
+		best = bestLatency(s.Points)
+	}
 	bp := s.Points[best]
 	s.Best = &Best{Streams: bp.Streams, Placement: bp.Placement, MedianGbps: bp.MedianGbps,
 		Command: spec.Command(Point{Streams: bp.Streams, Placement: placementOf(points, bp)})}
+	if pingPong {
+		s.Best.MedianP50Us, s.Best.MedianP99Us = bp.Latency.MedianP50Us, bp.Latency.MedianP99Us
+		s.Explanation = append(s.Explanation, compareLatencyPoints(spec, s, runsOf, best, topo)...)
+		return s
+	}
 	s.Explanation = append(s.Explanation, fairnessSentences(s.Points, runsOf)...)
 	s.Explanation = append(s.Explanation, comparePoints(spec, s, runsOf, best, topo)...)
 	return s
+}
+
+// compareLatencyPoints explains a ping-pong campaign across points: the
+// placement of lowest round trips against the highest, then the best.
+func compareLatencyPoints(spec Spec, s *Summary, runsOf map[int][]*Run, best int, topo Topology) []string {
+	var out []string
+	if worst := worstLatency(s.Points, best); len(spec.Placements) > 1 && worst >= 0 {
+		if e := explainLatencyPlacements(&s.Points[best], &s.Points[worst], runsOf[best], runsOf[worst], topo); e != "" {
+			out = append(out, e)
+		}
+	}
+	return append(out, bestLatencySentence(s))
 }
 
 func placementOf(points []Point, ps PointSummary) Placement {
@@ -143,7 +173,7 @@ func runs(outs []Outcome) []*Run {
 	return out
 }
 
-func summarizePoint(p Point, outs []Outcome, topo Topology, ceiling *float64) (PointSummary, []string) {
+func summarizePoint(p Point, outs []Outcome, topo Topology, ceiling *float64, pingPong bool) (PointSummary, []string) {
 	gbps := make([]float64, len(outs))
 	ps := PointSummary{Streams: p.Streams, Placement: p.Placement.String(), RunIDs: []int64{}, Runs: len(outs), Buckets: []Bucket{}}
 	for i, o := range outs {
@@ -163,6 +193,14 @@ func summarizePoint(p Point, outs []Outcome, topo Topology, ceiling *float64) (P
 		ps.CeilingGbps, ps.CeilingShare = ceiling, &share
 	}
 	ps.CPUPerGbit = cpuCost(outs)
+	name := fmt.Sprintf("%d stream%s, placement %s", p.Streams, plural(p.Streams), ps.Placement)
+	if pingPong {
+		// A ping-pong's bytes follow from its round trips: its variance is
+		// told in µs, by the runs' p50s, not in Gbit/s buckets.
+		lp, idx, p50s := summarizeLatency(outs)
+		ps.Latency = lp
+		return ps, explainLatencyPoint("placement "+ps.Placement, outs, lp, idx, p50s, topo)
+	}
 	groups := splitBuckets(gbps)
 	var bucketRuns [][]*Run
 	side := receiver(outs[0].Run.Start.Direction)
@@ -184,7 +222,6 @@ func summarizePoint(p Point, outs []Outcome, topo Topology, ceiling *float64) (P
 		ps.Buckets = append(ps.Buckets, b)
 		bucketRuns = append(bucketRuns, rs)
 	}
-	name := fmt.Sprintf("%d stream%s, placement %s", p.Streams, plural(p.Streams), ps.Placement)
 	if n := len(outs); n == 2 || n == 3 {
 		// What the counters say first: it is a finding; the note after it
 		// says why there is no more.
