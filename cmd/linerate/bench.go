@@ -230,7 +230,7 @@ func runCampaign(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFla
 	if f.json {
 		progress = env.stderr // stdout holds the document only
 	}
-	c.Progress = bench.NewProgress(progress, isTerminal(progress))
+	c.Progress = bench.NewProgress(progress, isTerminal(progress)).ForProbe(c.Spec.Run.Probe)
 	sum, _, err := c.Run(ctx)
 	if err != nil {
 		if sum != nil && len(sum.Points) > 0 && !f.json {
@@ -257,7 +257,7 @@ func runOne(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFlags, t
 		case f.jsonStream:
 			n.Base.Progress = bench.JSONStreamProgress(env.stdout)
 		case !f.json:
-			n.Base.Progress = bench.TextProgress(env.stdout, f.verbose)
+			n.Base.Progress = bench.ProbeTextProgress(env.stdout, f.verbose, c.Spec.Run.Probe)
 		}
 	} else if !f.json {
 		c.Progress = bench.NewProgress(env.stdout, false)

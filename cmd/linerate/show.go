@@ -31,14 +31,15 @@ func showRun(ctx context.Context, w io.Writer, db *store.Store, id int64) error 
 		camp = fmt.Sprintf(", campaign %d (#%d)", r.CampaignID, r.Seq)
 	}
 	fmt.Fprintf(w, "Run %d: %s, %s engine, peer %s, %s%s\n", r.ID, r.StartedAt.Local().Format("2006-01-02 15:04:05"), r.Engine, r.Peer, label, camp)
-	p := bench.TextProgress(w, false)
+	var params bench.Params
+	paramsOK := json.Unmarshal(r.Params, &params) == nil
+	p := bench.ProbeTextProgress(w, false, params.Probe)
 	p(result.Event{Event: "start", Data: &res.Start})
 	for i := range res.Intervals {
 		p(result.Event{Event: "interval", Data: &res.Intervals[i]})
 	}
 	p(result.Event{Event: "end", Data: &res.End})
-	var params bench.Params
-	if json.Unmarshal(r.Params, &params) == nil && r.Peer != "" && params.Perftest.Test == "" {
+	if paramsOK && r.Peer != "" && params.Perftest.Test == "" {
 		s := bench.Spec{Engine: r.Engine, Peer: r.Peer, Label: r.Label, Run: params}
 		fmt.Fprintf(w, "Run it again: %s\n", s.Command(bench.Point{Streams: max(params.Streams, 1), Placement: params.Placement}))
 	}

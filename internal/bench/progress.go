@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/result"
 )
 
@@ -22,6 +23,9 @@ import (
 type Progress struct {
 	w   io.Writer
 	tty bool
+	// pingPong is a ping-pong campaign's message bytes (0: not one): its
+	// intervals are told in round trips.
+	pingPong int
 
 	mu     sync.Mutex
 	status string
@@ -29,6 +33,16 @@ type Progress struct {
 
 // NewProgress writes progress to w; tty says whether w is a terminal.
 func NewProgress(w io.Writer, tty bool) *Progress { return &Progress{w: w, tty: tty} }
+
+// ForProbe makes the interval lines of a ping-pong (probe of kind
+// agent.ProbePingPong; nil or another kind changes nothing) round trips
+// per second instead of Gbit/s and retransmits. It returns p.
+func (p *Progress) ForProbe(probe *agent.ProbeTest) *Progress {
+	if probe != nil && probe.Kind == agent.ProbePingPong {
+		p.pingPong = max(probe.Size, 1)
+	}
+	return p
+}
 
 // RunStarting shows which run begins and the campaign's ETA.
 func (p *Progress) RunStarting(i, n int, pt Point, eta time.Duration) {
@@ -45,6 +59,10 @@ func (p *Progress) RunStarting(i, n int, pt Point, eta time.Duration) {
 
 // Interval prints one interval of the run in progress.
 func (p *Progress) Interval(i int, iv result.Interval) {
+	if p.pingPong > 0 {
+		p.println(PingPongIntervalLine(iv, p.pingPong))
+		return
+	}
 	p.println(IntervalLine(iv))
 }
 
@@ -54,7 +72,11 @@ func (p *Progress) RunDone(i, n int, id int64, r *Run) {
 	if id != 0 {
 		stored = fmt.Sprintf(" (stored as run %d)", id)
 	}
-	p.println(fmt.Sprintf("run %d/%d: %.2f Gbit/s received, %d retransmits%s", i+1, n, r.Gbps(), r.End.SumSent.Retransmits, stored))
+	if l := r.End.Latency; l != nil {
+		p.println(fmt.Sprintf("run %d/%d: %s%s", i+1, n, latencyDone(l), stored))
+	} else {
+		p.println(fmt.Sprintf("run %d/%d: %.2f Gbit/s received, %d retransmits%s", i+1, n, r.Gbps(), r.End.SumSent.Retransmits, stored))
+	}
 	if l := NICLine(r.End.NICCounters); l != "" {
 		p.println("  " + l)
 	}
@@ -90,11 +112,46 @@ func clock(d time.Duration) string {
 	return fmt.Sprintf("%d:%02d", s/60, s%60)
 }
 
+// latencyDone is a ping-pong run's result in a line: its percentiles and
+// round trips (and losses over UDP).
+func latencyDone(l *result.Latency) string {
+	s := fmt.Sprintf("round trip p50 %s µs, p99 %s µs, p99.9 %s µs; %d round trips (%.0f/s)",
+		us(l.RTTUs.P50), us(l.RTTUs.P99), us(l.RTTUs.P999), l.Samples, l.RatePerSecond)
+	if l.Protocol == "udp" {
+		s += fmt.Sprintf(", %d dropped, %d out of order", l.Dropped, l.OutOfOrder)
+	}
+	return s
+}
+
+// PingPongIntervalLine writes one interval of a ping-pong of size-byte
+// messages: time, round trips per second and in all, and the busiest
+// CPUs of each end. The round trips are the interval's bytes over the two
+// messages of each (the interval carries no percentiles: those are the
+// run's, at its end).
+func PingPongIntervalLine(iv result.Interval, size int) string {
+	var b strings.Builder
+	n := iv.Sum.Bytes / uint64(2*max(size, 1))
+	perS := 0.0
+	if d := iv.End - iv.Start; d > 0 {
+		perS = float64(n) / d
+	}
+	fmt.Fprintf(&b, "  %6.2f-%-6.2f s  %9.0f round trips/s  (%d)", iv.Start, iv.End, perS, n)
+	writeIntervalTail(&b, iv)
+	return b.String()
+}
+
 // IntervalLine writes one interval as a human line: time, goodput,
 // retransmits, and the busiest CPUs of each end.
 func IntervalLine(iv result.Interval) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "  %6.2f-%-6.2f s  %7.2f Gbit/s  retr %-5d", iv.Start, iv.End, iv.Sum.BitsPerSecond/1e9, iv.Sum.Retransmits)
+	writeIntervalTail(&b, iv)
+	return b.String()
+}
+
+// writeIntervalTail ends an interval line: the warm-up mark and the
+// busiest CPUs of each end.
+func writeIntervalTail(b *strings.Builder, iv result.Interval) {
 	if iv.Omitted {
 		b.WriteString(" (warm-up)")
 	}
@@ -104,7 +161,6 @@ func IntervalLine(iv result.Interval) string {
 	if s := busiest(iv.CPU.Server, 2); s != "" && !sameSamples(iv.CPU.Client, iv.CPU.Server) {
 		b.WriteString("  server " + s)
 	}
-	return b.String()
 }
 
 // busiest lists the n busiest CPUs: "cpu0 97% (si 31%)".
@@ -151,6 +207,12 @@ func WriteSummary(w io.Writer, s *Summary) error {
 	if s.CampaignID != 0 {
 		fmt.Fprintf(&b, "campaign %d: %s to %s\n", s.CampaignID, s.Engine, s.Peer)
 	}
+	if isLatencySummary(s) {
+		writeLatencySummary(&b, s)
+		writeExplanation(&b, s)
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
 	fmt.Fprintf(&b, "%-8s %-10s %5s %9s %9s %9s  %-19s %-8s %s\n", "streams", "placement", "runs", "median", "min", "max", "95% CI (Gbit/s)", "ceiling", "CPU s/Gbit (client/server)")
 	var notes []string
 	for _, p := range s.Points {
@@ -171,12 +233,21 @@ func WriteSummary(w io.Writer, s *Summary) error {
 	for _, n := range notes {
 		b.WriteString("95% CI: " + n + ".\n")
 	}
+	writeExplanation(&b, s)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeExplanation(b *strings.Builder, s *Summary) {
 	for _, e := range s.Explanation {
 		b.WriteString("\n" + e)
 	}
 	b.WriteString("\n")
-	_, err := io.WriteString(w, b.String())
-	return err
+}
+
+// isLatencySummary reports whether a summary is a ping-pong campaign's.
+func isLatencySummary(s *Summary) bool {
+	return len(s.Points) > 0 && s.Points[0].Latency != nil
 }
 
 func optFloat(p *float64) string {

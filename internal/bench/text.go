@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/result"
 )
@@ -19,13 +20,29 @@ import (
 // stream too when verbose, and the totals. Units are iperf3's: bytes in
 // powers of 1024, bits per second in powers of 1000.
 func TextProgress(w io.Writer, verbose bool) func(result.Event) {
+	return ProbeTextProgress(w, verbose, nil)
+}
+
+// ProbeTextProgress is TextProgress for a run of probe (nil: TCP
+// streams): a ping-pong's interval lines count round trips ("[SUM]
+// 0.00-1.00 sec  41234 round trips  41234/s"), without the bytes and
+// retransmits that mean nothing for it.
+func ProbeTextProgress(w io.Writer, verbose bool, probe *agent.ProbeTest) func(result.Event) {
 	var st result.Start // the pinned CPUs, for the interval lines
+	size := 0           // a ping-pong's message bytes
+	if probe != nil && probe.Kind == agent.ProbePingPong {
+		size = max(probe.Size, 1)
+	}
 	return func(e result.Event) {
 		switch d := e.Data.(type) {
 		case *result.Start:
 			st = *d
-			writeStart(w, d)
+			writeStart(w, d, size > 0)
 		case *result.Interval:
+			if size > 0 {
+				writePingPongInterval(w, d, &st, size, verbose)
+				return
+			}
 			writeInterval(w, d, &st, verbose)
 		case *result.End:
 			writeEnd(w, d)
@@ -60,7 +77,7 @@ func JSONStreamProgress(w io.Writer) func(result.Event) {
 	return func(e result.Event) { _ = enc.Encode(e) } // a closed stdout ends the run anyway
 }
 
-func writeStart(w io.Writer, s *result.Start) {
+func writeStart(w io.Writer, s *result.Start, pingPong bool) {
 	warm := ""
 	if s.OmitS > 0 {
 		warm = fmt.Sprintf(" after a %g s warm-up", s.OmitS)
@@ -80,7 +97,31 @@ func writeStart(w io.Writer, s *result.Start) {
 		fmt.Fprintf(w, "Note: %s\n", n)
 	}
 	fmt.Fprint(w, sharedCPUsNote(s))
+	if pingPong {
+		fmt.Fprintln(w, "[ ID] Interval           Round trips   per second")
+		return
+	}
 	fmt.Fprintln(w, "[ ID] Interval           Transfer     Bitrate         Retr")
+}
+
+// writePingPongInterval writes a ping-pong's interval: the round trips
+// (its bytes over the two size-byte messages of each) and their rate.
+func writePingPongInterval(w io.Writer, iv *result.Interval, st *result.Start, size int, verbose bool) {
+	tail := ""
+	if iv.Omitted {
+		tail = "  (omitted)"
+	}
+	n := iv.Sum.Bytes / uint64(2*size)
+	perS := 0.0
+	if d := iv.End - iv.Start; d > 0 {
+		perS = float64(n) / d
+	}
+	fmt.Fprintf(w, "[SUM] %s  %11d  %9.0f/s%s%s\n", span(iv.Start, iv.End), n, perS,
+		cpuColumns("client", iv.CPU.Client, st.Placement.Client), cpuColumns("server", iv.CPU.Server, st.Placement.Server)+tail)
+	if verbose {
+		writeCPUs(w, "client", iv.CPU.Client)
+		writeCPUs(w, "server", iv.CPU.Server)
+	}
 }
 
 func writeInterval(w io.Writer, iv *result.Interval, st *result.Start, verbose bool) {
