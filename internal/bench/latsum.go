@@ -48,6 +48,13 @@ type LatencyBucket struct {
 	MaxP50Us    float64 `json:"max_p50_us"`
 }
 
+// SummarizeLatency is the latency figures of a ping-pong point made of
+// outs (the report recomputes them for part of a campaign's runs).
+func SummarizeLatency(outs []Outcome) *LatencyPoint {
+	lp, _, _ := summarizeLatency(outs)
+	return lp
+}
+
 // isPingPong reports whether a campaign measures round trips
 // (--latency): its summary is then in µs, not Gbit/s.
 func isPingPong(spec Spec) bool {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"github.com/linerate/linerate/internal/bench"
 	"github.com/linerate/linerate/internal/c2c"
 	"github.com/linerate/linerate/internal/doctor"
 	"github.com/linerate/linerate/internal/result"
@@ -76,6 +77,9 @@ type Point struct {
 	MaxGbps    float64   `json:"max_gbps"`
 	CI95Gbps   []float64 `json:"ci95_gbps"` // [lo, hi]; empty when too few runs
 	Buckets    []Bucket  `json:"buckets"`
+	// Latency is a ping-pong point's round trips (bench --latency): its
+	// Gbit/s above then only count the ping-pong's bytes.
+	Latency *bench.LatencyPoint `json:"latency,omitempty"`
 }
 
 // Bucket is a group of runs of one point that performed alike, with what
@@ -87,11 +91,14 @@ type Bucket struct {
 	Why        string  `json:"why,omitempty"`
 }
 
-// Best is the campaign's best point.
+// Best is the campaign's best point: of a ping-pong campaign, the one of
+// lowest median p50 round trip, with it and its p99.
 type Best struct {
-	Streams    int     `json:"streams"`
-	Placement  string  `json:"placement"`
-	MedianGbps float64 `json:"median_gbps"`
+	Streams     int      `json:"streams"`
+	Placement   string   `json:"placement"`
+	MedianGbps  float64  `json:"median_gbps"`
+	MedianP50Us *float64 `json:"median_p50_us,omitempty"`
+	MedianP99Us *float64 `json:"median_p99_us,omitempty"`
 }
 
 // PerftestResult is one run of a perftest tool: a bandwidth test

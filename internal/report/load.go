@@ -461,6 +461,12 @@ func campaignFrom(c *store.Campaign, sum *bench.Summary, have map[int64]*storedR
 			vals := gbpsOf(ids, have)
 			p.MedianGbps, p.MinGbps, p.MaxGbps = round3(median(vals)), round3(slices.Min(vals)), round3(slices.Max(vals))
 		}
+		if sp.Latency != nil {
+			p.Latency = sp.Latency
+			if !whole {
+				p.Latency = bench.SummarizeLatency(outcomesOf(ids, have))
+			}
+		}
 		if len(sp.Buckets) > 1 { // one bucket is no split
 			for bi, sb := range sp.Buckets {
 				bids := selected(sb.RunIDs, have)
@@ -482,9 +488,12 @@ func campaignFrom(c *store.Campaign, sum *bench.Summary, have map[int64]*storedR
 	if len(out.Points) == 0 {
 		return Campaign{}, false
 	}
-	if len(kept) == len(total) && sum.Best != nil {
+	switch {
+	case isPingPong(&out):
+		out.Best = bestLatency(out.Points)
+	case len(kept) == len(total) && sum.Best != nil:
 		out.Best = &Best{Streams: sum.Best.Streams, Placement: sum.Best.Placement, MedianGbps: sum.Best.MedianGbps}
-	} else {
+	default:
 		best := slices.MaxFunc(out.Points, func(a, b Point) int { return cmp.Compare(a.MedianGbps, b.MedianGbps) })
 		out.Best = &Best{Streams: best.Streams, Placement: best.Placement, MedianGbps: best.MedianGbps}
 	}
@@ -495,6 +504,41 @@ func campaignFrom(c *store.Campaign, sum *bench.Summary, have map[int64]*storedR
 		out.Explanation = append([]string{note}, out.Explanation...)
 	}
 	return out, true
+}
+
+// outcomesOf is the runs of ids, as bench summarizes them.
+func outcomesOf(ids []int64, have map[int64]*storedRun) []bench.Outcome {
+	out := make([]bench.Outcome, len(ids))
+	for i, id := range ids {
+		out[i] = bench.Outcome{ID: id, Run: &have[id].Run}
+	}
+	return out
+}
+
+// isPingPong reports whether a campaign measured round trips (bench
+// --latency): its figures are then µs, not Gbit/s.
+func isPingPong(c *Campaign) bool {
+	return len(c.Points) > 0 && c.Points[0].Latency != nil
+}
+
+// bestLatency is the point of lowest median p50 round trip (the first on
+// a tie), as bench picks it.
+func bestLatency(points []Point) *Best {
+	var b *Point
+	for i := range points {
+		p := &points[i]
+		if p.Latency == nil || p.Latency.MedianP50Us == nil {
+			continue
+		}
+		if b == nil || *p.Latency.MedianP50Us < *b.Latency.MedianP50Us {
+			b = p
+		}
+	}
+	if b == nil {
+		return nil
+	}
+	return &Best{Streams: b.Streams, Placement: b.Placement, MedianGbps: b.MedianGbps,
+		MedianP50Us: b.Latency.MedianP50Us, MedianP99Us: b.Latency.MedianP99Us}
 }
 
 // selected keeps the IDs of runs in have.

@@ -72,6 +72,12 @@ func (b *builder) campaignResults(s *section, ci int, c *Campaign) error {
 		runs += len(p.RunIDs)
 	}
 	s.addHeading(fmt.Sprintf("%s: %d point%s, %d run%s", campaignName(ci, c), len(c.Points), plural(len(c.Points)), runs, plural(runs)))
+	if isPingPong(c) {
+		// Round trips: a ping-pong's bytes over time say nothing its
+		// percentiles do not.
+		s.addTable(latencyPointsTable(ci, c))
+		return nil
+	}
 	s.addTable(b.pointsTable(ci, c))
 	tc, err := b.timeChart(fmt.Sprintf("time-c%d", ci+1), "Throughput over time: "+campaignName(ci, c), b.campaignGroups(c))
 	if err != nil {
@@ -86,6 +92,31 @@ func (b *builder) campaignResults(s *section, ci int, c *Campaign) error {
 		s.addChart(sc)
 	}
 	return nil
+}
+
+// latencyPointsTable has one row per point of a ping-pong campaign: the
+// medians across its runs of their percentiles, with their ranges.
+func latencyPointsTable(ci int, c *Campaign) *table {
+	t := &table{ID: fmt.Sprintf("points-c%d", ci+1), Caption: campaignName(ci, c) + ": round trips per point, µs (median of the runs' percentiles, min–max across runs)",
+		Head: []string{"Placement", "Runs", "p50", "p50 min–max", "p99", "p99 min–max", "p99.9", "Round trips", "Per second", "Dropped", "Out of order"},
+		Num:  []bool{false, true, true, true, true, true, true, true, true, true, true}}
+	for _, p := range c.Points {
+		l := p.Latency
+		if l == nil {
+			continue
+		}
+		class := ""
+		if c.Best != nil && c.Best.Streams == p.Streams && c.Best.Placement == p.Placement {
+			class = "best"
+		}
+		t.Rows = append(t.Rows, []string{orDash(p.Placement), strconv.Itoa(len(p.RunIDs)),
+			usText(l.MedianP50Us), usText(l.MinP50Us) + "–" + usText(l.MaxP50Us),
+			usText(l.MedianP99Us), usText(l.MinP99Us) + "–" + usText(l.MaxP99Us), usText(l.MedianP999Us),
+			strconv.FormatInt(l.Samples, 10), strconv.FormatFloat(l.MedianRatePerS, 'f', 0, 64),
+			strconv.FormatInt(l.Dropped, 10), strconv.FormatInt(l.OutOfOrder, 10)})
+		t.Classes = append(t.Classes, class)
+	}
+	return t
 }
 
 // pointsTable has one row per campaign point.

@@ -46,13 +46,15 @@ func (b *builder) campaignVariance(s *section, ci int, c *Campaign) error {
 		}
 		s.Blocks = append(s.Blocks, block{Items: items})
 	}
-	s.addTable(b.bucketTable(ci, c))
 	groups := b.campaignGroups(c)
-	dc, err := b.dotsChart(fmt.Sprintf("dots-c%d", ci+1), groups)
-	if err != nil {
-		return err
+	if !isPingPong(c) { // a ping-pong's spread is in its explanation and table, in µs, not Gbit/s
+		s.addTable(b.bucketTable(ci, c))
+		dc, err := b.dotsChart(fmt.Sprintf("dots-c%d", ci+1), groups)
+		if err != nil {
+			return err
+		}
+		s.addChart(dc)
 	}
-	s.addChart(dc)
 	if len(groups) > maxHeatGroups {
 		s.addText("The per-CPU picture is left out: %d groups are more than %d rows can show.", len(groups), maxHeatGroups)
 		return nil

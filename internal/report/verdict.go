@@ -46,7 +46,7 @@ func (b *builder) bestOf(keep func(id int64) bool) *measured {
 	for ci := range b.ds.Campaigns {
 		for pi := range b.ds.Campaigns[ci].Points {
 			p := &b.ds.Campaigns[ci].Points[pi]
-			if kept(p.RunIDs) {
+			if kept(p.RunIDs) && p.Latency == nil { // a ping-pong's bytes are no throughput
 				better(&measured{gbps: p.MedianGbps, runIDs: p.RunIDs, point: p,
 					what: fmt.Sprintf("median of %d run%s, %d stream%s, placement %s", len(p.RunIDs), plural(len(p.RunIDs)), p.Streams, plural(p.Streams), orDash(p.Placement))})
 			}
@@ -55,7 +55,7 @@ func (b *builder) bestOf(keep func(id int64) bool) *measured {
 	if m == nil {
 		for i := range b.ds.Runs {
 			r := &b.ds.Runs[i]
-			if r.Result.Error != "" { // cut short: what it measured is no result
+			if r.Result.Error != "" || r.Result.End.Latency != nil { // cut short, or a ping-pong: no throughput result
 				continue
 			}
 			if ids := []int64{r.Result.RunID}; kept(ids) {
@@ -88,7 +88,11 @@ func (b *builder) verdict() string { return b.verdictHead() + b.tuneNote() }
 func (b *builder) verdictHead() string {
 	gs := b.labelGroups()
 	if len(gs) < 2 || len(b.allPaths()) < 2 {
-		return verdictSentence(b.verdictFacts(b.best(), b.path))
+		m := b.best()
+		if l := b.latencyVerdict(); m == nil && l != "" {
+			return l
+		}
+		return verdictSentence(b.verdictFacts(m, b.path))
 	}
 	var parts []string
 	for _, g := range gs {
@@ -317,4 +321,35 @@ func sortedCPUs[V any](m map[int]V) []int {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// latencyVerdict is the verdict of a data set that measured round trips
+// and no throughput: the lowest median p50 of the ping-pong campaigns,
+// else of the ping-pong runs; "" when there is neither.
+func (b *builder) latencyVerdict() string {
+	var best *Best
+	var where string
+	for ci := range b.ds.Campaigns {
+		c := &b.ds.Campaigns[ci]
+		if bc := c.Best; bc != nil && bc.MedianP50Us != nil && (best == nil || *bc.MedianP50Us < *best.MedianP50Us) {
+			best, where = bc, campaignName(ci, c)
+		}
+	}
+	if best != nil {
+		return fmt.Sprintf("Round trips, not throughput, were measured: the lowest median p50 is %s µs (p99 %s µs), placement %s of %s (see Latency and packet rate).",
+			usText(best.MedianP50Us), usText(best.MedianP99Us), orDash(best.Placement), where)
+	}
+	var run *Run
+	for i := range b.ds.Runs {
+		r := &b.ds.Runs[i]
+		if l := r.Result.End.Latency; l != nil && l.RTTUs.P50 != nil && (run == nil || *l.RTTUs.P50 < *run.Result.End.Latency.RTTUs.P50) {
+			run = r
+		}
+	}
+	if run == nil {
+		return ""
+	}
+	l := run.Result.End.Latency
+	return fmt.Sprintf("Round trips, not throughput, were measured: the lowest p50 is %s µs (p99 %s µs), run %s (see Latency and packet rate).",
+		usText(l.RTTUs.P50), usText(l.RTTUs.P99), runName(run))
 }
