@@ -168,6 +168,9 @@ func TestSummarizeLatencyBuckets(t *testing.T) {
 	if string(b) != want {
 		t.Errorf("buckets\n%s\nwant\n%s", b, want)
 	}
+	if s.BucketRule != LatencyBucketRule {
+		t.Errorf("bucket rule %q, want the p50 one", s.BucketRule)
+	}
 	if p := s.Points[0].Latency; p.MedianP999Us != nil || p.MinP999Us != nil || p.MaxP999Us != nil {
 		t.Errorf("p99.9 known in no run, yet summarized as %v %v %v", p.MedianP999Us, p.MinP999Us, p.MaxP999Us)
 	}
@@ -188,6 +191,9 @@ func TestSummarizeThroughputHasNoLatency(t *testing.T) {
 		if bytes.Contains(b, []byte(no)) {
 			t.Errorf("throughput summary carries %s: %s", no, b)
 		}
+	}
+	if s.BucketRule != BucketRule {
+		t.Errorf("bucket rule %q, want the throughput one", s.BucketRule)
 	}
 	if s.Best.MedianGbps != 8.5 {
 		t.Errorf("best median %g Gbit/s, want 8.5", s.Best.MedianGbps)
@@ -253,6 +259,9 @@ func TestProbeTextProgressPingPong(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	if strings.Contains(out, "Window:") {
+		t.Errorf("ping-pong output shows socket buffers:\n%s", out)
 	}
 	if strings.Contains(out, "retr") || strings.Contains(out, "Retr") {
 		t.Errorf("ping-pong output has a retransmits column:\n%s", out)

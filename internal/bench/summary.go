@@ -89,6 +89,10 @@ type Best struct {
 // states it.
 const BucketRule = "sort the runs' throughputs; split wherever two neighbours differ by more than max(5% of the median, 3 × the median gap between neighbours)"
 
+// LatencyBucketRule is BucketRule as a ping-pong campaign applies it, to
+// its runs' p50 round trips (points[].latency.buckets).
+const LatencyBucketRule = "sort the runs' p50 round trips; split wherever two neighbours differ by more than max(5% of the median, 3 × the median gap between neighbours)"
+
 // Outcome is one finished run of a campaign: its point and its result.
 type Outcome struct {
 	Point int // index into Spec.Points
@@ -109,6 +113,9 @@ func Summarize(spec Spec, outs []Outcome, topo Topology, ceiling *float64) *Summ
 	}
 	runsOf := map[int][]*Run{}
 	pingPong := isPingPong(spec)
+	if pingPong {
+		s.BucketRule = LatencyBucketRule
+	}
 	for i, p := range points {
 		if len(byPoint[i]) == 0 {
 			continue // the campaign was cut short before this point ran

@@ -84,15 +84,9 @@ func writeStart(w io.Writer, s *result.Start, pingPong bool) {
 	}
 	fmt.Fprintf(w, "Connected to %s port %d: %d stream%s, %s, %g s%s\n", s.Peer, s.Port, s.Streams, plural(s.Streams), s.Direction, s.DurationS, warm)
 	fmt.Fprintf(w, "Placement (%s): client CPU %s, server CPU %s\n", s.Placement.Source, cpuList(s.Placement.Client), cpuList(s.Placement.Server))
-	win := "autotuned"
-	if s.Window.Requested > 0 {
-		win = fmt.Sprintf("asked %s", strings.TrimSpace(bytesText(uint64(s.Window.Requested))))
+	if !pingPong { // one message at a time: the buffers never fill
+		writeWindow(w, s)
 	}
-	fmt.Fprintf(w, "Window: %s, granted %s", win, strings.TrimSpace(bytesText(uint64(s.Window.Granted))))
-	if s.ZeroCopy != result.NoZeroCopy {
-		fmt.Fprintf(w, "; zero copy: %s", s.ZeroCopy)
-	}
-	fmt.Fprintln(w)
 	for _, n := range s.Notes {
 		fmt.Fprintf(w, "Note: %s\n", n)
 	}
@@ -102,6 +96,20 @@ func writeStart(w io.Writer, s *result.Start, pingPong bool) {
 		return
 	}
 	fmt.Fprintln(w, "[ ID] Interval           Transfer     Bitrate         Retr")
+}
+
+// writeWindow writes the socket buffers asked for and granted, and zero
+// copy.
+func writeWindow(w io.Writer, s *result.Start) {
+	win := "autotuned"
+	if s.Window.Requested > 0 {
+		win = fmt.Sprintf("asked %s", strings.TrimSpace(bytesText(uint64(s.Window.Requested))))
+	}
+	fmt.Fprintf(w, "Window: %s, granted %s", win, strings.TrimSpace(bytesText(uint64(s.Window.Granted))))
+	if s.ZeroCopy != result.NoZeroCopy {
+		fmt.Fprintf(w, "; zero copy: %s", s.ZeroCopy)
+	}
+	fmt.Fprintln(w)
 }
 
 // writePingPongInterval writes a ping-pong's interval: the round trips
