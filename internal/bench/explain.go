@@ -302,15 +302,16 @@ func joinInts(xs []int) string {
 	return strings.Join(s, ", ")
 }
 
-// bucketNames names buckets from slowest to fastest.
-func bucketNames(n int) []string {
+// bucketNames names n buckets in order, first to last ("slow" to "fast",
+// "low" to "high"), with "middle" between two, and numbers beyond three.
+func bucketNames(n int, first, last string) []string {
 	switch n {
 	case 1:
 		return []string{""}
 	case 2:
-		return []string{"slow", "fast"}
+		return []string{first, last}
 	case 3:
-		return []string{"slow", "middle", "fast"}
+		return []string{first, "middle", last}
 	}
 	out := make([]string, n)
 	for i := range out {
@@ -329,7 +330,7 @@ func explainBuckets(point string, buckets [][]*Run, gap float64, t Topology) []s
 	}
 	out := []string{fmt.Sprintf("%s: the %d runs fell into %d buckets (split where neighbouring throughputs differ by more than %.2f Gbit/s = max(5%% of the median, 3 × the median gap between neighbours)).",
 		point, total, len(buckets), gap)}
-	names := bucketNames(len(buckets))
+	names := bucketNames(len(buckets), "slow", "fast")
 	side := receiver(buckets[0][0].Start.Direction)
 	loads := make([]endLoad, len(buckets))
 	for i, b := range buckets {

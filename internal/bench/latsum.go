@@ -136,7 +136,7 @@ func explainLatencyPoint(name string, outs []Outcome, lp *LatencyPoint, idx []in
 		return out
 	}
 	groups := splitBuckets(p50s)
-	names := latencyBucketNames(len(groups))
+	names := bucketNames(len(groups), "low", "high") // from the lowest p50
 	s := []string{fmt.Sprintf("%s: the %d runs fell into %d buckets by p50 round trip (split where neighbouring p50s differ by more than %.2f µs = max(5%% of the median, 3 × the median gap between neighbours)).",
 		name, len(p50s), len(groups), bucketGap(p50s))}
 	bucketRuns := make([][]*Run, len(groups))
@@ -151,21 +151,6 @@ func explainLatencyPoint(name string, outs []Outcome, lp *LatencyPoint, idx []in
 	last := len(groups) - 1
 	s = append(s, explainNICBuckets(bucketRuns[last], bucketRuns[0], names[last]+"-latency", names[0]+"-latency")...)
 	return append(out, s...)
-}
-
-// latencyBucketNames names buckets from the lowest p50 to the highest.
-func latencyBucketNames(n int) []string {
-	switch n {
-	case 2:
-		return []string{"low", "high"}
-	case 3:
-		return []string{"low", "middle", "high"}
-	}
-	out := make([]string, n)
-	for i := range out {
-		out[i] = fmt.Sprintf("bucket-%d", i+1)
-	}
-	return out
 }
 
 // explainLatencyPlacements compares the placement of lowest median p50
