@@ -288,6 +288,13 @@ func TestSealedFrames(t *testing.T) {
 			return [][]byte{append([]byte(`{"type":"stop"}`), make([]byte, tagSize)...)}
 		}},
 		{"tag cut", func(f [][]byte) [][]byte { return [][]byte{f[0][:tagSize]} }},
+		{"empty body", func([][]byte) [][]byte {
+			// A tag alone, and a good one: the first frame's MAC over
+			// nothing. No message is empty, so no frame is a tag alone.
+			c := &conn{}
+			c.seal(k, false)
+			return [][]byte{c.out.tag(nil)}
+		}},
 	}
 	for _, tt := range tests {
 		agent := &conn{}
