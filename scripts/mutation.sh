@@ -14,7 +14,7 @@
 # every block — and times out mutants whose test run exceeds the
 # coefficient × the coverage run's time (a busy machine needs a large one).
 #
-# Usage: scripts/mutation.sh [--ci] [--shard I/N] [--diff REF] [PACKAGE...]
+# Usage: scripts/mutation.sh [--ci] [--shard I/N] [--files LIST] [--diff REF] [PACKAGE...]
 #
 #   PACKAGE      package directories, default the critical ones:
 #                internal/limits, internal/doctor, internal/tune, and the
@@ -31,6 +31,9 @@
 #                the thresholds apply to the shard run
 #   --shard I/N  mutate only the package files whose index (sorted by name)
 #                is I modulo N
+#   --files LIST mutate only these files of the package(s), e.g.
+#                --files "plan.go text.go": to finish a run that stopped, or
+#                to look at one file
 #   --diff REF   mutate only lines changed since REF (gremlins --diff): the
 #                fast check for a branch
 #   --report-only  print the table and the verdicts but exit 0 below the
@@ -75,6 +78,10 @@ ci_shards() {
 # only_files names, for a package, the files to mutate (the rest are
 # excluded); none means every file.
 only_files() {
+	if [ -n "$files" ]; then
+		echo "$files"
+		return
+	fi
 	case $1 in
 	internal/agent) echo auth.go frame.go gate.go keys.go proto.go token.go ;;
 	internal/bench) echo stats.go ;;
@@ -92,7 +99,7 @@ test_flags() {
 	esac
 }
 
-ci=false shard="" diff="" report_only=false
+ci=false shard="" diff="" files="" report_only=false
 pkgs=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -100,6 +107,7 @@ while [ $# -gt 0 ]; do
 	--report-only) report_only=true ;;
 	--shard) shard=${2:?--shard needs I/N}; shift ;;
 	--diff) diff=${2:?--diff needs a git ref}; shift ;;
+	--files) files=${2:?--files needs file names}; shift ;;
 	-h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "mutation.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
 	*) pkgs+=("${1%/}") ;;
