@@ -280,6 +280,11 @@ func TestWritePlan(t *testing.T) {
 		"irq 111 mlx5_comp3@pci:0000:01:00.0  3 → 9  echo 9 > /proc/irq/111/smp_affinity_list  [irq.spans_l3_domains]",
 		"CPU governors (cpufreq)",
 		"Run your application on CPU 6: taskset -c 6 <command> (iperf3: -A 6)",
+		"tune plan for crow (captured tree /", "/testdata/hosts/ryzen-9900x-cx5-x4), profile throughput",
+		"\nnet sysctls (the tree's /proc/sys/net)\n",
+		"\nplacement\n  enp1s0f0np0 (NUMA node 0): IRQs to 7-11; application on 6; L3 domain 6-11",
+		"\nnotes (not applied)\n  - enp1s0f1np1 is down: left alone (name it with --iface to tune it anyway)\n",
+		"and restart it [irqbalance.running]\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("plan lacks %q:\n%s", want, out)
