@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -14,20 +13,8 @@ import (
 
 	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/result"
+	"github.com/linerate/linerate/internal/testbin"
 )
-
-// needLabRoot fails under CI=true without root, and skips elsewhere: the
-// lab needs network namespaces.
-func needLabRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("this lab test needs root (network namespaces) and CI=true: run it with sudo")
-	}
-	t.Skip("needs root (network namespaces)")
-}
 
 // truthLab brings a lab up for one test and takes it down after.
 func truthLab(t *testing.T, cfg lab.Config) {
@@ -61,13 +48,21 @@ func benchDoc(t *testing.T, bin string, args ...string) *result.Result {
 
 // TestBusyCPUPlacement is issue 12's busy machine: a busy loop pinned to
 // CPU 0. Native `auto` placement looks at the CPUs before the run and
-// keeps off the one the loop holds (both ends share the other); in interleaved pairs it reaches at least 0.9 ×
-// what unpinned iperf3 reaches at the same moment (the median of the
-// pairs' ratios: the machine is shared, so each run is compared with its
-// neighbour, not with a figure); and the run names the busy process by
-// pid and name.
+// keeps off the one the loop holds (both ends share the other); in
+// interleaved pairs it reaches at least 0.9 × what unpinned iperf3
+// reaches at the same moment (the median of the pairs' ratios: the
+// machine is shared, so each run is compared with its neighbour, not with
+// a figure); and the run names the busy process by pid and name.
+//
+// Nine pairs, not three: on a 2-CPU machine idle but for the loop the
+// two tools move about the same (native on the one free CPU against
+// iperf3's threads, which the scheduler also keeps off the loop), single
+// pairs' ratios scatter with a standard deviation of about 0.11 around
+// 1.02, and a median of three fell below 0.9 in CI (docs/benchmarks.md);
+// the median of nine does about one run in two hundred unless native is
+// really slower, as it was when it pinned itself onto the loop (0.4 ×).
 func TestBusyCPUPlacement(t *testing.T) {
-	needLabRoot(t)
+	testbin.NeedRoot(t, "network namespaces")
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		t.Fatal("iperf3 is not installed (apt-get install iperf3): the reference this test compares with")
 	}
@@ -84,7 +79,8 @@ func TestBusyCPUPlacement(t *testing.T) {
 
 	var ratios []float64
 	var native *result.Result
-	for i := range 3 {
+	const pairs = 9
+	for i := range pairs {
 		var n, r *result.Result
 		if i%2 == 0 { // alternate which goes first
 			n = benchDoc(t, bin, "lab:"+name, "-t", "3")
@@ -102,7 +98,7 @@ func TestBusyCPUPlacement(t *testing.T) {
 		native = n
 	}
 	slices.Sort(ratios)
-	if med := ratios[1]; med < 0.9 {
+	if med := ratios[pairs/2]; med < 0.9 {
 		t.Errorf("native auto reached %.2f × iperf3 (median of pairs %v), want at least 0.9", med, ratios)
 	}
 
@@ -151,7 +147,7 @@ func TestBusyCPUPlacement(t *testing.T) {
 // shaper's while the sender's, with what it queued, is above it. With a
 // warm-up the same holds of the receiver's count.
 func TestReceiverWindow(t *testing.T) {
-	needLabRoot(t)
+	testbin.NeedRoot(t, "network namespaces")
 	bin := buildLinerate(t)
 	const name = "t-rcvwin"
 	const rate = 50e6
