@@ -20,6 +20,7 @@ import (
 
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/lab"
+	"github.com/linerate/linerate/internal/testbin"
 	"github.com/linerate/linerate/internal/tune"
 )
 
@@ -61,13 +62,7 @@ func tuneRun(t *testing.T, args ...string) (code int, stdout, stderr string) {
 // tuneNeedsRoot skips a test without root, and fails it when CI=true.
 func tuneNeedsRoot(t *testing.T, why string) {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("this test needs root (%s) and CI=true: run it with sudo", why)
-	}
-	t.Skipf("needs root (%s)", why)
+	testbin.NeedRoot(t, why)
 }
 
 // tuneScratch returns a temporary directory on tmpfs when there is one:

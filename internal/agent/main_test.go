@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/result"
+	"github.com/linerate/linerate/internal/testbin"
 )
 
 // helperEnv makes the test binary act as a client or an agent when a test
@@ -81,13 +82,7 @@ func helper(mode string, args []string) int {
 // hide that the namespace tests never ran.
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("this test needs root (network namespaces) and CI=true: run it with sudo")
-	}
-	t.Skip("needs root")
+	testbin.NeedRoot(t, "network namespaces")
 }
 
 // agent runs a Server on loopback for one test and returns its address and

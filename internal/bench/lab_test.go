@@ -17,6 +17,7 @@ import (
 	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
+	"github.com/linerate/linerate/internal/testbin"
 )
 
 // TestMain doubles as the campaign process TestKilledCampaign kills.
@@ -34,13 +35,7 @@ func TestMain(m *testing.M) {
 // hide that the end-to-end tests never ran.
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("the lab tests need root (network namespaces) and CI=true: run them with sudo")
-	}
-	t.Skip("needs root (network namespaces)")
+	testbin.NeedRoot(t, "network namespaces")
 }
 
 // newLab brings up a healthy lab for the test and removes it after.

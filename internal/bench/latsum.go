@@ -165,18 +165,17 @@ func explainLatencyPlacements(best, worst *PointSummary, bestRuns, worstRuns []*
 	return s + " With " + worst.Placement + ": " + placementFacts(worstRuns, t) + "; with " + best.Placement + ": " + placementFacts(bestRuns, t) + "."
 }
 
-// bestLatency is the index of the point with the lowest median p50
-// (points without one come last), the first on a tie.
-func bestLatency(points []PointSummary) int {
-	p50 := func(i int) float64 {
-		if l := points[i].Latency; l != nil && l.MedianP50Us != nil {
-			return *l.MedianP50Us
+// LowestP50 is the index of the point of lowest median p50 round trip
+// (the first on a tie), -1 when no point has one; lat gives point i's
+// latency figures (nil: not a ping-pong point).
+func LowestP50(n int, lat func(i int) *LatencyPoint) int {
+	best := -1
+	for i := range n {
+		l := lat(i)
+		if l == nil || l.MedianP50Us == nil {
+			continue
 		}
-		return math.Inf(1)
-	}
-	best := 0
-	for i := range points {
-		if p50(i) < p50(best) {
+		if best < 0 || *l.MedianP50Us < *lat(best).MedianP50Us {
 			best = i
 		}
 	}

@@ -130,14 +130,20 @@ func latencyDone(l *result.Latency) string {
 // run's, at its end).
 func PingPongIntervalLine(iv result.Interval, size int) string {
 	var b strings.Builder
-	n := iv.Sum.Bytes / uint64(2*max(size, 1))
-	perS := 0.0
-	if d := iv.End - iv.Start; d > 0 {
-		perS = float64(n) / d
-	}
+	n, perS := roundTrips(iv, size)
 	fmt.Fprintf(&b, "  %6.2f-%-6.2f s  %9.0f round trips/s  (%d)", iv.Start, iv.End, perS, n)
 	writeIntervalTail(&b, iv)
 	return b.String()
+}
+
+// roundTrips is a ping-pong interval's round trips (its bytes over the
+// two size-byte messages of each) and their rate over the interval.
+func roundTrips(iv result.Interval, size int) (n uint64, perS float64) {
+	n = iv.Sum.Bytes / uint64(2*max(size, 1))
+	if d := iv.End - iv.Start; d > 0 {
+		perS = float64(n) / d
+	}
+	return n, perS
 }
 
 // IntervalLine writes one interval as a human line: time, goodput,

@@ -87,11 +87,14 @@ type Best struct {
 
 // BucketRule is the rule that splits repeats into buckets, as the summary
 // states it.
-const BucketRule = "sort the runs' throughputs; split wherever two neighbours differ by more than max(5% of the median, 3 × the median gap between neighbours)"
+const BucketRule = "sort the runs' throughputs; " + bucketSplit
 
 // LatencyBucketRule is BucketRule as a ping-pong campaign applies it, to
 // its runs' p50 round trips (points[].latency.buckets).
-const LatencyBucketRule = "sort the runs' p50 round trips; split wherever two neighbours differ by more than max(5% of the median, 3 × the median gap between neighbours)"
+const LatencyBucketRule = "sort the runs' p50 round trips; " + bucketSplit
+
+// bucketSplit is where both rules split (splitBuckets).
+const bucketSplit = "split wherever two neighbours differ by more than max(5% of the median, 3 × the median gap between neighbours)"
 
 // Outcome is one finished run of a campaign: its point and its result.
 type Outcome struct {
@@ -136,7 +139,8 @@ func Summarize(spec Spec, outs []Outcome, topo Topology, ceiling *float64) *Summ
 		}
 	}
 	if pingPong {
-		best = bestLatency(s.Points)
+		// The lowest p50; points without one come last.
+		best = max(LowestP50(len(s.Points), func(i int) *LatencyPoint { return s.Points[i].Latency }), 0)
 	}
 	bp := s.Points[best]
 	s.Best = &Best{Streams: bp.Streams, Placement: bp.Placement, MedianGbps: bp.MedianGbps,

@@ -113,17 +113,13 @@ func writeWindow(w io.Writer, s *result.Start) {
 }
 
 // writePingPongInterval writes a ping-pong's interval: the round trips
-// (its bytes over the two size-byte messages of each) and their rate.
+// and their rate (roundTrips).
 func writePingPongInterval(w io.Writer, iv *result.Interval, st *result.Start, size int, verbose bool) {
 	tail := ""
 	if iv.Omitted {
 		tail = "  (omitted)"
 	}
-	n := iv.Sum.Bytes / uint64(2*size)
-	perS := 0.0
-	if d := iv.End - iv.Start; d > 0 {
-		perS = float64(n) / d
-	}
+	n, perS := roundTrips(*iv, size)
 	fmt.Fprintf(w, "[SUM] %s  %11d  %9.0f/s%s%s\n", span(iv.Start, iv.End), n, perS,
 		cpuColumns("client", iv.CPU.Client, st.Placement.Client), cpuColumns("server", iv.CPU.Server, st.Placement.Server)+tail)
 	if verbose {

@@ -24,19 +24,15 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/linerate/linerate/internal/testbin"
 )
 
 // needRoot skips a test without root, except in CI, where skipping would
 // hide that the end-to-end tests never ran.
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("the lab tests need root (network namespaces) and CI=true: run them with sudo")
-	}
-	t.Skip("needs root (network namespaces)")
+	testbin.NeedRoot(t, "network namespaces")
 }
 
 // newLab prepares a test of the labs names: root, a private state

@@ -522,21 +522,13 @@ func isPingPong(c *Campaign) bool {
 }
 
 // bestLatency is the point of lowest median p50 round trip (the first on
-// a tie), as bench picks it.
+// a tie), as bench picks it; nil when no point has one.
 func bestLatency(points []Point) *Best {
-	var b *Point
-	for i := range points {
-		p := &points[i]
-		if p.Latency == nil || p.Latency.MedianP50Us == nil {
-			continue
-		}
-		if b == nil || *p.Latency.MedianP50Us < *b.Latency.MedianP50Us {
-			b = p
-		}
-	}
-	if b == nil {
+	i := bench.LowestP50(len(points), func(i int) *bench.LatencyPoint { return points[i].Latency })
+	if i < 0 {
 		return nil
 	}
+	b := points[i]
 	return &Best{Streams: b.Streams, Placement: b.Placement, MedianGbps: b.MedianGbps,
 		MedianP50Us: b.Latency.MedianP50Us, MedianP99Us: b.Latency.MedianP99Us}
 }

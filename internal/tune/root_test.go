@@ -14,18 +14,13 @@ import (
 
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/osthread"
+	"github.com/linerate/linerate/internal/testbin"
 )
 
 // needRoot skips a test without root, and fails it when CI=true.
 func needRoot(t *testing.T, why string) {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("this test needs root (%s) and CI=true: run it with sudo", why)
-	}
-	t.Skipf("needs root (%s)", why)
+	testbin.NeedRoot(t, why)
 }
 
 // tinyFS mounts a tmpfs of size bytes (mode 0700) for the test and

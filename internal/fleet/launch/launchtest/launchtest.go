@@ -20,18 +20,13 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/lab"
+	"github.com/linerate/linerate/internal/testbin"
 )
 
 // NeedRoot skips a test without root, except under CI=true, where it fails.
 func NeedRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("needs root (network namespaces) and CI=true: run the tests with sudo")
-	}
-	t.Skip("needs root (network namespaces)")
+	testbin.NeedRoot(t, "network namespaces")
 }
 
 // NeedTools skips a test when a tool is missing, except under CI=true,
