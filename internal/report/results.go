@@ -208,7 +208,9 @@ func pointLabel(p Point) string {
 	return l
 }
 
-// runsTable has one row per run.
+// runsTable has one row per run: a latency run shows its typical round
+// trip where the others show goodput (the ping-pong's bytes say nothing
+// of the path's rate), and a UDP run no retransmits.
 func (b *builder) runsTable() *table {
 	t := &table{ID: "runs", Caption: "Every run",
 		Head: []string{"Run", "Label", "Engine", "Streams", "Placement, client / server", "Gbit/s", "% of ceiling", "Retr.", "CPU s per Gbit, client / server", "Tune"},
@@ -223,13 +225,19 @@ func (b *builder) runsTable() *table {
 		if d := res.Start.Direction; d != "" && d != result.Send {
 			eng += ", " + string(d)
 		}
-		rate, share := gbps(g), pct(g, ceiling)
-		if res.Error != "" { // a run cut short: what it measured is no result
+		rate, share, retr := gbps(g), pct(g, ceiling), strconv.FormatUint(res.End.SumSent.Retransmits, 10)
+		switch {
+		case res.Error != "": // a run cut short: what it measured is no result
 			rate, share = "failed: "+res.Error, "—"
+		case res.End.Latency != nil: // its bytes are round trips, not goodput
+			rate, share = "p50 "+usText(res.End.Latency.RTTUs.P50)+" µs (latency)", "—"
+		}
+		if res.Start.Protocol == result.UDP { // UDP retransmits nothing: its loss is in the UDP table
+			retr = "—"
 		}
 		t.Rows = append(t.Rows, []string{strconv.FormatInt(res.RunID, 10), orDash(r.Label), eng,
 			strconv.Itoa(res.Start.Streams), cpus(res.Start.Placement.Client) + " / " + cpus(res.Start.Placement.Server),
-			rate, share, strconv.FormatUint(res.End.SumSent.Retransmits, 10), cl + " / " + sv, orDash(r.TuneID)})
+			rate, share, retr, cl + " / " + sv, orDash(r.TuneID)})
 	}
 	return t
 }
