@@ -267,3 +267,40 @@ func TestProbeTextProgressPingPong(t *testing.T) {
 		t.Errorf("ping-pong output has a retransmits column:\n%s", out)
 	}
 }
+
+// TestUDPIntervalLines: a UDP run's interval lines, live and in the text
+// output, count datagrams and show no retransmits column.
+func TestUDPIntervalLines(t *testing.T) {
+	iv := result.Interval{Start: 1, End: 2, Sum: result.Sum{Bytes: 85_000 * 1470, BitsPerSecond: 85_000 * 1470 * 8, Retransmits: 4},
+		Streams: []result.StreamInterval{{ID: 1, Packets: 60_000}, {ID: 2, Packets: 25_000}},
+		CPU:     result.HostCPUs{Client: map[string]result.CPUSample{"0": {Busy: 40, SoftIRQ: 5}}}}
+	want := "    1.00-2.00   s     1.00 Gbit/s  85000 datagrams  client cpu0 40% (si 5%)"
+	if got := UDPIntervalLine(iv); got != want {
+		t.Errorf("line\n%q\nwant\n%q", got, want)
+	}
+	var live bytes.Buffer
+	NewProgress(&live, false).ForProbe(&agent.ProbeTest{Kind: agent.ProbeUDP, Size: 1470}).Interval(0, iv)
+	if live.String() != want+"\n" {
+		t.Errorf("progress %q, want %q", live.String(), want+"\n")
+	}
+
+	var b bytes.Buffer
+	p := ProbeTextProgress(&b, false, &agent.ProbeTest{Kind: agent.ProbeUDP, Size: 1470})
+	st := result.Start{Peer: "198.18.0.2", Port: 5301, Streams: 2, DurationS: 2, Direction: result.Send, Protocol: result.UDP,
+		Placement: result.Placement{Client: []int{0}, Server: []int{1}, Source: "auto"}}
+	p(result.Event{Event: "start", Data: &st})
+	p(result.Event{Event: "interval", Data: &iv})
+	out := b.String()
+	for _, want := range []string{
+		"[ ID] Interval           Transfer     Bitrate         Datagrams\n",
+		"[SUM]   1.00-2.00   sec  ",
+		"  85000 datagrams  client pinned cpu0  40% si  5%\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "retr") || strings.Contains(out, "Retr") {
+		t.Errorf("UDP output has a retransmits column:\n%s", out)
+	}
+}

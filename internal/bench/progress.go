@@ -26,6 +26,9 @@ type Progress struct {
 	// pingPong is a ping-pong campaign's message bytes (0: not one): its
 	// intervals are told in round trips.
 	pingPong int
+	// udp says the campaign sends UDP datagrams: its intervals are told
+	// in datagrams, without TCP's retransmits.
+	udp bool
 
 	mu     sync.Mutex
 	status string
@@ -35,11 +38,16 @@ type Progress struct {
 func NewProgress(w io.Writer, tty bool) *Progress { return &Progress{w: w, tty: tty} }
 
 // ForProbe makes the interval lines of a ping-pong (probe of kind
-// agent.ProbePingPong; nil or another kind changes nothing) round trips
-// per second instead of Gbit/s and retransmits. It returns p.
+// agent.ProbePingPong) round trips per second instead of Gbit/s and
+// retransmits, and those of a UDP run (agent.ProbeUDP) Gbit/s and
+// datagrams; nil changes nothing. It returns p.
 func (p *Progress) ForProbe(probe *agent.ProbeTest) *Progress {
-	if probe != nil && probe.Kind == agent.ProbePingPong {
+	switch {
+	case probe == nil:
+	case probe.Kind == agent.ProbePingPong:
 		p.pingPong = max(probe.Size, 1)
+	case probe.Kind == agent.ProbeUDP:
+		p.udp = true
 	}
 	return p
 }
@@ -61,6 +69,10 @@ func (p *Progress) RunStarting(i, n int, pt Point, eta time.Duration) {
 func (p *Progress) Interval(i int, iv result.Interval) {
 	if p.pingPong > 0 {
 		p.println(PingPongIntervalLine(iv, p.pingPong))
+		return
+	}
+	if p.udp {
+		p.println(UDPIntervalLine(iv))
 		return
 	}
 	p.println(IntervalLine(iv))
@@ -144,6 +156,25 @@ func roundTrips(iv result.Interval, size int) (n uint64, perS float64) {
 		perS = float64(n) / d
 	}
 	return n, perS
+}
+
+// UDPIntervalLine writes one interval of a UDP run: time, the sender's
+// Gbit/s and datagrams, and the busiest CPUs of each end. UDP has no
+// retransmits; what the receiver lost is the run's, at its end.
+func UDPIntervalLine(iv result.Interval) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %6.2f-%-6.2f s  %7.2f Gbit/s  %d datagrams", iv.Start, iv.End, iv.Sum.BitsPerSecond/1e9, datagrams(iv))
+	writeIntervalTail(&b, iv)
+	return b.String()
+}
+
+// datagrams is the datagrams an interval's streams sent.
+func datagrams(iv result.Interval) uint64 {
+	var n uint64
+	for _, s := range iv.Streams {
+		n += s.Packets
+	}
+	return n
 }
 
 // IntervalLine writes one interval as a human line: time, goodput,

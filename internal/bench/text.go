@@ -26,12 +26,17 @@ func TextProgress(w io.Writer, verbose bool) func(result.Event) {
 // ProbeTextProgress is TextProgress for a run of probe (nil: TCP
 // streams): a ping-pong's interval lines count round trips ("[SUM]
 // 0.00-1.00 sec  41234 round trips  41234/s"), without the bytes and
-// retransmits that mean nothing for it.
+// retransmits that mean nothing for it; a UDP run's count datagrams
+// instead of retransmits.
 func ProbeTextProgress(w io.Writer, verbose bool, probe *agent.ProbeTest) func(result.Event) {
 	var st result.Start // the pinned CPUs, for the interval lines
 	size := 0           // a ping-pong's message bytes
-	if probe != nil && probe.Kind == agent.ProbePingPong {
-		size = max(probe.Size, 1)
+	udp := false
+	if probe != nil {
+		if probe.Kind == agent.ProbePingPong {
+			size = max(probe.Size, 1)
+		}
+		udp = probe.Kind == agent.ProbeUDP
 	}
 	return func(e result.Event) {
 		switch d := e.Data.(type) {
@@ -41,6 +46,10 @@ func ProbeTextProgress(w io.Writer, verbose bool, probe *agent.ProbeTest) func(r
 		case *result.Interval:
 			if size > 0 {
 				writePingPongInterval(w, d, &st, size, verbose)
+				return
+			}
+			if udp {
+				writeUDPInterval(w, d, &st, verbose)
 				return
 			}
 			writeInterval(w, d, &st, verbose)
@@ -95,6 +104,10 @@ func writeStart(w io.Writer, s *result.Start, pingPong bool) {
 		fmt.Fprintln(w, "[ ID] Interval           Round trips   per second")
 		return
 	}
+	if s.Protocol == result.UDP {
+		fmt.Fprintln(w, "[ ID] Interval           Transfer     Bitrate         Datagrams")
+		return
+	}
 	fmt.Fprintln(w, "[ ID] Interval           Transfer     Bitrate         Retr")
 }
 
@@ -122,6 +135,21 @@ func writePingPongInterval(w io.Writer, iv *result.Interval, st *result.Start, s
 	n, perS := roundTrips(*iv, size)
 	fmt.Fprintf(w, "[SUM] %s  %11d  %9.0f/s%s%s\n", span(iv.Start, iv.End), n, perS,
 		cpuColumns("client", iv.CPU.Client, st.Placement.Client), cpuColumns("server", iv.CPU.Server, st.Placement.Server)+tail)
+	if verbose {
+		writeCPUs(w, "client", iv.CPU.Client)
+		writeCPUs(w, "server", iv.CPU.Server)
+	}
+}
+
+// writeUDPInterval writes a UDP run's interval: what the sender sent,
+// in bytes, bits and datagrams (UDP retransmits nothing).
+func writeUDPInterval(w io.Writer, iv *result.Interval, st *result.Start, verbose bool) {
+	tail := ""
+	if iv.Omitted {
+		tail = "  (omitted)"
+	}
+	fmt.Fprintf(w, "[SUM] %s  %s  %d datagrams%s%s\n", span(iv.Start, iv.End), rate(iv.Sum.Bytes, iv.Sum.BitsPerSecond),
+		datagrams(*iv), cpuColumns("client", iv.CPU.Client, st.Placement.Client), cpuColumns("server", iv.CPU.Server, st.Placement.Server)+tail)
 	if verbose {
 		writeCPUs(w, "client", iv.CPU.Client)
 		writeCPUs(w, "server", iv.CPU.Server)
