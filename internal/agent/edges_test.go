@@ -337,3 +337,27 @@ func TestNotRandomEdges(t *testing.T) {
 		checkErr(t, tt.name, err, tt.want)
 	}
 }
+
+// TestTokenAlphabetEdges: base64's padding at its bound (two '=' at most),
+// each of its four symbols, a character outside both alphabets, and a
+// pattern as long as half the token (the longest period looked for).
+func TestTokenAlphabetEdges(t *testing.T) {
+	body := "Zq8xW3vR7tKp2mYc9LhN4s" // 22 base64 characters: 132 bits
+	tests := []struct {
+		name, tok, want string // want "" accepted
+	}{
+		{"two '=' of padding", body + "==", ""},
+		{"three '=' of padding", body + "===", "not hex or base64"},
+		{"'+' and '/'", body[:20] + "+/", ""},
+		{"'-' and '_'", body[:20] + "-_", ""},
+		{"a '.'", body[:21] + ".", "not hex or base64"},
+		{"period 16 of 32", "9e2c7a0f5b8d4136" + "9e2c7a0f5b8d4136", "a pattern of 16 characters repeated"},
+	}
+	for _, tt := range tests {
+		_, err := CheckToken([]byte(tt.tok))
+		checkErr(t, tt.name, err, tt.want)
+	}
+	if a, bits := tokenAlphabet([]byte(body + "==")); a != "base64" || bits != 6 {
+		t.Errorf("padded base64: %q, %d bits a character", a, bits)
+	}
+}
