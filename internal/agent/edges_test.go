@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -315,6 +316,7 @@ func TestNotRandomEdges(t *testing.T) {
 	// every one of the 24 comparisons matches; changing 2 characters of
 	// the last block leaves 22 (22 × 10 ≥ 24 × 9), changing 3 leaves 21.
 	block := "1e5a9c3f"
+	block12 := "1e5a9c3f7b2d"
 	tests := []struct {
 		name, tok, want string // want "" accepted
 	}{
@@ -326,7 +328,13 @@ func TestNotRandomEdges(t *testing.T) {
 		{"17 steps down", rev(up17), "sequential characters"},
 		{"period 8, 22 of 24 match", block + block + block + "2e5a0c3f", "a pattern of 8 characters repeated"},
 		{"period 8, 21 of 24 match", block + block + block + "2e5a0c3b", ""},
+		// Period 12: the first 12 comparisons match, and of the last 8
+		// (block12's first 8 against "1e5a0c3b") 6: 18 of 20, exactly 90%.
+		{"period 12, 18 of 20 match", block12 + block12 + "1e5a0c3b", "a pattern of 12 characters repeated"},
 		{"7 distinct characters", "0123456" + "0123456" + "0123456" + "0123456" + "0123", "7 distinct characters"},
+		// The eight even hex digits in a random order, no two neighbours
+		// equal or a step of ±1 apart, no period above 60%.
+		{"8 distinct characters", "a206ecaea864628eae82c4a4ec02ae28", ""},
 		{"31 hex characters", "0e5a9c3f1d7b2e8a4c6f0b9d3a5e7c1", "31 characters of hex hold at most 124 bits"},
 	}
 	for _, tt := range tests {
@@ -359,5 +367,33 @@ func TestTokenAlphabetEdges(t *testing.T) {
 	}
 	if a, bits := tokenAlphabet([]byte(body + "==")); a != "base64" || bits != 6 {
 		t.Errorf("padded base64: %q, %d bits a character", a, bits)
+	}
+}
+
+// TestWriteNewTokenWriteFails: a token that could not be written whole
+// (here the file-size limit stops it after 10 bytes, as a full disk
+// would) is an error and leaves no file, even though the sync and the
+// close that follow succeed. SIGXFSZ is ignored by Go's runtime, so the
+// write returns EFBIG.
+func TestWriteNewTokenWriteFails(t *testing.T) {
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "token")
+	lim := old
+	lim.Cur = 10
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	err := WriteNewToken(path)
+	if rerr := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); rerr != nil {
+		t.Fatal(rerr)
+	}
+	if err == nil || !strings.Contains(err.Error(), "writing the token to "+path) {
+		t.Errorf("WriteNewToken past the file-size limit: %v", err)
+	}
+	if _, serr := os.Stat(path); !os.IsNotExist(serr) {
+		t.Errorf("a cut token file was left: %v", serr)
 	}
 }
