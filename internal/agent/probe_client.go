@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"sync"
 	"time"
 
@@ -95,21 +96,38 @@ func (c *client) probe(ctx context.Context, m probeMsg, pr ProbeTest) (*result.R
 // probeNote describes the probe in the start section's notes.
 func probeNote(m probeMsg) string {
 	if m.Kind == ProbeUDP {
-		return fmt.Sprintf("UDP stream: %d-byte datagrams at %s", m.Size, rateText(m.Rate, "bit/s"))
+		return fmt.Sprintf("UDP stream: %d-byte datagrams %s", m.Size, rateText(m.Rate, "bit/s"))
 	}
 	proto := "TCP (TCP_NODELAY)"
 	if m.UDP {
 		proto = "UDP"
 	}
-	return fmt.Sprintf("ping-pong over %s: %d-byte messages at %s, %s cool-down not counted", proto, m.Size, rateText(m.Rate, "round trips/s"),
+	return fmt.Sprintf("ping-pong over %s: %d-byte messages %s, %s cool-down not counted", proto, m.Size, rateText(m.Rate, "round trips/s"),
 		time.Duration(m.CooldownMS)*time.Millisecond)
 }
 
+// rateText says how fast a probe goes: "at 500 Mbit/s", or "as fast as
+// possible" for 0.
 func rateText(r float64, unit string) string {
 	if r == 0 {
 		return "as fast as possible"
 	}
-	return fmt.Sprintf("%g %s", r, unit)
+	return "at " + rateNumber(r, unit)
+}
+
+// rateNumber writes a rate with its unit, bit rates with an SI prefix.
+func rateNumber(r float64, unit string) string {
+	if unit == "bit/s" { // as -b was written: 500 Mbit/s, not 5e+08 bit/s
+		for _, p := range []struct {
+			div    float64
+			prefix string
+		}{{1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
+			if r >= p.div {
+				return strconv.FormatFloat(r/p.div, 'f', -1, 64) + " " + p.prefix + unit
+			}
+		}
+	}
+	return strconv.FormatFloat(r, 'f', -1, 64) + " " + unit
 }
 
 // probeConnect opens the data connection and waits for probe_ready.
