@@ -303,4 +303,7 @@ func TestUDPIntervalLines(t *testing.T) {
 	if strings.Contains(out, "retr") || strings.Contains(out, "Retr") {
 		t.Errorf("UDP output has a retransmits column:\n%s", out)
 	}
+	if !strings.Contains(out, "Window: autotuned\n") {
+		t.Errorf("a window granted nothing recorded should read \"Window: autotuned\":\n%s", out)
+	}
 }

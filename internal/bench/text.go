@@ -118,7 +118,10 @@ func writeWindow(w io.Writer, s *result.Start) {
 	if s.Window.Requested > 0 {
 		win = fmt.Sprintf("asked %s", strings.TrimSpace(bytesText(uint64(s.Window.Requested))))
 	}
-	fmt.Fprintf(w, "Window: %s, granted %s", win, strings.TrimSpace(bytesText(uint64(s.Window.Granted))))
+	fmt.Fprintf(w, "Window: %s", win)
+	if s.Window.Granted > 0 { // a UDP probe records none: say nothing rather than 0
+		fmt.Fprintf(w, ", granted %s", strings.TrimSpace(bytesText(uint64(s.Window.Granted))))
+	}
 	if s.ZeroCopy != result.NoZeroCopy {
 		fmt.Fprintf(w, "; zero copy: %s", s.ZeroCopy)
 	}
