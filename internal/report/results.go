@@ -29,9 +29,12 @@ func (b *builder) resultsSection() (*section, error) {
 			}
 		}
 	}
+	// Loose ping-pong runs stay off the throughput chart, as ping-pong
+	// campaigns do: their bytes over time say nothing the latency section's
+	// percentiles do not.
 	var loose []*Run
 	for i := range b.ds.Runs {
-		if r := &b.ds.Runs[i]; !inCampaign[r.Result.RunID] {
+		if r := &b.ds.Runs[i]; !inCampaign[r.Result.RunID] && r.Result.End.Latency == nil {
 			loose = append(loose, r)
 		}
 	}
@@ -209,8 +212,8 @@ func pointLabel(p Point) string {
 }
 
 // runsTable has one row per run: a latency run shows its typical round
-// trip where the others show goodput (the ping-pong's bytes say nothing
-// of the path's rate), and a UDP run no retransmits.
+// trip where the others show goodput and CPU cost (the ping-pong's bytes
+// say nothing of the path's rate), and a UDP run no retransmits.
 func (b *builder) runsTable() *table {
 	t := &table{ID: "runs", Caption: "Every run",
 		Head: []string{"Run", "Label", "Engine", "Streams", "Placement, client / server", "Gbit/s", "% of ceiling", "Retr.", "CPU s per Gbit, client / server", "Tune"},
@@ -231,6 +234,7 @@ func (b *builder) runsTable() *table {
 			rate, share = "failed: "+res.Error, "—"
 		case res.End.Latency != nil: // its bytes are round trips, not goodput
 			rate, share = "p50 "+usText(res.End.Latency.RTTUs.P50)+" µs (latency)", "—"
+			cl, sv = "—", "—" // CPU per Gbit of a few kbit/s means nothing
 		}
 		if res.Start.Protocol == result.UDP { // UDP retransmits nothing: its loss is in the UDP table
 			retr = "—"

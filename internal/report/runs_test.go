@@ -2,6 +2,7 @@ package report
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/linerate/linerate/internal/result"
@@ -15,6 +16,7 @@ func TestRunsTableLatencyAndUDP(t *testing.T) {
 	if len(ds.Runs) < 3 {
 		t.Fatalf("fixture has %d runs, want 3 or more", len(ds.Runs))
 	}
+	ds.Campaigns = nil // every run loose: on the chart of runs outside campaigns
 	p50 := 23.456
 	lat, udp, tcp := &ds.Runs[0].Result, &ds.Runs[1].Result, &ds.Runs[2].Result
 	lat.End.Latency = &result.Latency{Protocol: "tcp", Size: 1}
@@ -22,7 +24,8 @@ func TestRunsTableLatencyAndUDP(t *testing.T) {
 	udp.Start.Protocol = result.UDP
 	udp.End.SumSent.Retransmits = 7 // what a garbled document could carry
 	tcp.End.SumSent.Retransmits = 5
-	runs := parseTables(t, renderHTML(t, ds))["runs"]
+	page := renderHTML(t, ds)
+	runs := parseTables(t, page)["runs"]
 	want := map[int64][3]string{
 		lat.RunID: {"p50 23.46 µs (latency)", "—", ""},
 		udp.RunID: {gbps(runGbps(udp)), "", "—"},
@@ -37,11 +40,21 @@ func TestRunsTableLatencyAndUDP(t *testing.T) {
 		}
 		seen++
 		g, share, retr := row[runs.col(t, "Gbit/s")], row[runs.col(t, "% of ceiling")], row[runs.col(t, "Retr.")]
+		if cost := row[runs.col(t, "CPU s per Gbit, client / server")]; (id == lat.RunID) != (cost == "— / —") {
+			t.Errorf("run %d: CPU s per Gbit %q (only the latency run's should be \"— / —\")", id, cost)
+		}
 		if g != w[0] || w[1] != "" && share != w[1] || w[2] != "" && retr != w[2] {
 			t.Errorf("run %d: %q, %q, %q; want %q", id, g, share, retr, w)
 		}
 	}
 	if seen != len(want) {
 		t.Errorf("found %d of the %d runs in the table", seen, len(want))
+	}
+	// The throughput chart of the runs outside campaigns draws the TCP
+	// and UDP runs, not the ping-pong's bytes.
+	for id, want := range map[int64]bool{lat.RunID: false, udp.RunID: true, tcp.RunID: true} {
+		if got := strings.Contains(string(page), "run "+strconv.FormatInt(id, 10)+" (runs): "); got != want {
+			t.Errorf("run %d on the throughput chart: %v, want %v", id, got, want)
+		}
 	}
 }
