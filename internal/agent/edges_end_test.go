@@ -102,6 +102,12 @@ func TestEndEdges(t *testing.T) {
 			m.NICCounters = &result.NICDelta{Sources: map[string]map[string]uint64{"c": {long(maxNICName + 1): 1}}}
 		}), "a NIC counter named in 129 bytes"},
 
+		{"probe_end: NIC counters at their bounds", probeEndMsg{NICCounters: &result.NICDelta{Interface: long(maxNICName),
+			Deltas: causes(maxNICCauses, 8)}}.check, ""},
+		{"probe_end: NIC interface name too long", probeEndMsg{NICCounters: &result.NICDelta{Interface: long(maxNICName + 1)}}.check,
+			"named in 129 and 0 bytes"},
+		{"probe_end: a NIC cause too many", probeEndMsg{NICCounters: &result.NICDelta{Deltas: causes(maxNICCauses+1, 8)}}.check, "of 33 causes"},
+
 		{"interval: RX CPU 0 and the highest", rxCPUs(0, maxCPUs-1), ""},
 		{"interval: RX CPU -1", rxCPUs(-1), "RX CPU -1"},
 		{"interval: RX CPU past the highest", rxCPUs(maxCPUs), "RX CPU 65536"},

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/nicstats"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
 )
@@ -26,7 +27,7 @@ import (
 //	probe_ready    agent   data connection in     none (type only)
 //	start, stop    client  the test's clock       none (type only)
 //	interval       agent   every interval         toolSample.check (the tool sessions' sample)
-//	probe_end      agent   after stop             probeEndMsg.check: error size, counts
+//	probe_end      agent   after stop             probeEndMsg.check: error size, counts, NIC counters
 //
 // The data connection proves itself with the preamble of data.go: over
 // TCP on the agent's port like a stream's; over UDP as the first
@@ -166,13 +167,16 @@ type probeEndMsg struct {
 	Measured   engine.UDPStats `json:"measured"`
 	CPUSeconds float64         `json:"cpu_seconds"`
 	Error      string          `json:"error,omitempty"`
+	// NICCounters is how the agent's NIC counters grew during the probe,
+	// as in a stream test's end: a UDP receiver's loss is often its NIC's.
+	NICCounters *result.NICDelta `json:"nic_counters,omitempty"`
 }
 
 func (m probeEndMsg) check() error {
 	if len(m.Error) > maxErrorText || m.CPUSeconds < 0 || math.IsNaN(m.Measured.JitterMS) || m.Measured.JitterMS < 0 {
 		return fmt.Errorf("%w: probe_end with an error of %d bytes, %g CPU seconds, jitter %g", errBadMessage, len(m.Error), m.CPUSeconds, m.Measured.JitterMS)
 	}
-	return nil
+	return checkNIC(m.NICCounters)
 }
 
 // runProbe serves a probe: accept, take the data connection, echo or
@@ -320,6 +324,7 @@ func sockaddrAddr(sa unix.Sockaddr) netip.AddrPort {
 // probeMeasure runs the agent's half until the client's stop, sending
 // this host's telemetry every interval, then the end.
 func (ss *session) probeMeasure(ctx context.Context, m *probeMsg, fd, cpu int) error {
+	nic := nicstats.Begin(ss.counterIface()) // before the client's start and its first payload
 	var start bareMsg
 	if err := ss.ctrl.expect(msgStart, &start, setupTimeout); err != nil {
 		ss.free()
@@ -358,6 +363,7 @@ func (ss *session) probeMeasure(ctx context.Context, m *probeMsg, fd, cpu int) e
 		end.Warm, end.Measured = rx.Stats()
 	}
 	end.CPUSeconds = result.Round3(max(0, processCPU()-cpu0))
+	end.NICCounters = nic.End()
 	if werr != nil {
 		end.Error = werr.Error()
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/nicstats"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
 )
@@ -211,6 +212,7 @@ func (c *client) probeRun(ctx context.Context, m probeMsg, pr ProbeTest, fd, cpu
 	}
 	c.emit(result.Event{Event: "start", Data: &c.res.Start})
 	rd := newProbeReader(c.ctrl, length+2*endGrace+setupTimeout)
+	nic := nicstats.Begin(c.counterIface())
 	if err := c.ctrl.send(bareMsg{Type: msgStart}, handshakeTimeout); err != nil {
 		return nil, fmt.Errorf("starting the test: %w", err)
 	}
@@ -303,6 +305,10 @@ loop:
 		c.res.End = c.udpEnd(m, tx, txErr, end, peerErr)
 	}
 	c.res.End.CPU.ClientSeconds = result.Round3(max(0, processCPU()-cpu0))
+	c.res.End.NICCounters = &result.NICCounters{Client: nic.End()}
+	if end != nil {
+		c.res.End.NICCounters.Server = end.NICCounters
+	}
 	c.emit(result.Event{Event: "end", Data: &c.res.End})
 	return c.res, nil
 }

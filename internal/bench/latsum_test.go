@@ -303,6 +303,13 @@ func TestUDPIntervalLines(t *testing.T) {
 	if strings.Contains(out, "retr") || strings.Contains(out, "Retr") {
 		t.Errorf("UDP output has a retransmits column:\n%s", out)
 	}
+	p(result.Event{Event: "end", Data: &result.End{Seconds: 2, UDP: &result.UDPSum{Packets: 85_000, Length: 1470, LostPackets: 12},
+		NICCounters: &result.NICCounters{Client: &result.NICDelta{Interface: "lab0", Driver: "veth",
+			Deltas: map[string]uint64{"qdisc_drops": 12}, Sources: map[string]map[string]uint64{"qdisc_drops": {"qdisc.drops": 12}}}}}})
+	out = b.String()
+	if !strings.Contains(out, "NIC counters grew: client lab0: qdisc_drops 12 (qdisc.drops)\n") {
+		t.Errorf("a UDP run's end does not say what its NIC dropped:\n%s", out)
+	}
 	if !strings.Contains(out, "Window: autotuned\n") {
 		t.Errorf("a window granted nothing recorded should read \"Window: autotuned\":\n%s", out)
 	}

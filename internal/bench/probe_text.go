@@ -35,6 +35,9 @@ func writeProbeEnd(w io.Writer, e *result.End) {
 			rate(e.SumReceived.Bytes, u.ReceivedBitsPerSecond), u.JitterMS, u.LostPackets, u.Packets, u.LostPercent)
 	}
 	fmt.Fprintf(w, "CPU time: client %.2f s, server %.2f s\n", e.CPU.ClientSeconds, e.CPU.ServerSeconds)
+	if l := NICLine(e.NICCounters); l != "" {
+		fmt.Fprintln(w, l)
+	}
 	for _, err := range e.Errors {
 		fmt.Fprintf(w, "Error: %s\n", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/bench"
 	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/result"
@@ -29,7 +30,8 @@ import (
 // qdisc drops; a queue of 3000 bytes starves TCP altogether). A campaign with
 // each engine (the native engine, client in host a and agent in host b;
 // iperf3 and iperf2 through the lab's hosts) then must store, per run,
-// both ends' counter growth: the client's qdisc_drops above zero (from
+// both ends' counter growth (and so must a native UDP stream sent as fast
+// as it goes, through the agent's probe): the client's qdisc_drops above zero (from
 // the qdisc's own "dropped"), the server read too. The stored
 // end.nic_counters must match docs/schema/bench-nic-counters.schema.json,
 // the campaign's explanation must name the client's drops, and the
@@ -77,9 +79,15 @@ func TestLabNICDrops(t *testing.T) {
 		"iperf2": &bench.Iperf2{Hosts: hosts},
 	}
 	var labels []string
-	for _, eng := range []string{"native", "iperf3", "iperf2"} {
-		c := &bench.Campaign{Spec: bench.Spec{Engine: eng, Peer: bench.LabPrefix + name, Label: "drops-" + eng, Repeat: 1,
-			Run: bench.Params{Duration: 2 * time.Second, Interval: time.Second}}, Driver: drivers[eng], Store: db}
+	for _, eng := range []string{"native", "iperf3", "iperf2", "native-udp"} {
+		run := bench.Params{Duration: 2 * time.Second, Interval: time.Second}
+		drv := drivers[eng]
+		if eng == "native-udp" { // a UDP stream as fast as it goes, through the agent's probe
+			run.Probe = &agent.ProbeTest{Kind: agent.ProbeUDP, Size: 1400}
+			drv = drivers["native"]
+		}
+		c := &bench.Campaign{Spec: bench.Spec{Engine: strings.TrimSuffix(eng, "-udp"), Peer: bench.LabPrefix + name, Label: "drops-" + eng, Repeat: 1,
+			Run: run}, Driver: drv, Store: db}
 		s, outs, err := c.Run(context.Background())
 		if err != nil {
 			t.Fatalf("%s: %v", eng, err)
