@@ -99,6 +99,9 @@ func (d *Perftest) Run(ctx context.Context, p Params, live func(result.Interval)
 		return nil, err
 	}
 	args := pinned(p.Placement.Client, append(perftestArgs(pp, p.Streams, 0), d.Hosts.Addr()))
+	// Both ends' NIC counters, before any payload: RoCE's discards and
+	// pause frames show on the Ethernet port's counters, beside the host's.
+	nic := beginNIC(d.Hosts)
 	var out bytes.Buffer
 	var res *PerftestResult
 	var smp *telemetry.Ticker
@@ -125,6 +128,7 @@ func (d *Perftest) Run(ctx context.Context, p Params, live func(result.Interval)
 		return nil, withServerOutput(err, srvOut)
 	}
 	run := perftestRun(res, p)
+	run.End.NICCounters = nic.end(srv)
 	run.raw = out.String()
 	run.Tool = &Tool{Name: "perftest", Client: args, Server: srvArgv}
 	if len(samples) > 0 {
