@@ -117,6 +117,8 @@ func rateText(r float64, unit string) string {
 }
 
 // rateNumber writes a rate with its unit, bit rates with an SI prefix.
+// lab.Rate's String does the same in tc's units ("500mbit"), but the
+// agent, reachable from the network, may not import the lab.
 func rateNumber(r float64, unit string) string {
 	if unit == "bit/s" { // as -b was written: 500 Mbit/s, not 5e+08 bit/s
 		for _, p := range []struct {

@@ -29,14 +29,10 @@ func TextProgress(w io.Writer, verbose bool) func(result.Event) {
 // retransmits that mean nothing for it; a UDP run's count datagrams
 // instead of retransmits.
 func ProbeTextProgress(w io.Writer, verbose bool, probe *agent.ProbeTest) func(result.Event) {
-	var st result.Start // the pinned CPUs, for the interval lines
+	var st result.Start // the pinned CPUs and the protocol, for the interval lines
 	size := 0           // a ping-pong's message bytes
-	udp := false
-	if probe != nil {
-		if probe.Kind == agent.ProbePingPong {
-			size = max(probe.Size, 1)
-		}
-		udp = probe.Kind == agent.ProbeUDP
+	if probe != nil && probe.Kind == agent.ProbePingPong {
+		size = max(probe.Size, 1)
 	}
 	return func(e result.Event) {
 		switch d := e.Data.(type) {
@@ -48,7 +44,7 @@ func ProbeTextProgress(w io.Writer, verbose bool, probe *agent.ProbeTest) func(r
 				writePingPongInterval(w, d, &st, size, verbose)
 				return
 			}
-			if udp {
+			if st.Protocol == result.UDP { // as writeStart's header
 				writeUDPInterval(w, d, &st, verbose)
 				return
 			}
@@ -131,51 +127,44 @@ func writeWindow(w io.Writer, s *result.Start) {
 // writePingPongInterval writes a ping-pong's interval: the round trips
 // and their rate (roundTrips).
 func writePingPongInterval(w io.Writer, iv *result.Interval, st *result.Start, size int, verbose bool) {
-	tail := ""
-	if iv.Omitted {
-		tail = "  (omitted)"
-	}
 	n, perS := roundTrips(*iv, size)
-	fmt.Fprintf(w, "[SUM] %s  %11d  %9.0f/s%s%s\n", span(iv.Start, iv.End), n, perS,
-		cpuColumns("client", iv.CPU.Client, st.Placement.Client), cpuColumns("server", iv.CPU.Server, st.Placement.Server)+tail)
-	if verbose {
-		writeCPUs(w, "client", iv.CPU.Client)
-		writeCPUs(w, "server", iv.CPU.Server)
-	}
+	writeSum(w, iv, st, fmt.Sprintf("%11d  %9.0f/s", n, perS), verbose)
 }
 
 // writeUDPInterval writes a UDP run's interval: what the sender sent,
 // in bytes, bits and datagrams (UDP retransmits nothing).
 func writeUDPInterval(w io.Writer, iv *result.Interval, st *result.Start, verbose bool) {
-	tail := ""
-	if iv.Omitted {
-		tail = "  (omitted)"
+	writeSum(w, iv, st, fmt.Sprintf("%s  %d datagrams", rate(iv.Sum.Bytes, iv.Sum.BitsPerSecond), datagrams(*iv)), verbose)
+}
+
+func writeInterval(w io.Writer, iv *result.Interval, st *result.Start, verbose bool) {
+	if verbose {
+		for _, s := range iv.Streams {
+			fmt.Fprintf(w, "[%3d] %s  %s  %4d   cwnd %s  rtt %d us%s\n", s.ID, span(iv.Start, iv.End),
+				rate(s.Bytes, s.BitsPerSecond), s.Retransmits, bytesText(s.CwndBytes), s.RTTus, omittedMark(iv))
+		}
 	}
-	fmt.Fprintf(w, "[SUM] %s  %s  %d datagrams%s%s\n", span(iv.Start, iv.End), rate(iv.Sum.Bytes, iv.Sum.BitsPerSecond),
-		datagrams(*iv), cpuColumns("client", iv.CPU.Client, st.Placement.Client), cpuColumns("server", iv.CPU.Server, st.Placement.Server)+tail)
+	writeSum(w, iv, st, fmt.Sprintf("%s  %4d retr", rate(iv.Sum.Bytes, iv.Sum.BitsPerSecond), iv.Sum.Retransmits), verbose)
+}
+
+// writeSum writes an interval's [SUM] line: its span, figures (what the
+// kind of run counts), both ends' CPU columns and the warm-up mark; and,
+// verbose, a line per CPU of each end.
+func writeSum(w io.Writer, iv *result.Interval, st *result.Start, figures string, verbose bool) {
+	fmt.Fprintf(w, "[SUM] %s  %s%s%s%s\n", span(iv.Start, iv.End), figures,
+		cpuColumns("client", iv.CPU.Client, st.Placement.Client), cpuColumns("server", iv.CPU.Server, st.Placement.Server), omittedMark(iv))
 	if verbose {
 		writeCPUs(w, "client", iv.CPU.Client)
 		writeCPUs(w, "server", iv.CPU.Server)
 	}
 }
 
-func writeInterval(w io.Writer, iv *result.Interval, st *result.Start, verbose bool) {
-	tail := ""
+// omittedMark ends the lines of a warm-up interval.
+func omittedMark(iv *result.Interval) string {
 	if iv.Omitted {
-		tail = "  (omitted)"
+		return "  (omitted)"
 	}
-	if verbose {
-		for _, s := range iv.Streams {
-			fmt.Fprintf(w, "[%3d] %s  %s  %4d   cwnd %s  rtt %d us%s\n", s.ID, span(iv.Start, iv.End),
-				rate(s.Bytes, s.BitsPerSecond), s.Retransmits, bytesText(s.CwndBytes), s.RTTus, tail)
-		}
-	}
-	fmt.Fprintf(w, "[SUM] %s  %s  %4d retr%s%s\n", span(iv.Start, iv.End), rate(iv.Sum.Bytes, iv.Sum.BitsPerSecond),
-		iv.Sum.Retransmits, cpuColumns("client", iv.CPU.Client, st.Placement.Client), cpuColumns("server", iv.CPU.Server, st.Placement.Server)+tail)
-	if verbose {
-		writeCPUs(w, "client", iv.CPU.Client)
-		writeCPUs(w, "server", iv.CPU.Server)
-	}
+	return ""
 }
 
 // writeCPUs writes one line per CPU of one end: where the load, the
