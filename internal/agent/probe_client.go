@@ -203,9 +203,10 @@ func (c *client) probeRun(ctx context.Context, m probeMsg, pr ProbeTest, fd, cpu
 	var pp *engine.PingPong
 	var tx *engine.UDPSender
 	var err error
+	bounds, warm := engine.Schedule(c.p.Omit, c.p.Duration, c.p.Interval)
 	if m.Kind == ProbePingPong {
 		pp, err = engine.NewPingPong(fd, cpu, engine.PingPongConfig{UDP: m.UDP, Size: m.Size, Rate: m.Rate, Warmup: c.p.Omit,
-			Duration: c.p.Duration, Cooldown: pr.Cooldown, Timeout: probeTimeout, Stall: probeStall})
+			Duration: c.p.Duration, Cooldown: pr.Cooldown, Timeout: probeTimeout, Stall: probeStall, Bounds: bounds})
 	} else {
 		tx, err = engine.NewUDPSender(fd, cpu, engine.UDPConfig{Len: m.Size, Rate: m.Rate, Omit: c.p.Omit, Duration: c.p.Duration, Method: pr.Method})
 	}
@@ -235,29 +236,40 @@ func (c *client) probeRun(ctx context.Context, m probeMsg, pr ProbeTest, fd, cpu
 			tx.Halt()
 		}
 	}
-	count := func() uint64 {
-		if pp != nil {
-			return pp.Replies() * uint64(2*m.Size)
-		}
-		all, _, _ := tx.Sent()
-		return all * uint64(m.Size)
-	}
 	var peerErr error
 	cpu0 := processCPU()
 	smp := telemetry.NewSampler(c.fs, c.me.NICIRQs)
-	t0 := time.Now()
-	bounds, warm := engine.Schedule(c.p.Omit, c.p.Duration, c.p.Interval)
-	timer := time.NewTimer(bounds[0])
 	var prev uint64
 	k := 0
-	sample := func() {
-		n := count()
+	report := func(n uint64, lat *result.IntervalLatency) {
 		udp := 0 // a UDP stream's datagram size: its intervals carry the stream, as iperf3 -u's do
 		if pp == nil {
 			udp = m.Size
 		}
-		c.probeInterval(k, bounds, warm, smp.Sample(), n-prev, udp, rd)
+		c.probeInterval(k, bounds, warm, smp.Sample(), n-prev, udp, lat, rd)
 		prev, k = n, k+1
+	}
+	// A ping-pong's loop closes its own intervals (Cuts), so that an
+	// interval's round trips and percentiles are cut at one instant; a UDP
+	// stream's are cut by this timer.
+	var cuts <-chan engine.Cut
+	var tick <-chan time.Time
+	var timer *time.Timer
+	t0 := time.Now()
+	if pp != nil {
+		cuts = pp.Cuts()
+	} else {
+		timer = time.NewTimer(bounds[0])
+		defer timer.Stop()
+		tick = timer.C
+	}
+	cut := func(ct engine.Cut) {
+		s := pp.Summarize(ct)
+		report(ct.Replies*uint64(2*m.Size), &result.IntervalLatency{Samples: s.Samples, RTTUs: s.RTTUs})
+	}
+	sample := func() {
+		all, _, _ := tx.Sent()
+		report(all*uint64(m.Size), nil)
 		if k < len(bounds) {
 			timer.Reset(time.Until(t0.Add(bounds[k])))
 		}
@@ -276,12 +288,22 @@ loop:
 			halt()
 			<-done
 			break loop
-		case <-timer.C:
+		case ct, ok := <-cuts:
+			if !ok {
+				cuts = nil // closed: done follows
+				continue
+			}
+			cut(ct)
+		case <-tick:
 			sample()
 		}
 	}
-	timer.Stop()
-	if k < len(bounds) && k > 0 {
+	if pp != nil {
+		for ct := range pp.Cuts() { // closed before done: the last ones, the partial one too
+			cut(ct)
+		}
+	} else if k < len(bounds) && k > 0 {
+		timer.Stop()
 		sample() // the run ended early: its last, partial interval
 	}
 	var end *probeEndMsg
@@ -318,7 +340,7 @@ loop:
 // probeInterval adds interval k of the schedule bounds (the first warm
 // of them warm-up): bytes moved by this end, both ends' CPUs; for a UDP
 // stream of udp-byte datagrams (0: a ping-pong), the stream itself.
-func (c *client) probeInterval(k int, bounds []time.Duration, warm int, s telemetry.Sample, bytes uint64, udp int, rd *probeReader) {
+func (c *client) probeInterval(k int, bounds []time.Duration, warm int, s telemetry.Sample, bytes uint64, udp int, lat *result.IntervalLatency, rd *probeReader) {
 	var from time.Duration
 	if k > 0 {
 		from = bounds[k-1]
@@ -336,6 +358,7 @@ func (c *client) probeInterval(k int, bounds []time.Duration, warm int, s teleme
 		it.Streams = append(it.Streams, result.StreamInterval{ID: 1, Sender: senderName(true), Bytes: bytes,
 			BitsPerSecond: it.Sum.BitsPerSecond, Packets: bytes / uint64(udp)})
 	}
+	it.Latency = lat
 	it.CPU.Client, it.CPUTotal.Client = s.PerCPU, s.Total
 	if srv, ok := rd.take(k, min(c.p.Interval/2, 500*time.Millisecond)); ok {
 		it.CPU.Server, it.CPUTotal.Server = srv.CPU, &srv.Total

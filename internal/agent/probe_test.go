@@ -69,7 +69,31 @@ func TestProbePingPong(t *testing.T) {
 				t.Error("stalled")
 			}
 			checkProbeStart(t, res)
+			checkIntervalLatency(t, res, 64)
 		})
+	}
+}
+
+// checkIntervalLatency: every interval of a ping-pong carries its round
+// trips' distribution, cut at the same instant as its count (its bytes
+// are two messages per sample), and the measured intervals add up to the
+// run's samples.
+func checkIntervalLatency(t *testing.T, res *result.Result, size int) {
+	t.Helper()
+	var measured int64
+	for i, iv := range res.Intervals {
+		if iv.Latency == nil {
+			t.Fatalf("interval %d has no latency", i)
+		}
+		if n := iv.Latency.Samples; iv.Sum.Bytes != uint64(n*2*int64(size)) || n > 0 && iv.Latency.RTTUs.P50 == nil {
+			t.Errorf("interval %d: %d bytes, %d samples, p50 %v", i, iv.Sum.Bytes, n, iv.Latency.RTTUs.P50)
+		}
+		if !iv.Omitted {
+			measured += iv.Latency.Samples
+		}
+	}
+	if measured != res.End.Latency.Samples {
+		t.Errorf("measured intervals hold %d round trips, end.latency %d", measured, res.End.Latency.Samples)
 	}
 }
 

@@ -228,6 +228,13 @@ func TestPingPongIntervalLine(t *testing.T) {
 	if got := PingPongIntervalLine(iv, 64); got != want {
 		t.Errorf("line\n%q\nwant\n%q", got, want)
 	}
+	p50, p99 := 25.94, 111.86
+	iv.Latency = &result.IntervalLatency{Samples: 40_000, RTTUs: latency.RTT{P50: &p50, P99: &p99}}
+	want = "    1.00-2.00   s      40000 round trips/s  (40000)  p50 25.9 µs  p99 111.9 µs  client cpu0 55% (si 20%)  server cpu1 60% (si 30%)"
+	if got := PingPongIntervalLine(iv, 64); got != want {
+		t.Errorf("line with percentiles\n%q\nwant\n%q", got, want)
+	}
+	iv.Latency = nil
 	var b bytes.Buffer
 	p := NewProgress(&b, false).ForProbe(&agent.ProbeTest{Kind: agent.ProbePingPong, Size: 64})
 	iv.Omitted = true
@@ -251,10 +258,19 @@ func TestProbeTextProgressPingPong(t *testing.T) {
 	p(result.Event{Event: "start", Data: &st})
 	p(result.Event{Event: "interval", Data: &result.Interval{Start: 0, End: 0.5, Sum: result.Sum{Bytes: 12345 * 64, Retransmits: 9},
 		CPU: result.HostCPUs{Client: map[string]result.CPUSample{"0": {Busy: 97, SoftIRQ: 12}}}}})
+	// An interval with its percentiles, and one of too few round trips
+	// for a p99.
+	p50, p99 := 21.46, 133.04
+	p(result.Event{Event: "interval", Data: &result.Interval{Start: 0.5, End: 1, Sum: result.Sum{Bytes: 12000 * 64},
+		Latency: &result.IntervalLatency{Samples: 12000, RTTUs: latency.RTT{P50: &p50, P99: &p99}}}})
+	p(result.Event{Event: "interval", Data: &result.Interval{Start: 1, End: 1.5, Sum: result.Sum{Bytes: 50 * 64},
+		Latency: &result.IntervalLatency{Samples: 50, RTTUs: latency.RTT{P50: &p50}}}})
 	out := b.String()
 	for _, want := range []string{
-		"[ ID] Interval           Round trips   per second\n",
-		"[SUM]   0.00-0.50   sec        12345      24690/s  client pinned cpu0  97% si 12%\n",
+		"[ ID] Interval           Round trips   per second   p50 µs   p99 µs\n",
+		"[SUM]   0.00-0.50   sec        12345      24690/s        -        -  client pinned cpu0  97% si 12%\n",
+		"[SUM]   0.50-1.00   sec        12000      24000/s     21.5    133.0\n",
+		"[SUM]   1.00-1.50   sec           50        100/s     21.5        -\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

@@ -136,14 +136,16 @@ func latencyDone(l *result.Latency) string {
 }
 
 // PingPongIntervalLine writes one interval of a ping-pong of size-byte
-// messages: time, round trips per second and in all, and the busiest
-// CPUs of each end. The round trips are the interval's bytes over the two
-// messages of each (the interval carries no percentiles: those are the
-// run's, at its end).
+// messages: time, round trips per second and in all, their p50 and p99
+// when the interval carries them, and the busiest CPUs of each end. The
+// round trips are the interval's bytes over the two messages of each.
 func PingPongIntervalLine(iv result.Interval, size int) string {
 	var b strings.Builder
 	n, perS := roundTrips(iv, size)
 	fmt.Fprintf(&b, "  %6.2f-%-6.2f s  %9.0f round trips/s  (%d)", iv.Start, iv.End, perS, n)
+	if p50, p99 := intervalPercentiles(&iv); p50 != nil {
+		fmt.Fprintf(&b, "  p50 %s µs  p99 %s µs", us(p50), us(p99))
+	}
 	writeIntervalTail(&b, iv)
 	return b.String()
 }

@@ -97,7 +97,7 @@ func writeStart(w io.Writer, s *result.Start, pingPong bool) {
 	}
 	fmt.Fprint(w, sharedCPUsNote(s))
 	if pingPong {
-		fmt.Fprintln(w, "[ ID] Interval           Round trips   per second")
+		fmt.Fprintln(w, "[ ID] Interval           Round trips   per second   p50 µs   p99 µs")
 		return
 	}
 	if s.Protocol == result.UDP {
@@ -124,11 +124,22 @@ func writeWindow(w io.Writer, s *result.Start) {
 	fmt.Fprintln(w)
 }
 
-// writePingPongInterval writes a ping-pong's interval: the round trips
-// and their rate (roundTrips).
+// writePingPongInterval writes a ping-pong's interval: the round trips,
+// their rate (roundTrips) and their p50 and p99 ("-" for a run stored
+// before intervals carried them, or too few round trips for a p99).
 func writePingPongInterval(w io.Writer, iv *result.Interval, st *result.Start, size int, verbose bool) {
 	n, perS := roundTrips(*iv, size)
-	writeSum(w, iv, st, fmt.Sprintf("%11d  %9.0f/s", n, perS), verbose)
+	p50, p99 := intervalPercentiles(iv)
+	writeSum(w, iv, st, fmt.Sprintf("%11d  %9.0f/s  %7s  %7s", n, perS, us(p50), us(p99)), verbose)
+}
+
+// intervalPercentiles returns an interval's round-trip p50 and p99 in
+// µs, nil where unknown.
+func intervalPercentiles(iv *result.Interval) (p50, p99 *float64) {
+	if iv.Latency == nil {
+		return nil, nil
+	}
+	return iv.Latency.RTTUs.P50, iv.Latency.RTTUs.P99
 }
 
 // writeUDPInterval writes a UDP run's interval: what the sender sent,

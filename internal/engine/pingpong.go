@@ -52,6 +52,23 @@ type PingPongConfig struct {
 	// Stall ends the run when no reply came for this long: the peer
 	// stopped answering.
 	Stall time.Duration
+	// Bounds are the ends of the intervals the run reports, as times
+	// since its start (Schedule's); the loop closes each into a Cut. Nil:
+	// no intervals, and Cuts stays empty.
+	Bounds []time.Duration
+}
+
+// Cut is one interval of a ping-pong, closed by the loop itself so that
+// its round trips and its percentiles come from the same instant: the
+// round trips sent before Bounds[K] and after the previous bound, in
+// every phase (warm-up and cool-down too, as the interval lines show
+// them).
+type Cut struct {
+	K int // the interval: it ends at Bounds[K]
+	// Replies is every reply received from the start to the cut, as
+	// Replies returned then.
+	Replies uint64
+	rec     *latency.Recorder
 }
 
 // PingPongResult is what a ping-pong measured in its window.
@@ -90,7 +107,18 @@ type PingPong struct {
 	replies atomic.Uint64
 	res     PingPongResult
 	win     [2]uint64 // the first and last sequence numbers sent in the window
+	// iv records the interval in progress. A closed one travels in its
+	// Cut to the reader, who summarizes it and hands it back through
+	// free: the loop neither allocates nor walks the histogram's buckets
+	// (some 30 µs) between two round trips.
+	iv   *latency.Recorder
+	cuts chan Cut
+	free chan *latency.Recorder
 }
+
+// spareRecorders is how many interval recorders wait in free: a reader
+// that falls that many intervals behind costs the loop an allocation.
+const spareRecorders = 2
 
 // NewPingPong prepares a ping-pong over fd (blocking, Detach), whose
 // thread will be pinned to cpu (-1: unpinned). It sets the socket's
@@ -118,7 +146,14 @@ func NewPingPong(fd, cpu int, cfg PingPongConfig) (*PingPong, error) {
 			return nil, fmt.Errorf("setting TCP_NODELAY: %w", err)
 		}
 	}
-	return &PingPong{fd: fd, cpu: cpu, cfg: cfg}, nil
+	p := &PingPong{fd: fd, cpu: cpu, cfg: cfg, iv: latency.NewRecorder(),
+		cuts: make(chan Cut, len(cfg.Bounds)), free: make(chan *latency.Recorder, spareRecorders)}
+	if len(cfg.Bounds) > 0 {
+		for range spareRecorders {
+			p.free <- latency.NewRecorder()
+		}
+	}
+	return p, nil
 }
 
 // Start runs the ping-pong on its thread, named name.
@@ -137,6 +172,24 @@ func (p *PingPong) Halt() { p.halt.Store(true) }
 
 // Replies returns the replies received so far, in every phase.
 func (p *PingPong) Replies() uint64 { return p.replies.Load() }
+
+// Cuts returns the run's intervals as the loop closes them, in order; it
+// is closed when the run ended. A run that ended early sends its last,
+// partial interval (when an earlier one was closed), as the timer-driven
+// interval reports of a stream do.
+func (p *PingPong) Cuts() <-chan Cut { return p.cuts }
+
+// Summarize returns the distribution of c's round trips and hands its
+// recorder back to the loop; call it once per Cut.
+func (p *PingPong) Summarize(c Cut) latency.Summary {
+	s := c.rec.Summary()
+	c.rec.Reset()
+	select {
+	case p.free <- c.rec:
+	default: // the loop allocated one while this reader lagged: let it go
+	}
+	return s
+}
 
 // Wait waits for the run to end and returns what it measured.
 func (p *PingPong) Wait() PingPongResult {
@@ -185,6 +238,8 @@ type ppLoop struct {
 	period, next float64 // ns: between requests (0: unpaced), and when the next is due
 	from, to     int64   // the measured window, ns since t0
 	stop, stall  int64
+	bounds       []int64 // cfg.Bounds in ns
+	k            int     // the interval in progress: bounds[k] ends it
 	y            yielder
 }
 
@@ -194,6 +249,9 @@ func (p *PingPong) newLoop() *ppLoop {
 	fillPattern(l.out[seqBytes:])
 	l.from, l.to = int64(cfg.Warmup), int64(cfg.Warmup+cfg.Duration)
 	l.stop, l.stall = l.to+int64(cfg.Cooldown), int64(cfg.Stall)
+	for _, b := range cfg.Bounds {
+		l.bounds = append(l.bounds, int64(b))
+	}
 	if cfg.Rate > 0 {
 		l.period = 1e9 / cfg.Rate
 	}
@@ -207,11 +265,34 @@ func (p *PingPong) loop() {
 	l := p.newLoop()
 	for !p.halt.Load() && l.one() {
 	}
+	if l.k > 0 && l.k < len(l.bounds) {
+		p.cut(l.k) // ended early: the partial interval
+	}
+	close(p.cuts)
 	p.finish(l.from, l.to, &l.st, l.gw)
 }
 
+// cutPassed closes the intervals that ended by now.
+func (l *ppLoop) cutPassed(now int64) {
+	for l.k < len(l.bounds) && now >= l.bounds[l.k] {
+		l.p.cut(l.k)
+		l.k++
+	}
+}
+
+// cut sends interval k's recorder to the reader and takes a clean one.
+func (p *PingPong) cut(k int) {
+	p.cuts <- Cut{K: k, Replies: p.replies.Load(), rec: p.iv} // buffered for every interval: never blocks
+	select {
+	case p.iv = <-p.free:
+	default:
+		p.iv = latency.NewRecorder()
+	}
+}
+
 // one makes one round trip, pacing first; it returns false when the run
-// is over. Nothing in it allocates (TestPingPongAllocs).
+// is over. Nothing in it allocates (TestPingPongAllocs), unless the
+// reader of Cuts lags two intervals behind.
 func (l *ppLoop) one() bool {
 	p := l.p
 	l.y.tick() // between round trips, never inside one
@@ -220,6 +301,7 @@ func (l *ppLoop) one() bool {
 		now = spinUntil(l.t0, int64(l.next))
 		l.next = max(l.next+l.period, float64(now)) // behind: no catch-up burst
 	}
+	l.cutPassed(now)
 	if now >= l.stop {
 		return false
 	}
@@ -296,6 +378,7 @@ func (p *PingPong) await(t0 time.Time, seq uint64, sent int64, inWin bool, st *p
 			st.lastReply = now
 			st.ans.set(r)
 			p.replies.Add(1)
+			p.iv.Record(time.Duration(now - sent))
 			if inWin {
 				p.rec.Record(time.Duration(now - sent))
 				gw.add(sent, now)

@@ -100,12 +100,16 @@ func TestPingPong(t *testing.T) {
 			e.Start("test-echo")
 			cfg := PingPongConfig{UDP: udp, Size: size, Rate: rate, Warmup: 100 * time.Millisecond,
 				Duration: 500 * time.Millisecond, Cooldown: 50 * time.Millisecond, Timeout: 200 * time.Millisecond, Stall: 3 * time.Second}
+			var warm int
+			cfg.Bounds, warm = Schedule(cfg.Warmup, cfg.Duration, 200*time.Millisecond)
 			p, err := NewPingPong(cfd, -1, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
+			cuts := collectCuts(p)
 			p.Start("test-pp")
 			res := p.Wait()
+			checkCuts(t, <-cuts, len(cfg.Bounds), warm, res.Latency.Samples)
 			e.Halt()
 			echoed, eerr := e.Wait()
 			if res.Err != nil || eerr != nil || res.Stalled {
@@ -134,6 +138,59 @@ func TestPingPong(t *testing.T) {
 				t.Errorf("window %s, want %s", res.Window, cfg.Duration)
 			}
 		})
+	}
+}
+
+// seenCut is a Cut as the reader saw it.
+type seenCut struct {
+	k       int
+	replies uint64
+	lat     latency.Summary
+}
+
+// collectCuts reads p's cuts as a reporter does, summarizing each at
+// once, and sends them all when the run closed the channel.
+func collectCuts(p *PingPong) <-chan []seenCut {
+	out := make(chan []seenCut, 1)
+	go func() {
+		var all []seenCut
+		for c := range p.Cuts() {
+			all = append(all, seenCut{c.K, c.Replies, p.Summarize(c)})
+		}
+		out <- all
+	}()
+	return out
+}
+
+// checkCuts checks a whole run's intervals: one per bound, in order; each
+// holds exactly the replies counted between its cut and the previous one,
+// with ordered percentiles; and the measured ones (from warm on) add up
+// to the window's samples, since the loop decides both from the same
+// instant.
+func checkCuts(t *testing.T, cuts []seenCut, bounds, warm int, window int64) {
+	t.Helper()
+	if len(cuts) != bounds {
+		t.Fatalf("%d intervals, want %d", len(cuts), bounds)
+	}
+	var prev uint64
+	var measured int64
+	for i, c := range cuts {
+		if c.k != i {
+			t.Errorf("interval %d came as %d", i, c.k)
+		}
+		if d := int64(c.replies - prev); c.lat.Samples != d || c.replies < prev {
+			t.Errorf("interval %d: %d samples, but %d replies since the last cut", i, c.lat.Samples, d)
+		}
+		if c.lat.Samples >= 100 { // enough for a p99
+			checkOrdered(t, c.lat.RTTUs)
+		}
+		if i >= warm {
+			measured += c.lat.Samples
+		}
+		prev = c.replies
+	}
+	if measured != window {
+		t.Errorf("the measured intervals hold %d round trips, the window %d", measured, window)
 	}
 }
 
@@ -256,14 +313,22 @@ func TestPingPongStall(t *testing.T) {
 			}()
 			cfg := PingPongConfig{UDP: udp, Size: 64, Rate: 1000, Warmup: 50 * time.Millisecond, Duration: 10 * time.Second,
 				Timeout: 50 * time.Millisecond, Stall: 500 * time.Millisecond}
+			cfg.Bounds, _ = Schedule(cfg.Warmup, cfg.Duration, 100*time.Millisecond)
 			p, err := NewPingPong(cfd, -1, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
+			cuts := collectCuts(p)
 			start := time.Now()
 			p.Start("test-pp")
 			res := p.Wait()
 			took := time.Since(start)
+			// The intervals up to the stall, then the partial one it cut
+			// short; none of the 10 s that did not run.
+			got := <-cuts
+			if n := len(got); n < 2 || n >= len(cfg.Bounds) || got[n-1].k != n-1 {
+				t.Errorf("%d intervals (last %+v) of %d: want those before the stall and the partial one", n, got[len(got)-1], len(cfg.Bounds))
+			}
 			t.Logf("ended after %s: stalled %v, %d samples, window %s, dropped %d, err %v", took, res.Stalled, res.Latency.Samples, res.Window, res.Latency.Dropped, res.Err)
 			if !res.Stalled || res.Err != nil {
 				t.Errorf("stalled %v, err %v: want a stall", res.Stalled, res.Err)

@@ -3,6 +3,7 @@ package result
 import (
 	"time"
 
+	"github.com/linerate/linerate/internal/latency"
 	"github.com/linerate/linerate/internal/telemetry"
 )
 
@@ -120,6 +121,18 @@ type Interval struct {
 	// node) the CPUs whose samples CPU leaves out: those the test did not
 	// use and that stayed idle (docs/architecture.md, "Stored telemetry").
 	CPUDomains *HostDomains `json:"cpu_domains,omitempty"`
+	// Latency is a native ping-pong's round trips over the interval: those
+	// sent in it, in every phase.
+	Latency *IntervalLatency `json:"latency,omitempty"`
+}
+
+// IntervalLatency is the round-trip distribution of one interval. Its
+// percentiles follow the run's rule (end.latency): one a too small
+// sample cannot give is null. The run's drops and reordering are counted
+// at its end only.
+type IntervalLatency struct {
+	Samples int64       `json:"samples"`
+	RTTUs   latency.RTT `json:"rtt_us"`
 }
 
 // HostDomains is the folded CPUs of each end, by domain.
