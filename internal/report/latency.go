@@ -36,6 +36,13 @@ func (b *builder) latencySection() (*section, error) {
 			return nil, err
 		}
 		s.addChart(c)
+		over, err := b.latencyTimeChart("latency-over-time", lat)
+		if err != nil {
+			return nil, err
+		}
+		if over != nil {
+			s.addChart(over)
+		}
 		for _, r := range lat {
 			l := r.Result.End.Latency
 			if l.GCTouched > 0 || l.Stalled || len(r.Result.End.Errors) > 0 {
@@ -205,5 +212,77 @@ func (b *builder) latencyChart(id string, runs []*Run) (*chart, error) {
 	legend(s, f.left, 16, leg)
 	return b.r.render(id, "Round trip at each percentile",
 		"Each run's round-trip time at min, p25, p50, p90, p99, p99.9, p99.99 and max, on a logarithmic scale; a missing dot is a percentile the run had too few samples for.",
+		chartW, chartH, s)
+}
+
+// latencyTimeChart draws each native run's p50 (solid) and p99 (thin) per
+// measured interval over time, on a logarithmic µs axis: where a tail
+// came from, a burst in one second or the whole run. Runs whose intervals
+// carry no percentiles (sockperf, netperf, stored before they did) are
+// left out; nil when none has them.
+func (b *builder) latencyTimeChart(id string, runs []*Run) (*chart, error) {
+	lo, hi, xMax := math.Inf(1), 0.0, 0.0
+	var drawn []*Run
+	for _, r := range runs {
+		has := false
+		for _, iv := range r.Result.Intervals {
+			if iv.Omitted || iv.Latency == nil {
+				continue
+			}
+			for _, v := range []*float64{iv.Latency.RTTUs.P50, iv.Latency.RTTUs.P99} {
+				if v != nil && *v > 0 {
+					lo, hi, has = math.Min(lo, *v), math.Max(hi, *v), true
+				}
+			}
+			xMax = math.Max(xMax, iv.End)
+		}
+		if has {
+			drawn = append(drawn, r)
+		}
+	}
+	if len(drawn) == 0 || xMax == 0 {
+		return nil, nil
+	}
+	d0, d1 := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+	if d1 == d0 {
+		d1++
+	}
+	f := &frame{left: marginL, right: chartW - marginR, top: 36, bottom: chartH - marginB}
+	f.y = scale{d0: d0, d1: d1, p0: f.bottom, p1: f.top}
+	_, xHi, xTicks := niceTicks(0, xMax, 8)
+	f.x = scale{d0: 0, d1: xHi, p0: f.left, p1: f.right}
+	s := &scene{}
+	for e := d0; e <= d1; e++ {
+		y := f.y.at(e)
+		s.line("grid", f.left, y, f.right, y)
+		s.text("tick", f.left-labelGap, y+4, "end", strconv.FormatFloat(math.Pow(10, e), 'f', -1, 64))
+	}
+	s.line("axis", f.left, f.top, f.left, f.bottom)
+	s.vtext("axis-title", 16, (f.top+f.bottom)/2, "round trip, µs (log)")
+	f.drawXNumeric(s, xTicks, "time since the end of the warm-up (s)")
+	var leg []series
+	for ri, r := range drawn {
+		class := seriesClass(ri)
+		leg = append(leg, series{label: fmt.Sprintf("%s %s", runName(r), r.Result.End.Latency.Protocol), class: class})
+		for _, lvl := range []struct {
+			name, style string
+			get         func(latency.RTT) *float64
+		}{{"p50", "", func(u latency.RTT) *float64 { return u.P50 }}, {"p99", " thin", func(u latency.RTT) *float64 { return u.P99 }}} {
+			var xs, ys []float64
+			for _, iv := range r.Result.Intervals {
+				if iv.Omitted || iv.Latency == nil {
+					continue
+				}
+				if v := lvl.get(iv.Latency.RTTUs); v != nil && *v > 0 {
+					xs, ys = append(xs, f.x.at((iv.Start+iv.End)/2)), append(ys, f.y.at(math.Log10(*v)))
+				}
+			}
+			s.path("ln "+class+lvl.style, polyline(xs, ys), fmt.Sprintf("run %s: %s per interval", runName(r), lvl.name))
+		}
+	}
+	legend(s, f.left, 16, leg)
+	s.text("legend muted", f.right, 16, "end", "thick: p50, thin: p99")
+	return b.r.render(id, "Round trip per interval",
+		"Each native run's p50 (thick line) and p99 (thin line) round trip in every measured interval, on a logarithmic scale: a tail from one burst shows as one peak, a steady one as a line.",
 		chartW, chartH, s)
 }

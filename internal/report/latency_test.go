@@ -45,10 +45,13 @@ func TestLatencySection(t *testing.T) {
 	ds := loadFixture(t, "seed000")
 	runs := latencyRuns(t)
 	ds.Runs = append(ds.Runs, runs...)
-	var nLat, nUDP, dots int
+	var nLat, nUDP, dots, perInterval int
 	for _, r := range runs {
 		if l := r.Result.End.Latency; l != nil {
 			nLat++
+			if len(r.Result.Intervals) > 0 && r.Result.Intervals[len(r.Result.Intervals)-1].Latency != nil {
+				perInterval++
+			}
 			_, vals := latencyLevels(l.RTTUs)
 			for _, v := range vals {
 				if v != nil {
@@ -77,15 +80,16 @@ func TestLatencySection(t *testing.T) {
 		t.Fatalf("no latency section: %+v", sec)
 	}
 	var tables []*table
-	var svg string
+	svgs := map[string]string{}
 	for _, bl := range sec.Blocks {
 		if bl.Table != nil {
 			tables = append(tables, bl.Table)
 		}
 		if bl.Chart != nil {
-			svg = string(bl.Chart.Body)
+			svgs[bl.Chart.ID] = string(bl.Chart.Body)
 		}
 	}
+	svg := svgs["latency-percentiles"]
 	if len(tables) != 2 || len(tables[0].Rows) != nLat || len(tables[1].Rows) != nUDP {
 		t.Fatalf("%d tables: want a latency table of %d rows and a UDP table of %d", len(tables), nLat, nUDP)
 	}
@@ -97,6 +101,14 @@ func TestLatencySection(t *testing.T) {
 	if n := strings.Count(svg, `class="dot `); n != dots {
 		t.Errorf("%d dots, want %d (one per known level of each run)", n, dots)
 	}
+	// The native runs captured with per-interval percentiles get a p50
+	// and a p99 line each over time; sockperf's runs carry none.
+	if perInterval == 0 {
+		t.Fatal("no captured run has per-interval percentiles")
+	}
+	if n := strings.Count(svgs["latency-over-time"], `class="ln `); n != 2*perInterval {
+		t.Errorf("%d lines over time, want %d (p50 and p99 of %d runs)", n, 2*perInterval, perInterval)
+	}
 	dir := t.TempDir()
 	md := filepath.Join(dir, "r.md")
 	if err := WriteMarkdown(md, m); err != nil {
@@ -106,7 +118,7 @@ func TestLatencySection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Latency and packet rate", "| Run | Engine | Protocol, size | CPUs client → server |", tables[0].Rows[0][0], "r-latency-percentiles.svg", "### UDP at a target rate"} {
+	for _, want := range []string{"## Latency and packet rate", "| Run | Engine | Protocol, size | CPUs client → server |", tables[0].Rows[0][0], "r-latency-percentiles.svg", "r-latency-over-time.svg", "### UDP at a target rate"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("Markdown lacks %q", want)
 		}
