@@ -150,6 +150,27 @@ func latencyLevels(u latency.RTT) (names []string, vals []*float64) {
 	return append(names, "max"), append(vals, u.Max)
 }
 
+// logMicrosFrame starts a latency chart: a frame whose y axis is round
+// trips in µs on a logarithmic scale, whole powers of ten from below lo
+// to above hi, drawn with its grid.
+func logMicrosFrame(lo, hi float64) (*frame, *scene) {
+	d0, d1 := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+	if d1 == d0 {
+		d1++
+	}
+	f := &frame{left: marginL, right: chartW - marginR, top: 36, bottom: chartH - marginB}
+	f.y = scale{d0: d0, d1: d1, p0: f.bottom, p1: f.top}
+	s := &scene{}
+	for e := d0; e <= d1; e++ {
+		y := f.y.at(e)
+		s.line("grid", f.left, y, f.right, y)
+		s.text("tick", f.left-labelGap, y+4, "end", strconv.FormatFloat(math.Pow(10, e), 'f', -1, 64))
+	}
+	s.line("axis", f.left, f.top, f.left, f.bottom)
+	s.vtext("axis-title", 16, (f.top+f.bottom)/2, "round trip, µs (log)")
+	return f, s
+}
+
 // latencyChart draws each run's round trip at each percentile level, on
 // a logarithmic µs axis (a tail is often a hundred times the median),
 // the levels evenly spaced as the "nines" they are.
@@ -166,20 +187,7 @@ func (b *builder) latencyChart(id string, runs []*Run) (*chart, error) {
 	if hi == 0 {
 		return nil, nil
 	}
-	d0, d1 := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
-	if d1 == d0 {
-		d1++
-	}
-	f := &frame{left: marginL, right: chartW - marginR, top: 36, bottom: chartH - marginB}
-	f.y = scale{d0: d0, d1: d1, p0: f.bottom, p1: f.top}
-	s := &scene{}
-	for e := d0; e <= d1; e++ {
-		y := f.y.at(e)
-		s.line("grid", f.left, y, f.right, y)
-		s.text("tick", f.left-labelGap, y+4, "end", strconv.FormatFloat(math.Pow(10, e), 'f', -1, 64))
-	}
-	s.line("axis", f.left, f.top, f.left, f.bottom)
-	s.vtext("axis-title", 16, (f.top+f.bottom)/2, "round trip, µs (log)")
+	f, s := logMicrosFrame(lo, hi)
 	names, _ := latencyLevels(latency.RTT{})
 	slot := (f.right - f.left) / float64(len(names))
 	xOf := func(i int) float64 { return f.left + slot*(float64(i)+0.5) }
@@ -243,22 +251,9 @@ func (b *builder) latencyTimeChart(id string, runs []*Run) (*chart, error) {
 	if len(drawn) == 0 || xMax == 0 {
 		return nil, nil
 	}
-	d0, d1 := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
-	if d1 == d0 {
-		d1++
-	}
-	f := &frame{left: marginL, right: chartW - marginR, top: 36, bottom: chartH - marginB}
-	f.y = scale{d0: d0, d1: d1, p0: f.bottom, p1: f.top}
+	f, s := logMicrosFrame(lo, hi)
 	_, xHi, xTicks := niceTicks(0, xMax, 8)
 	f.x = scale{d0: 0, d1: xHi, p0: f.left, p1: f.right}
-	s := &scene{}
-	for e := d0; e <= d1; e++ {
-		y := f.y.at(e)
-		s.line("grid", f.left, y, f.right, y)
-		s.text("tick", f.left-labelGap, y+4, "end", strconv.FormatFloat(math.Pow(10, e), 'f', -1, 64))
-	}
-	s.line("axis", f.left, f.top, f.left, f.bottom)
-	s.vtext("axis-title", 16, (f.top+f.bottom)/2, "round trip, µs (log)")
 	f.drawXNumeric(s, xTicks, "time since the end of the warm-up (s)")
 	var leg []series
 	for ri, r := range drawn {
