@@ -33,6 +33,10 @@ func TestKernelWindow(t *testing.T) {
 		{"6.18.0", 1, true, 0.5, "Linux 6.18 measures"},
 		{"7.1.0-rc2", 3, true, 0.5, "Linux 7.1 measures"},
 		{"6.10+deb13-amd64", 2, true, 0.5, "Linux 6.10 measures"},
+		// Minor numbers with the digits at both ends of the range.
+		{"4.19.0-25-amd64", 1, true, 0.5, "Linux 4.19 with"},
+		{"5.9", 1, true, 0.5, "Linux 5.9 with"},
+		{"6.0.0", 1, true, 0.5, "Linux 6.0 with"},
 		// Unreadable releases are taken as current kernels.
 		{"", 2, true, 0.5, "kernel version unknown"},
 		{"linux", 2, true, 0.5, "unknown"},
