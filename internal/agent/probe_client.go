@@ -303,8 +303,7 @@ loop:
 			cut(ct)
 		}
 	} else if k < len(bounds) && k > 0 {
-		timer.Stop()
-		sample() // the run ended early: its last, partial interval
+		sample() // the run ended early: its last, partial interval (the deferred Stop ends the timer)
 	}
 	var end *probeEndMsg
 	if peerErr == nil && ctx.Err() == nil {

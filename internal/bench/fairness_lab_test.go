@@ -28,17 +28,8 @@ import (
 // load average of 15 on 2 CPUs), so the test allows five runs to show it
 // and names the load average when none did.
 func TestLabFairnessByRxCPU(t *testing.T) {
-	needRoot(t)
-	t.Setenv("LINERATE_STATE_DIR", t.TempDir())
 	const name = "t-fair"
-	if _, err := lab.Up(context.Background(), lab.Config{Name: name, Queues: 3}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if _, err := lab.Down(context.Background(), name); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-	})
+	newLabOf(t, lab.Config{Name: name, Queues: 3})
 	bin := testbin.Build(t, "../../cmd/linerate")
 	d := &Native{Lab: LabEngine{Name: name, Self: bin}}
 	spec := Spec{Engine: "native", Peer: "lab:" + name, Repeat: 3,

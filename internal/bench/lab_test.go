@@ -41,9 +41,22 @@ func needRoot(t *testing.T) {
 // newLab brings up a healthy lab for the test and removes it after.
 func newLab(t *testing.T, name string) *LabHosts {
 	t.Helper()
+	return newLabOf(t, lab.Config{Name: name})
+}
+
+// newLabOf is newLab for a lab of cfg (queues, a scenario). Under -short
+// it skips: the lab's names are fixed, so two runs of the package at
+// once (mutation testing's workers) would collide in it.
+func newLabOf(t *testing.T, cfg lab.Config) *LabHosts {
+	t.Helper()
+	if testing.Short() {
+		// CI: runs the suite without -short, so this runs there.
+		t.Skip("-short: unit tests only, no lab")
+	}
 	needRoot(t)
+	name := cfg.Name
 	t.Setenv("LINERATE_STATE_DIR", t.TempDir())
-	if _, err := lab.Up(context.Background(), lab.Config{Name: name}); err != nil {
+	if _, err := lab.Up(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
