@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,25 +17,8 @@ import (
 	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/store"
 	"github.com/linerate/linerate/internal/testbin"
+	"github.com/linerate/linerate/internal/testutil"
 )
-
-// lockedBuffer is a bytes.Buffer a command may write while a test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // freePort returns a loopback port nobody listens on (for a moment).
 func freePort(t *testing.T) string {
@@ -51,9 +33,9 @@ func freePort(t *testing.T) string {
 
 // serveOnce runs `linerate serve --once` in-process and returns its stdout
 // once it listens, and a channel with its exit code.
-func serveOnce(t *testing.T, args ...string) (*lockedBuffer, <-chan int) {
+func serveOnce(t *testing.T, args ...string) (*testutil.Buffer, <-chan int) {
 	t.Helper()
-	out, errb := &lockedBuffer{}, &lockedBuffer{}
+	out, errb := &testutil.Buffer{}, &testutil.Buffer{}
 	code := make(chan int, 1)
 	go func() {
 		code <- run(append([]string{"serve", "--once", "--bind", "127.0.0.1"}, args...), strings.NewReader(""), out, errb)
@@ -111,7 +93,7 @@ func TestServeNewTokenToBench(t *testing.T) {
 func TestServeEveryAddress(t *testing.T) {
 	tok := tokenFile(t, 0o600)
 	port := freePort(t)
-	out, errb := &lockedBuffer{}, &lockedBuffer{}
+	out, errb := &testutil.Buffer{}, &testutil.Buffer{}
 	code := make(chan int, 1)
 	go func() {
 		code <- run([]string{"serve", "--once", "--bind", "0.0.0.0", "--port", port, "--token-file", tok}, strings.NewReader(""), out, errb)
@@ -373,7 +355,7 @@ func TestBenchThroughAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	agent := exec.Command(bin, "serve", "--bind", lab.AddrB, "--token-file", tok)
-	var agentLog lockedBuffer
+	var agentLog testutil.Buffer
 	agent.Stdout, agent.Stderr = &agentLog, &agentLog
 	if err := lab.Start("t-agent", lab.B, agent); err != nil {
 		t.Fatal(err)

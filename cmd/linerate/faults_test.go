@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
+	"github.com/linerate/linerate/internal/testutil"
 )
 
 // faultBound is the contract for a run whose path or peer goes
@@ -87,7 +87,7 @@ func TestBenchPathFaults(t *testing.T) {
 				args = append(args, "-V")
 			}
 			cmd := exec.Command(bin, args...)
-			var errb lockedBuf
+			var errb testutil.Buffer
 			cmd.Stderr = &errb
 			out, err := cmd.StdoutPipe()
 			if err != nil {
@@ -236,25 +236,6 @@ func repeatedPrefix(line string) string {
 		seen[part] = true
 	}
 	return ""
-}
-
-// lockedBuf is a bytes.Buffer safe for the writes of exec's copier and
-// the test's reads.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestBenchDamagedDatabase: a bench whose results database is random bytes,

@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,31 +21,14 @@ import (
 	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/osthread"
+	"github.com/linerate/linerate/internal/testutil"
 )
-
-// syncBuffer is a bytes.Buffer a child process and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // startIn starts cmd in host h of lab name and stops it (SIGTERM, then
 // SIGKILL) when the test ends, before the lab goes down.
-func startIn(t *testing.T, name string, h lab.Host, cmd *exec.Cmd) *syncBuffer {
+func startIn(t *testing.T, name string, h lab.Host, cmd *exec.Cmd) *testutil.Buffer {
 	t.Helper()
-	out := &syncBuffer{}
+	out := &testutil.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := lab.Start(name, h, cmd); err != nil {
 		t.Fatal(err)

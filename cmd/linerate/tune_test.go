@@ -21,6 +21,7 @@ import (
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/testbin"
+	"github.com/linerate/linerate/internal/testutil"
 	"github.com/linerate/linerate/internal/tune"
 )
 
@@ -65,77 +66,10 @@ func tuneNeedsRoot(t *testing.T, why string) {
 	testbin.NeedRoot(t, why)
 }
 
-// tuneScratch returns a temporary directory on tmpfs when there is one:
-// tree copies hold thousands of files and journals sync to disk.
-func tuneScratch(t *testing.T) string {
-	t.Helper()
-	d, err := os.MkdirTemp("/dev/shm", "linerate-tune-cli-")
-	if err != nil {
-		return t.TempDir()
-	}
-	t.Cleanup(func() { os.RemoveAll(d) })
-	return d
-}
-
 // tuneCopyTree copies a committed test host tree, links as links.
 func tuneCopyTree(t *testing.T, name string) string {
 	t.Helper()
-	src := filepath.Join("..", "..", "testdata", "hosts", name)
-	dst := filepath.Join(tuneScratch(t), name)
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		out := filepath.Join(dst, rel)
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(target, out)
-		case d.IsDir():
-			return os.MkdirAll(out, 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(out, b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
-// tuneTreeState records every file's bytes and every link below root.
-func tuneTreeState(t *testing.T, root string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			out[rel] = "link:" + target
-			return err
-		case d.IsDir():
-			out[rel] = "dir"
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		out[rel] = "file:" + string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return testutil.CopyTree(t, hostTree(name))
 }
 
 // tuneTreeDiff lists the paths whose bytes differ.
@@ -154,9 +88,10 @@ func tuneTreeDiff(want, got map[string]string) []string {
 	return d
 }
 
-// seed000Copy is a copy of seed 000's tree with Debian's irqbalance
-// configuration, so that every kind of file-backed change is planned.
-func seed000Copy(t *testing.T) string {
+// ryzenX4Copy is a copy of the tree of the 100 GbE home lab whose
+// ConnectX-5 trained at x4 (testdata/hosts/ryzen-9900x-cx5-x4), with Debian's
+// irqbalance configuration, so that every kind of file-backed change is planned.
+func ryzenX4Copy(t *testing.T) string {
 	t.Helper()
 	root := tuneCopyTree(t, "ryzen-9900x-cx5-x4")
 	conf := "#Configuration for the irqbalance daemon\n\n#Should irqbalance be enabled?\nENABLED=\"1\"\n#Balance the IRQs only once?\nONESHOT=\"0\"\n"
@@ -178,8 +113,8 @@ func journalCount(t *testing.T, state string) int {
 	return len(js)
 }
 
-// TestTunePlans checks the CLI's plans on the seeds' hosts against what
-// their authors did by hand.
+// TestTunePlans checks the CLI's plans on the captured hosts against what
+// their owners did by hand.
 func TestTunePlans(t *testing.T) {
 	t.Setenv("LINERATE_STATE_DIR", t.TempDir())
 	tree := func(name string) string { return filepath.Join("..", "..", "testdata", "hosts", name) }
@@ -187,7 +122,7 @@ func TestTunePlans(t *testing.T) {
 	code, out, stderr := tuneRun(t, "tune", "--root", tree("ryzen-9900x-cx5-x4"), "--app-cpus", "6", "--json")
 	var p tune.Plan
 	if err := json.Unmarshal([]byte(out), &p); code != 0 || err != nil {
-		t.Fatalf("seed 000: exit %d, %v\n%s", code, err, stderr)
+		t.Fatalf("ryzen x4 home lab: exit %d, %v\n%s", code, err, stderr)
 	}
 	moved := 0
 	for _, c := range p.Changes {
@@ -196,13 +131,13 @@ func TestTunePlans(t *testing.T) {
 		}
 		moved++
 		if cpu, _ := strconv.Atoi(c.After); cpu < 7 || cpu > 11 {
-			t.Errorf("seed 000: %s → %s, want 7-11", c.Target, c.After)
+			t.Errorf("ryzen x4 home lab: %s → %s, want 7-11", c.Target, c.After)
 		}
 	}
 	// Twelve of the 13 IRQs are on 7-11 already and stay; IRQ 111 (on
 	// CPU 3) moves.
 	if moved != 1 || cpulist.Format(tune.AppCPUs(&p)) != "6" {
-		t.Errorf("seed 000: %d IRQs moved, application on %v", moved, tune.AppCPUs(&p))
+		t.Errorf("ryzen x4 home lab: %d IRQs moved, application on %v", moved, tune.AppCPUs(&p))
 	}
 
 	code, out, _ = tuneRun(t, "tune", "--root", tree("xeon-xl710-gen2-x4"))
@@ -215,7 +150,7 @@ func TestTunePlans(t *testing.T) {
 		"Nothing changed.",
 	} {
 		if code != 0 || !strings.Contains(out, want) {
-			t.Errorf("seed 003: exit %d, plan lacks %q:\n%s", code, want, out)
+			t.Errorf("xl710 gen2 x4: exit %d, plan lacks %q:\n%s", code, want, out)
 		}
 	}
 }
@@ -224,8 +159,8 @@ func TestTunePlans(t *testing.T) {
 func TestTuneRefusals(t *testing.T) {
 	state := t.TempDir()
 	t.Setenv("LINERATE_STATE_DIR", state)
-	root := seed000Copy(t)
-	orig := tuneTreeState(t, root)
+	root := ryzenX4Copy(t)
+	orig := testutil.TreeState(t, root)
 	for _, args := range [][]string{
 		{"tune", "--root", root, "--apply", "--iface", "eth9"},
 		{"tune", "--root", root, "--apply", "--app-cpus", "12"},
@@ -244,7 +179,7 @@ func TestTuneRefusals(t *testing.T) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and one error line", args[1:], code, out, stderr)
 		}
 	}
-	if d := tuneTreeDiff(orig, tuneTreeState(t, root)); len(d) > 0 {
+	if d := tuneTreeDiff(orig, testutil.TreeState(t, root)); len(d) > 0 {
 		t.Errorf("a refusal changed the tree: %v", d)
 	}
 	if n := journalCount(t, state); n != 0 {
@@ -380,17 +315,17 @@ func TestTuneRevertAsUser(t *testing.T) {
 // TestTuneApplyRevert applies to a tree copy, lists, reverts with a value
 // changed behind the journal's back, then forces.
 func TestTuneApplyRevert(t *testing.T) {
-	state := tuneScratch(t)
+	state := testutil.Scratch(t)
 	t.Setenv("LINERATE_STATE_DIR", state)
-	root := seed000Copy(t)
-	orig := tuneTreeState(t, root)
+	root := ryzenX4Copy(t)
+	orig := testutil.TreeState(t, root)
 	code, out, stderr := tuneRun(t, "tune", "--root", root, "--app-cpus", "6", "--apply")
 	// 5 sysctls, 12 governors, irqbalance's file and IRQ 111: 19 changes.
 	if code != 0 || !strings.Contains(out, "19 applied, 0 refused, 0 skipped") || !strings.Contains(out, "Run your application on CPU 6.") {
 		t.Fatalf("apply: exit %d\n%s%s", code, out, stderr)
 	}
-	if len(tuneTreeDiff(orig, tuneTreeState(t, root))) != 19 {
-		t.Errorf("apply changed %d files, want 19", len(tuneTreeDiff(orig, tuneTreeState(t, root))))
+	if len(tuneTreeDiff(orig, testutil.TreeState(t, root))) != 19 {
+		t.Errorf("apply changed %d files, want 19", len(tuneTreeDiff(orig, testutil.TreeState(t, root))))
 	}
 	code, out, _ = tuneRun(t, "tune", "list", "--json")
 	var list []struct {
@@ -414,14 +349,14 @@ func TestTuneApplyRevert(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "18 restored, 1 left alone, 0 failed") || !strings.Contains(out, `now "schedutil", tune set "performance"`) {
 		t.Errorf("revert with a value changed since: exit %d\n%s", code, out)
 	}
-	if d := tuneTreeDiff(orig, tuneTreeState(t, root)); len(d) != 1 || !strings.Contains(d[0], "schedutil") {
+	if d := tuneTreeDiff(orig, testutil.TreeState(t, root)); len(d) != 1 || !strings.Contains(d[0], "schedutil") {
 		t.Errorf("after revert: %v", d)
 	}
 	code, out, _ = tuneRun(t, "tune", "revert", list[0].ID, "--force")
 	if code != 0 || !strings.Contains(out, "1 restored, 0 left alone") {
 		t.Errorf("revert --force: exit %d\n%s", code, out)
 	}
-	if d := tuneTreeDiff(orig, tuneTreeState(t, root)); len(d) > 0 {
+	if d := tuneTreeDiff(orig, testutil.TreeState(t, root)); len(d) > 0 {
 		t.Errorf("after revert --force: %v", d)
 	}
 	if code, _, stderr = tuneRun(t, "tune", "revert", "--last"); code != 2 || !strings.Contains(stderr, "no journal with changes to revert") {
@@ -435,10 +370,10 @@ func TestTuneApplyRevert(t *testing.T) {
 // restore the tree byte for byte. The tree and state are reused from one
 // kill to the next, so each revert must leave them exactly as found.
 func TestTuneKilledAtEveryStep(t *testing.T) {
-	state := tuneScratch(t)
+	state := testutil.Scratch(t)
 	t.Setenv("LINERATE_STATE_DIR", state)
-	root := seed000Copy(t)
-	orig := tuneTreeState(t, root)
+	root := ryzenX4Copy(t)
+	orig := testutil.TreeState(t, root)
 	args := []string{"tune", "--root", root, "--app-cpus", "6", "--apply"}
 	code, out, _ := tuneRun(t, "tune", "--root", root, "--app-cpus", "6", "--json")
 	var p tune.Plan
@@ -449,7 +384,7 @@ func TestTuneKilledAtEveryStep(t *testing.T) {
 		for _, phase := range []string{":journaled", ""} {
 			at := strconv.Itoa(step) + phase
 			killAt(t, args, at)
-			changed := len(tuneTreeDiff(orig, tuneTreeState(t, root)))
+			changed := len(tuneTreeDiff(orig, testutil.TreeState(t, root)))
 			if want := step - 1; phase == "" {
 				want = step
 				if changed != want {
@@ -462,7 +397,7 @@ func TestTuneKilledAtEveryStep(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("revert after a kill at %s: exit %d\n%s%s", at, code, out, stderr)
 			}
-			if d := tuneTreeDiff(orig, tuneTreeState(t, root)); len(d) > 0 {
+			if d := tuneTreeDiff(orig, testutil.TreeState(t, root)); len(d) > 0 {
 				t.Fatalf("revert after a kill at %s left %v", at, d)
 			}
 		}
@@ -915,13 +850,13 @@ func TestTuneFullDisk(t *testing.T) {
 	tuneNeedsRoot(t, "mounting a tmpfs, network namespaces")
 	full := fullTmpfs(t)
 	t.Setenv("LINERATE_STATE_DIR", full)
-	root := seed000Copy(t)
-	orig := tuneTreeState(t, root)
+	root := ryzenX4Copy(t)
+	orig := testutil.TreeState(t, root)
 	code, _, stderr := tuneRun(t, "tune", "--root", root, "--app-cpus", "6", "--apply")
 	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "no space left on device") || !strings.Contains(stderr, "nothing was changed: free space there or set LINERATE_STATE_DIR") {
 		t.Errorf("apply on a full disk: exit %d, %q", code, stderr)
 	}
-	if d := tuneTreeDiff(orig, tuneTreeState(t, root)); len(d) > 0 {
+	if d := tuneTreeDiff(orig, testutil.TreeState(t, root)); len(d) > 0 {
 		t.Errorf("apply on a full disk changed %v", d)
 	}
 	if n := countFiles(t, filepath.Join(full, "tune")); n != 0 {
@@ -1020,7 +955,7 @@ func TestTuneRevertRefusesHostileJournal(t *testing.T) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	root := tuneScratch(t)
+	root := testutil.Scratch(t)
 	passwd := filepath.Join(root, "etc", "passwd")
 	const content = "root:x:0:0:root:/root:/bin/bash\n"
 	os.MkdirAll(filepath.Dir(passwd), 0o755)

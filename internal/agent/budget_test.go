@@ -16,6 +16,7 @@ import (
 
 	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/result"
+	"github.com/linerate/linerate/internal/testutil"
 )
 
 // tcpPair returns both ends of a loopback TCP connection, the client's
@@ -264,7 +265,7 @@ func (l *flakyListener) Accept() (net.Conn, error) {
 func TestAcceptBackoff(t *testing.T) {
 	fl := &flakyListener{Listener: listen(t)}
 	fl.fails.Store(20)
-	logs := &syncBuffer{}
+	logs := &testutil.Buffer{}
 	srv := &Server{Token: testToken, Logger: slog.New(slog.NewTextHandler(logs, nil)), acceptBackoffCeiling: 20 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -295,7 +296,7 @@ func TestAcceptBackoff(t *testing.T) {
 // TestRefusalSummary: a flood from one address makes two lines per kind
 // and window: the first refusal in full, then the count.
 func TestRefusalSummary(t *testing.T) {
-	var b syncBuffer
+	var b testutil.Buffer
 	r := newRefusals(slog.New(slog.NewTextHandler(&b, nil)), 10*time.Second)
 	src := netip.MustParseAddr("198.18.0.1")
 	for range 3412 {
@@ -313,14 +314,14 @@ func TestRefusalSummary(t *testing.T) {
 	}
 	// Quiet keys are forgotten; a key refused again logs in full again
 	// only after a quiet window.
-	b.b.Reset()
+	b.Reset()
 	r.note(src, kindSilent, "again")
 	r.flush()
 	if !strings.Contains(b.String(), `msg="refused 1 connections from 198.18.0.1`) {
 		t.Errorf("a refusal in the window after a summary is counted, not shown: %s", b.String())
 	}
 	r.flush()
-	b.b.Reset()
+	b.Reset()
 	r.note(src, kindSilent, "after a quiet window")
 	if !strings.Contains(b.String(), "after a quiet window") {
 		t.Errorf("after a quiet window the first refusal is shown in full: %q", b.String())

@@ -121,3 +121,18 @@ func FuzzReadFrame(f *testing.F) {
 
 // jsonOf encodes m as a frame body.
 func jsonOf(m any) ([]byte, error) { return json.Marshal(m) }
+
+// TestWriteFrameEdges: the writer sends up to the largest frame any
+// reader takes (a doctor report) and refuses an empty or larger body.
+func TestWriteFrameEdges(t *testing.T) {
+	var buf bytes.Buffer
+	if err := writeFrame(&buf, make([]byte, maxDoctorFrame)); err != nil || buf.Len() != 4+maxDoctorFrame {
+		t.Errorf("a frame of the largest size: %v, %d bytes written", err, buf.Len())
+	}
+	for _, n := range []int{0, maxDoctorFrame + 1} {
+		buf.Reset()
+		if err := writeFrame(&buf, make([]byte, n)); !errors.Is(err, errFrameTooLarge) || buf.Len() != 0 {
+			t.Errorf("a body of %d bytes: %v, %d bytes written", n, err, buf.Len())
+		}
+	}
+}

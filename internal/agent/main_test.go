@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,13 +9,13 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/testbin"
+	"github.com/linerate/linerate/internal/testutil"
 )
 
 // helperEnv makes the test binary act as a client or an agent when a test
@@ -87,9 +86,9 @@ func needRoot(t *testing.T) {
 
 // agent runs a Server on loopback for one test and returns its address and
 // its log.
-func agent(t *testing.T, srv *Server) (string, *syncBuffer) {
+func agent(t *testing.T, srv *Server) (string, *testutil.Buffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testutil.Buffer{}
 	srv.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	if srv.Token == nil {
 		srv.Token = testToken
@@ -114,7 +113,7 @@ func agent(t *testing.T, srv *Server) (string, *syncBuffer) {
 }
 
 // waitLog waits until the agent's log has a line containing all of want.
-func waitLog(t *testing.T, logs *syncBuffer, want ...string) {
+func waitLog(t *testing.T, logs *testutil.Buffer, want ...string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
@@ -135,24 +134,6 @@ func containsAll(s string, subs []string) bool {
 		}
 	}
 	return true
-}
-
-// syncBuffer is a bytes.Buffer the agent may log to while a test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // dialFrom connects to addr from the loopback address src (any of

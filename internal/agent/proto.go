@@ -162,11 +162,6 @@ type requestMsg struct {
 	ServerCPUs []int            `json:"server_cpus,omitempty"`
 }
 
-// The checks of this file are if-chains, not switches of conditions:
-// mutation testing (scripts/mutation.sh) sees a switch's conditions as
-// reached by no test, since Go's coverage profile leaves them outside
-// every block.
-
 // validate checks r against the bounds; maxDuration is the agent's. Times
 // are checked as the integers of milliseconds they are on the wire,
 // before any becomes a time.Duration (which a large one would overflow).

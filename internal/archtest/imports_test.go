@@ -52,19 +52,21 @@ func TestImportRules(t *testing.T) {
 // upwards, and an import of a command are all reported.
 func TestCheckFindsViolations(t *testing.T) {
 	graph := map[string][]string{
-		"internal/engine":  {"internal/helper"},
-		"internal/helper":  {"internal/lab"},
-		"internal/lab":     nil,
-		"internal/cpulist": {"internal/hostfs"},
-		"internal/hostfs":  nil,
-		"internal/x":       {"cmd/linerate"},
-		"cmd/linerate":     nil,
+		"internal/engine":   {"internal/helper"},
+		"internal/helper":   {"internal/lab"},
+		"internal/lab":      nil,
+		"internal/cpulist":  {"internal/hostfs"},
+		"internal/hostfs":   nil,
+		"internal/x":        {"cmd/linerate", "internal/testutil"},
+		"cmd/linerate":      nil,
+		"internal/testutil": nil,
 	}
 	got := check(graph, map[string][]string{"internal/engine": {"internal/lab"}}, map[string][]string{"internal/cpulist": {}})
 	want := []string{
 		"internal/cpulist imports internal/hostfs (via internal/cpulist → internal/hostfs); it may import only []",
 		"internal/engine imports internal/lab (via internal/engine → internal/helper → internal/lab)",
 		"internal/x imports cmd/linerate: nothing imports a command",
+		"internal/x imports internal/testutil: test helpers are for tests",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -81,6 +83,9 @@ func check(graph map[string][]string, mustNot, only map[string][]string) []strin
 		for _, imp := range imps {
 			if strings.HasPrefix(imp, "cmd/") {
 				out = append(out, pkg+" imports "+imp+": nothing imports a command")
+			}
+			if imp == "internal/testutil" {
+				out = append(out, pkg+" imports "+imp+": test helpers are for tests")
 			}
 		}
 	}

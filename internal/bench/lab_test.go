@@ -46,7 +46,7 @@ func newLab(t *testing.T, name string) *LabHosts {
 
 // newLabOf is newLab for a lab of cfg (queues, a scenario). Under -short
 // it skips: the lab's names are fixed, so two runs of the package at
-// once (mutation testing's workers) would collide in it.
+// once would collide in it.
 func newLabOf(t *testing.T, cfg lab.Config) *LabHosts {
 	t.Helper()
 	if testing.Short() {

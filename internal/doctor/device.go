@@ -13,7 +13,8 @@ const (
 )
 
 // temperatureHigh: a NIC at 70 °C or more is a warning (most are specified
-// to 55 °C ambient with airflow; seed 000's ran at 74 °C with none); within
+// to 55 °C ambient with airflow; the 100 GbE home lab's ConnectX-5 ran
+// at 74 °C with none); within
 // 10 °C of its sensor's critical value it is critical. A card's ports share
 // one sensor, so each card is reported once.
 func temperatureHigh(d *diag) []Finding {
@@ -28,9 +29,6 @@ func temperatureHigh(d *diag) []Finding {
 			continue
 		}
 		seen[card] = true
-		// An if-chain, not a switch of conditions: mutation testing sees
-		// a switch's conditions as reached by no test (Go's coverage
-		// profile leaves them outside every block).
 		t := *v.TempC
 		sev := Warning
 		if v.TempCritC != nil && t >= *v.TempCritC-tempCritMarginC {

@@ -225,7 +225,8 @@ func queueTarget(v *nicView, want int) (int, []string) {
 func (d *diag) localCPUs(v *nicView) []int { return placement.LocalCPUs(&d.inv.CPU, v.NIC) }
 
 // governorNotPerformance: a CPU local to a selected NIC scales its clock
-// down (seed 002's perftest warning: 5.5 GHz vs 600 MHz).
+// down (the perftest warning of the ConnectX-5 RoCE baseline report:
+// 5.5 GHz vs 600 MHz).
 func governorNotPerformance(d *diag) []Finding {
 	local := map[int]bool{}
 	for _, v := range d.nics {

@@ -13,8 +13,8 @@ import (
 
 // A CPU serves an IRQ when it took at least servedShare of the IRQ's
 // interrupts and at least servedMin of them: fewer are left over from
-// boot, before the affinity was set (seed 000: 2 interrupts on CPU N for
-// compN, and 12 more where an idle queue's IRQ first landed).
+// boot, before the affinity was set (the 100 GbE home lab whose
+// ConnectX-5 trained at x4: 2 interrupts on CPU N for compN, and 12 more where an idle queue's IRQ first landed).
 const (
 	servedShare = 0.01
 	servedMin   = 100
@@ -121,8 +121,8 @@ func freeCPUs(pl placement.Placement, app []int) string {
 }
 
 // irqSpansL3: a NIC's IRQs land in more than one L3 domain (CCD/CCX), so
-// packets cross the die between the interrupt and the application — seed
-// 000's "better" 84 Gbit/s bucket.
+// packets cross the die between the interrupt and the application — the
+// 100 GbE home lab's "better" 84 Gbit/s bucket.
 func irqSpansL3(d *diag) []Finding {
 	cpu := &d.inv.CPU
 	if len(cpu.L3Domains) < 2 {
@@ -231,8 +231,8 @@ func irqRemoteNUMA(d *diag) []Finding {
 }
 
 // irqOnAppCPU: with --app-cpus, a NIC IRQ routed to or served on the
-// application's own CPU takes cycles the application needs — seed 000's
-// "worst" 65 Gbit/s bucket.
+// application's own CPU takes cycles the application needs — the 100 GbE
+// home lab's "worst" 65 Gbit/s bucket.
 func irqOnAppCPU(d *diag) []Finding {
 	app := d.opts.AppCPUs
 	if len(app) == 0 {

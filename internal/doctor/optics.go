@@ -97,8 +97,8 @@ func moduleKind(t *inventory.Transceiver) string {
 }
 
 // transceiverUnreadable: the module's memory cannot be read (or does not
-// decode). Seed 001: two of ten used CWDM4 modules never linked, and
-// `ethtool -m` could not read them.
+// decode). The Chelsio T6 host with cheap CWDM4 optics: two of ten used
+// never linked, and `ethtool -m` could not read them.
 func transceiverUnreadable(d *diag) []Finding {
 	var out []Finding
 	for _, v := range d.nics {
@@ -327,8 +327,6 @@ func transceiverTemperatureHigh(d *diag) []Finding {
 		if th == nil {
 			th = &sff.Thresholds{}
 		}
-		// An if-chain, not a switch of conditions, so that mutation
-		// testing sees the thresholds reached (see temperatureHigh).
 		var sev Severity
 		var basis string
 		if th.TemperatureHighAlarmC != nil && temp >= *th.TemperatureHighAlarmC {

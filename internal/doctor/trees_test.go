@@ -10,9 +10,9 @@ import (
 	"github.com/linerate/linerate/internal/inventory"
 )
 
-// hostsDir is the repository's testdata/hosts, or $LINERATE_TESTDATA/hosts:
-// scripts/mutation.sh points there because gremlins tests a copy of the
-// module that leaves out symbolic links, which the trees are made of.
+// hostsDir is the repository's testdata/hosts, or $LINERATE_TESTDATA/hosts
+// when the tests run in a copy of the module without the trees' symbolic
+// links.
 func hostsDir() string {
 	if d := os.Getenv("LINERATE_TESTDATA"); d != "" {
 		return filepath.Join(d, "hosts")
@@ -38,7 +38,7 @@ func diagnoseTree(t *testing.T, name string, opts Options) *Report {
 	return rep
 }
 
-// TestTrees checks each seed host against what its author found by hand:
+// TestTrees checks each captured host against what its owner found by hand:
 // the findings that must be raised (with severity) and those that must
 // not, and the ceiling doctor computes.
 func TestTrees(t *testing.T) {
@@ -53,7 +53,7 @@ func TestTrees(t *testing.T) {
 		bottleneck string
 	}{
 		{
-			host: "ryzen-9900x-cx5-x4", // seed 000
+			host: "ryzen-9900x-cx5-x4", // the 100 GbE home lab whose ConnectX-5 trained at x4
 			must: map[string]Severity{
 				"pcie.link_downgraded": Critical, "pcie.bandwidth_below_line_rate": Critical,
 				"link.down": Warning, "nic.temperature_high": Warning,
@@ -72,7 +72,7 @@ func TestTrees(t *testing.T) {
 			nic:  "enp1s0f0np0", pcie: "28.60", goodput: "28.08", bottleneck: "pcie",
 		},
 		{
-			host: "ryzen-7950x-cx5-x8-roce", // seed 002
+			host: "ryzen-7950x-cx5-x8-roce", // the ConnectX-5 RoCE baseline report
 			must: map[string]Severity{
 				"pcie.link_downgraded": Critical, "pcie.bandwidth_below_line_rate": Critical,
 				"mtu.not_jumbo": Warning, "cpu.governor_not_performance": Warning, "sysctl.socket_buffers_small": Warning,
@@ -82,7 +82,7 @@ func TestTrees(t *testing.T) {
 			nic: "enp3s0np0", pcie: "57.21", goodput: "51.84", bottleneck: "pcie",
 		},
 		{
-			host: "xeon-xl710-gen2-x4", // seed 003
+			host: "xeon-xl710-gen2-x4", // the XL710 40 GbE host in a Gen2 x4 slot
 			must: map[string]Severity{
 				"pcie.link_downgraded": Critical, "pcie.bandwidth_below_line_rate": Critical,
 				"mtu.not_jumbo": Warning, "queues.too_few": Warning, "irq.remote_numa": Warning,
@@ -93,7 +93,7 @@ func TestTrees(t *testing.T) {
 			nic: "ens2f0np0", pcie: "14.52", goodput: "13.16", bottleneck: "pcie",
 		},
 		{
-			host: "xeon-6530-t6-healthy", opts: Options{Ifaces: []string{"ens5f4"}}, // seed 001's hardware, tuned
+			host: "xeon-6530-t6-healthy", opts: Options{Ifaces: []string{"ens5f4"}}, // the Chelsio T6 host's hardware, tuned
 			must:    map[string]Severity{},
 			mustNot: []string{"pcie.link_downgraded", "pcie.bandwidth_below_line_rate", "link.down", "mtu.not_jumbo", "sysctl.socket_buffers_small"},
 			nic:     "ens5f4", pcie: "114.41", goodput: "99.00", bottleneck: "line_rate",
@@ -139,9 +139,9 @@ func TestTrees(t *testing.T) {
 	}
 }
 
-// TestSeed000Placement: with the application on CPU 6, doctor proposes the
-// seed author's own fix — IRQs on 7-11, same CCD, off the application.
-func TestSeed000Placement(t *testing.T) {
+// TestRyzenX4Placement: with the application on CPU 6, doctor proposes the
+// owner's own fix — IRQs on 7-11, same CCD, off the application.
+func TestRyzenX4Placement(t *testing.T) {
 	rep := diagnoseTree(t, "ryzen-9900x-cx5-x4", Options{AppCPUs: []int{6}})
 	for _, f := range rep.Findings {
 		if f.ID == "irq.spans_l3_domains" && f.Subject == "enp1s0f0np0" {

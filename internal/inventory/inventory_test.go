@@ -13,6 +13,7 @@ import (
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/hosttree"
 	"github.com/linerate/linerate/internal/sff"
+	"github.com/linerate/linerate/internal/testutil"
 )
 
 func tree(name string) string { return filepath.Join("..", "..", "testdata", "hosts", name) }
@@ -42,7 +43,7 @@ func nic(t *testing.T, inv *Inventory, name string) *NIC {
 	return nil
 }
 
-func TestSeed000Ryzen(t *testing.T) {
+func TestRyzenX4(t *testing.T) {
 	inv := collect(t, tree("ryzen-9900x-cx5-x4"))
 	if inv.Host.Hostname != "crow" || !inv.Host.IRQBalance.Running {
 		t.Errorf("host = %+v", inv.Host)
@@ -71,7 +72,7 @@ func TestSeed000Ryzen(t *testing.T) {
 	if len(n.IRQs) != 13 {
 		t.Fatalf("%d IRQs, want 13 (98, 99, 109-119)", len(n.IRQs))
 	}
-	q := n.IRQs[1] // IRQ 99, mlx5_comp0: the seed's /proc/interrupts line
+	q := n.IRQs[1] // IRQ 99, mlx5_comp0: the owner's /proc/interrupts line
 	if q.IRQ != 99 || q.Counts["0"] != 324 || q.Counts["7"] != 4360 || q.Total != 4684 || !slices.Equal(q.Effective, []int{7}) {
 		t.Errorf("IRQ 99 = %+v", q)
 	}
@@ -93,7 +94,7 @@ func TestSeed000Ryzen(t *testing.T) {
 	}
 }
 
-func TestSeed003OldKernel(t *testing.T) {
+func TestXL710Gen2OldKernel(t *testing.T) {
 	// Kernel 4.15 prints "5 GT/s" and "8 GT/s", not "8.0 GT/s PCIe".
 	inv := collect(t, tree("xeon-xl710-gen2-x4"))
 	n := nic(t, inv, "ens2f0np0")
@@ -158,43 +159,10 @@ func TestLiveHost(t *testing.T) {
 	}
 }
 
-// copyTree copies a testdata tree (links as links) so a test may damage it.
-func copyTree(t *testing.T, src string) string {
-	t.Helper()
-	dst := t.TempDir()
-	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		out := filepath.Join(dst, rel)
-		switch {
-		case fi.Mode()&os.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(target, out)
-		case fi.IsDir():
-			return os.MkdirAll(out, 0o755)
-		default:
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(out, b, 0o644)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
 // TestDamagedValues: garbage, empty, missing and oversized files give an
 // unknown field and a note, never a panic or a failed run.
 func TestDamagedValues(t *testing.T) {
-	root := copyTree(t, tree("ryzen-9900x-cx5-x4"))
+	root := testutil.CopyTree(t, tree("ryzen-9900x-cx5-x4"))
 	dev := filepath.Join(root, "sys/devices/pci0000:00/0000:00:01.1/0000:01:00.0")
 	write := func(rel, data string) {
 		if err := os.WriteFile(filepath.Join(root, rel), []byte(data), 0o644); err != nil {
@@ -268,7 +236,7 @@ func TestContainsToken(t *testing.T) {
 // then unknown (null in JSON), the effective rate assumes MPS 256 and says
 // so (mps_assumed), and the notes say the facts need root.
 func TestConfigSpaceNeedsRoot(t *testing.T) {
-	root := copyTree(t, tree("ryzen-9900x-cx5-x4"))
+	root := testutil.CopyTree(t, tree("ryzen-9900x-cx5-x4"))
 	cfg := filepath.Join(root, "sys/devices/pci0000:00/0000:00:01.1/0000:01:00.0/config")
 	full, err := os.ReadFile(cfg)
 	if err != nil {

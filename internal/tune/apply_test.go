@@ -6,19 +6,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/linerate/linerate/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
-// seed000Tree returns a copy of seed 000's tree with Debian's irqbalance
-// configuration, its state, and the plan for --app-cpus 6 --irq-cpus 8-10.
+// ryzenX4Tree returns a copy of the tree of the 100 GbE home lab whose
+// ConnectX-5 trained at x4, with Debian's irqbalance configuration, its state, and the plan for --app-cpus 6 --irq-cpus 8-10.
 // --irq-cpus makes six IRQs move (those not on 8-10 already: 99, 111, 112,
 // 113, 117, 118), each to the CPU of 8-10 holding the fewest so far:
 // 99 → 9, 111 → 10, 112 → 8, 113 → 9, 117 → 10, 118 → 8.
-func seed000Tree(t *testing.T) (root string, orig map[string]string, p *Plan) {
+func ryzenX4Tree(t *testing.T) (root string, orig map[string]string, p *Plan) {
 	t.Helper()
 	root = copyTree(t, "ryzen-9900x-cx5-x4")
 	writeFile(t, root, "etc/default/irqbalance", debianIRQBalance)
-	orig = treeState(t, root)
+	orig = testutil.TreeState(t, root)
 	p = plan(t, root, nil, Options{AppCPUs: []int{6}, IRQCPUs: []int{8, 9, 10}})
 	return root, orig, p
 }
@@ -29,17 +30,17 @@ func treeTarget(t *testing.T, root string, restarts *[]string) *Target {
 	return &Target{FS: fs, Restart: func(s string) error { *restarts = append(*restarts, s); return nil }}
 }
 
-// TestApplyRevertTree applies seed 000's plan to a copy of its tree and
+// TestApplyRevertTree applies the x4 home lab's plan to a copy of its tree and
 // reverts it: every file must be back byte for byte.
 func TestApplyRevertTree(t *testing.T) {
-	root, orig, p := seed000Tree(t)
+	root, orig, p := ryzenX4Tree(t)
 	ib := changesOf(p, KindIRQBalance)
 	if len(ib) != 1 || ib[0].Path != "/etc/default/irqbalance" || ib[0].Before != "IRQBALANCE_ARGS unset" {
 		t.Fatalf("irqbalance change %+v", ib)
 	}
 	var restarts []string
 	tg := treeTarget(t, root, &restarts)
-	dir := scratch(t)
+	dir := testutil.Scratch(t)
 	res, err := Apply(p, tg, ApplyOptions{JournalDir: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +83,7 @@ func TestApplyRevertTree(t *testing.T) {
 	if rr.Count(PhaseReverted) != len(p.Changes) || rr.Steps[0].Step != len(p.Changes) {
 		t.Errorf("revert %+v: want every step, last first", rr.Steps)
 	}
-	sameTree(t, orig, treeState(t, root))
+	sameTree(t, orig, testutil.TreeState(t, root))
 	if len(restarts) != 2 {
 		t.Errorf("restarts %v: reverting irqbalance's file restarts it too", restarts)
 	}
@@ -97,10 +98,10 @@ func TestApplyRevertTree(t *testing.T) {
 // TestRevertChangedBehind changes values after tune did: revert leaves
 // them and says so; --force restores them.
 func TestRevertChangedBehind(t *testing.T) {
-	root, orig, p := seed000Tree(t)
+	root, orig, p := ryzenX4Tree(t)
 	var restarts []string
 	tg := treeTarget(t, root, &restarts)
-	dir := scratch(t)
+	dir := testutil.Scratch(t)
 	if _, err := Apply(p, tg, ApplyOptions{JournalDir: dir}); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestRevertChangedBehind(t *testing.T) {
 	if err != nil || rr.Count(PhaseReverted) != 2 || !rr.Steps[0].Forced {
 		t.Errorf("forced revert: %v %+v", err, rr.Steps)
 	}
-	sameTree(t, orig, treeState(t, root))
+	sameTree(t, orig, testutil.TreeState(t, root))
 }
 
 // TestApplyRollsBack fails a step half-way: everything applied before it
@@ -153,12 +154,12 @@ func TestApplyRollsBack(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := copyTree(t, "xeon-xl710-gen2-x4")
-			orig := treeState(t, root)
+			orig := testutil.TreeState(t, root)
 			dev, before := xl710(), xl710()
 			p := plan(t, root, dev, Options{})
 			tc.dev(dev)
 			fs, _ := open(t, root)
-			dir := scratch(t)
+			dir := testutil.Scratch(t)
 			res, err := Apply(p, &Target{FS: fs, Devices: dev}, ApplyOptions{JournalDir: dir})
 			var se *StepError
 			if !errors.As(err, &se) || se.Change.Kind != tc.fails || se.Left != 0 {
@@ -170,7 +171,7 @@ func TestApplyRollsBack(t *testing.T) {
 			if len(res.Rollback) == 0 {
 				t.Error("no rollback reported")
 			}
-			sameTree(t, orig, treeState(t, root))
+			sameTree(t, orig, testutil.TreeState(t, root))
 			if dev.ch["ens2f0np0"] != before.ch["ens2f0np0"] || dev.rings["ens2f0np0"] != before.rings["ens2f0np0"] {
 				t.Errorf("NIC after rollback: %+v %+v, want %+v %+v", dev.ch, dev.rings, before.ch, before.rings)
 			}
@@ -188,7 +189,7 @@ func TestApplyLiveOnlyBelowTree(t *testing.T) {
 	root := copyTree(t, "xeon-xl710-gen2-x4")
 	p := plan(t, root, nil, Options{MTU: 9000})
 	fs, _ := open(t, root)
-	res, err := Apply(p, &Target{FS: fs}, ApplyOptions{JournalDir: scratch(t)})
+	res, err := Apply(p, &Target{FS: fs}, ApplyOptions{JournalDir: testutil.Scratch(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +205,7 @@ func TestApplyDevices(t *testing.T) {
 	p := plan(t, root, dev, Options{MTU: 9000})
 	fs, _ := open(t, root)
 	tg := &Target{FS: fs, Devices: dev}
-	dir := scratch(t)
+	dir := testutil.Scratch(t)
 	res, err := Apply(p, tg, ApplyOptions{JournalDir: dir})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/linerate/linerate/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -163,8 +164,8 @@ func TestApplyJournalsBeforeChange(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// Seed 000's host: 5 sysctls, 12 governors, irqbalance, IRQ 111;
-			// seed 003's: more, with the devices.
+			// The x4 home lab: 5 sysctls, 12 governors, irqbalance, IRQ
+			// 111; the XL710 host: more, with the devices.
 			if n := res.Count(PhaseApplied); checked != n || hooked != n || n < 19 {
 				t.Errorf("%d writes checked, %d hooks, %d steps applied", checked, hooked, n)
 			}
@@ -226,7 +227,7 @@ func TestRevertFailures(t *testing.T) {
 		}, `reading it: read /proc/sys/net/core/rmem_max: is a directory`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := applySeed000(t)
+			a := applyRyzenX4(t)
 			f := &faultyFiles{rootFiles: a.tg.FS, fail: map[string][]error{}, wrong: map[string]string{}}
 			tc.fault(a, f)
 			tg := &Target{FS: a.tg.FS, files: f, Restart: a.tg.Restart}
@@ -262,7 +263,7 @@ func TestRevertFailures(t *testing.T) {
 			if err != nil || rr.Count(PhaseReverted) != 1 {
 				t.Errorf("second revert: %v %+v", err, rr.Steps)
 			}
-			sameTree(t, a.orig, treeState(t, a.root))
+			sameTree(t, a.orig, testutil.TreeState(t, a.root))
 			if j, _ = Load(a.dir, a.res.Journal); j.State() != StateReverted {
 				t.Errorf("journal %s after the second revert", j.State())
 			}
@@ -300,7 +301,7 @@ func TestRevertNeedsLive(t *testing.T) {
 // journal; the journal is partly rolled back; the rest is restored.
 func TestRollbackFailures(t *testing.T) {
 	root := copyTree(t, "xeon-xl710-gen2-x4")
-	orig := treeState(t, root)
+	orig := testutil.TreeState(t, root)
 	dev := xl710()
 	p := plan(t, root, dev, Options{})
 	dev.failSet = "rings"
@@ -335,7 +336,7 @@ func TestRollbackFailures(t *testing.T) {
 	if j.State() != statePartlyRolledBak || j.Pending() != 2 {
 		t.Errorf("journal %s, %d pending", j.State(), j.Pending())
 	}
-	st := treeState(t, root)
+	st := testutil.TreeState(t, root)
 	if st["proc/sys/net/core/wmem_max"] == orig["proc/sys/net/core/wmem_max"] || st["proc/sys/net/core/rmem_max"] != "file:999\n" {
 		t.Errorf("wmem_max %q, rmem_max %q", st["proc/sys/net/core/wmem_max"], st["proc/sys/net/core/rmem_max"])
 	}
@@ -351,7 +352,7 @@ func TestRollbackFailures(t *testing.T) {
 // and 2; the tree is as before.
 func TestApplyJournalFails(t *testing.T) {
 	a := &appliedTree{dir: journalDir(t)}
-	a.root, a.orig, a.p = seed000Tree(t)
+	a.root, a.orig, a.p = ryzenX4Tree(t)
 	old := syncFile
 	t.Cleanup(func() { syncFile = old })
 	n := 0
@@ -372,7 +373,7 @@ func TestApplyJournalFails(t *testing.T) {
 	if res.Steps[2].Phase != PhaseFailed || len(res.Steps) != 3 {
 		t.Errorf("steps %+v", res.Steps)
 	}
-	sameTree(t, a.orig, treeState(t, a.root))
+	sameTree(t, a.orig, testutil.TreeState(t, a.root))
 }
 
 // TestRevertWhileApplying: a journal an apply is still writing is locked:
@@ -380,7 +381,7 @@ func TestApplyJournalFails(t *testing.T) {
 // nothing; once the apply ends, it reverts.
 func TestRevertWhileApplying(t *testing.T) {
 	a := &appliedTree{dir: journalDir(t)}
-	a.root, a.orig, a.p = seed000Tree(t)
+	a.root, a.orig, a.p = ryzenX4Tree(t)
 	var restarts []string
 	a.tg = treeTarget(t, a.root, &restarts)
 	tried := false
@@ -393,12 +394,12 @@ func TestRevertWhileApplying(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		before := treeState(t, a.root)
+		before := testutil.TreeState(t, a.root)
 		_, err = Revert(j, a.tg, RevertOptions{NetNS: a.p.NetNS})
 		if want := "journal " + j.ID + " is in use by a running linerate tune (apply or revert): wait for it to end, then run this again"; err == nil || err.Error() != want {
 			t.Errorf("revert during the apply: %v\nwant %s", err, want)
 		}
-		sameTree(t, before, treeState(t, a.root))
+		sameTree(t, before, testutil.TreeState(t, a.root))
 	}
 	res, err := Apply(a.p, a.tg, ApplyOptions{JournalDir: a.dir, AfterStep: during})
 	if err != nil || !tried {
@@ -408,5 +409,5 @@ func TestRevertWhileApplying(t *testing.T) {
 	if _, err := Revert(j, a.tg, RevertOptions{NetNS: a.p.NetNS}); err != nil {
 		t.Fatal(err)
 	}
-	sameTree(t, a.orig, treeState(t, a.root))
+	sameTree(t, a.orig, testutil.TreeState(t, a.root))
 }

@@ -3,7 +3,6 @@ package tune
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -11,25 +10,12 @@ import (
 
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/inventory"
+	"github.com/linerate/linerate/internal/testutil"
 )
 
-// scratch returns a temporary directory on tmpfs when there is one: tree
-// copies hold thousands of files and journals sync to disk, both slow on
-// a busy VM's disk.
-func scratch(t *testing.T) string {
-	t.Helper()
-	d, err := os.MkdirTemp("/dev/shm", "linerate-tune-test-")
-	if err != nil {
-		return t.TempDir()
-	}
-	t.Cleanup(func() { os.RemoveAll(d) })
-	return d
-}
-
 // hostTree returns the committed test tree name: below the repository's
-// testdata/hosts, or $LINERATE_TESTDATA/hosts (scripts/mutation.sh points
-// there because gremlins tests a copy of the module that leaves out
-// symbolic links, which the trees are made of).
+// testdata/hosts, or $LINERATE_TESTDATA/hosts when the tests run in a
+// copy of the module without the trees' symbolic links.
 func hostTree(name string) string {
 	if d := os.Getenv("LINERATE_TESTDATA"); d != "" {
 		return filepath.Join(d, "hosts", name)
@@ -41,62 +27,7 @@ func hostTree(name string) string {
 // so that tests can change it.
 func copyTree(t *testing.T, name string) string {
 	t.Helper()
-	src := hostTree(name)
-	dst := filepath.Join(scratch(t), name)
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		out := filepath.Join(dst, rel)
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(target, out)
-		case d.IsDir():
-			return os.MkdirAll(out, 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(out, b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
-// treeState records every file's bytes and every link's target below root.
-func treeState(t *testing.T, root string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			out[rel] = "link:" + target
-			return err
-		case d.IsDir():
-			out[rel] = "dir"
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		out[rel] = "file:" + string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return testutil.CopyTree(t, hostTree(name))
 }
 
 // sameTree fails the test for every path whose bytes differ.
@@ -252,7 +183,8 @@ func (f *fakeDevices) SetMTU(iface string, mtu int) error {
 	return nil
 }
 
-// xl710 returns fake devices holding seed 003's NIC: one combined queue of
+// xl710 returns fake devices holding the NIC of the XL710 40 GbE host
+// in a Gen2 x4 slot: one combined queue of
 // 64, rings of 512 of 4096, MTU 1500.
 func xl710() *fakeDevices {
 	f := newFakeDevices()

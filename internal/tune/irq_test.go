@@ -12,6 +12,7 @@ import (
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/termui"
+	"github.com/linerate/linerate/internal/testutil"
 )
 
 // kernelIRQs makes a captured tree's /proc/irq behave as the kernel's: a
@@ -75,7 +76,7 @@ func stepOf(t *testing.T, p *Plan, target string) Change {
 // and everything is rolled back; when it routes inside the list, all
 // apply.
 func TestIRQEffectiveAffinity(t *testing.T) {
-	root, orig, p := seed000Tree(t)
+	root, orig, p := ryzenX4Tree(t)
 	irq113 := stepOf(t, p, "irq 113")
 	if irq113.After != "9" {
 		t.Fatalf("plan moves irq 113 to %q, want 9", irq113.After)
@@ -84,7 +85,7 @@ func TestIRQEffectiveAffinity(t *testing.T) {
 	var restarts []string
 	tg := &Target{FS: fs, KernelIRQs: true, Restart: func(s string) error { restarts = append(restarts, s); return nil },
 		files: &kernelIRQs{FS: fs, stray: map[int]string{113: "3"}}}
-	dir := scratch(t)
+	dir := testutil.Scratch(t)
 	res, err := Apply(p, tg, ApplyOptions{JournalDir: dir})
 	var se *StepError
 	if !errors.As(err, &se) || se.Step != irq113.Step || se.Left != 0 {
@@ -96,16 +97,16 @@ func TestIRQEffectiveAffinity(t *testing.T) {
 	if se.RolledBack != irq113.Step-1 {
 		t.Errorf("rolled back %d, want %d", se.RolledBack, irq113.Step-1)
 	}
-	sameTree(t, withoutEffective(orig), withoutEffective(treeState(t, root)))
+	sameTree(t, withoutEffective(orig), withoutEffective(testutil.TreeState(t, root)))
 	if j, _ := Load(dir, res.Journal); j.State() != StateRolledBack {
 		t.Errorf("journal state %s", j.State())
 	}
 
 	// The same plan where the kernel honours every write applies whole.
-	root, _, p = seed000Tree(t)
+	root, _, p = ryzenX4Tree(t)
 	fs, _ = open(t, root)
 	tg = &Target{FS: fs, KernelIRQs: true, Restart: tg.Restart, files: &kernelIRQs{FS: fs}}
-	if res, err = Apply(p, tg, ApplyOptions{JournalDir: scratch(t)}); err != nil || res.Count(PhaseApplied) != len(p.Changes) {
+	if res, err = Apply(p, tg, ApplyOptions{JournalDir: testutil.Scratch(t)}); err != nil || res.Count(PhaseApplied) != len(p.Changes) {
 		t.Fatalf("kernel honouring the writes: %v, %d of %d applied", err, res.Count(PhaseApplied), len(p.Changes))
 	}
 	if got := readFile(t, root, "proc/irq/113/effective_affinity_list"); got != "9\n" {
@@ -117,12 +118,12 @@ func TestIRQEffectiveAffinity(t *testing.T) {
 // EIO. That step ends refused, the steps before and after it stay applied
 // (no rollback), the text says "refused", and revert restores the rest.
 func TestIRQRefusedEIO(t *testing.T) {
-	root, orig, p := seed000Tree(t)
+	root, orig, p := ryzenX4Tree(t)
 	irq99 := stepOf(t, p, "irq 99")
 	fs, _ := open(t, root)
 	tg := &Target{FS: fs, KernelIRQs: true, Restart: func(string) error { return nil },
 		files: &kernelIRQs{FS: fs, refuse: map[int]bool{99: true}}}
-	dir := scratch(t)
+	dir := testutil.Scratch(t)
 	res, err := Apply(p, tg, ApplyOptions{JournalDir: dir})
 	if err != nil {
 		t.Fatalf("a refused IRQ failed the apply: %v", err)
@@ -182,5 +183,5 @@ func TestIRQRefusedEIO(t *testing.T) {
 	if rr.Count(PhaseReverted) != len(p.Changes)-1 {
 		t.Errorf("reverted %d, want %d: %+v", rr.Count(PhaseReverted), len(p.Changes)-1, rr.Steps)
 	}
-	sameTree(t, withoutEffective(orig), withoutEffective(treeState(t, root)))
+	sameTree(t, withoutEffective(orig), withoutEffective(testutil.TreeState(t, root)))
 }

@@ -3,6 +3,8 @@ package tune
 import (
 	"strings"
 	"testing"
+
+	"github.com/linerate/linerate/internal/testutil"
 )
 
 func TestBanIRQs(t *testing.T) {
@@ -36,9 +38,9 @@ func TestBanIRQs(t *testing.T) {
 }
 
 func TestLastByNamespace(t *testing.T) {
-	root, _, p := seed000Tree(t)
+	root, _, p := ryzenX4Tree(t)
 	var restarts []string
-	dir := scratch(t)
+	dir := testutil.Scratch(t)
 	res, err := Apply(p, treeTarget(t, root, &restarts), ApplyOptions{JournalDir: dir})
 	if err != nil {
 		t.Fatal(err)

@@ -179,10 +179,6 @@ const (
 )
 
 // State summarises the journal.
-//
-// (Written as if-chains rather than a switch of conditions: Go's coverage
-// profile leaves a case's condition outside every block, so mutation
-// testing could not tell whether a test reaches it.)
 func (j *Journal) State() string {
 	if j.Refused != "" {
 		return StateRefused

@@ -14,12 +14,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/linerate/linerate/internal/termui"
+	"github.com/linerate/linerate/internal/testutil"
 )
 
 // noColour is the style of a terminal without colours.
 var noColour = termui.Style{}
 
-// appliedTree is seed 000's plan applied to a copy of its tree, with its
+// appliedTree is the x4 home lab's plan applied to a copy of its tree, with its
 // journal in a directory of its own.
 type appliedTree struct {
 	root string
@@ -35,17 +36,17 @@ type appliedTree struct {
 // (STATE/tune, both 0700), so that tests may change both.
 func journalDir(t *testing.T) string {
 	t.Helper()
-	d := filepath.Join(scratch(t), "state", "tune")
+	d := filepath.Join(testutil.Scratch(t), "state", "tune")
 	if err := os.MkdirAll(d, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	return d
 }
 
-func applySeed000(t *testing.T) *appliedTree {
+func applyRyzenX4(t *testing.T) *appliedTree {
 	t.Helper()
 	a := &appliedTree{dir: journalDir(t)}
-	a.root, a.orig, a.p = seed000Tree(t)
+	a.root, a.orig, a.p = ryzenX4Tree(t)
 	var restarts []string
 	a.tg = treeTarget(t, a.root, &restarts)
 	res, err := Apply(a.p, a.tg, ApplyOptions{JournalDir: a.dir})
@@ -97,7 +98,7 @@ func writeJournal(t *testing.T, path, data string) {
 // with what it holds, and reverted as far as it goes; the revert cuts the
 // torn tail off, so its own records are whole lines.
 func TestJournalCutMidLine(t *testing.T) {
-	a := applySeed000(t)
+	a := applyRyzenX4(t)
 	lines := journalLines(t, a.path)
 	// header; steps 1-5 (journaled, applied); then half of step 6's.
 	half := lines[11][:len(lines[11])/2]
@@ -141,7 +142,7 @@ func TestJournalCutMidLine(t *testing.T) {
 // TestJournalLastRecordWithoutNewline: a last record whole but for its
 // newline is a record; revert adds the newline before its own.
 func TestJournalLastRecordWithoutNewline(t *testing.T) {
-	a := applySeed000(t)
+	a := applyRyzenX4(t)
 	lines := journalLines(t, a.path)
 	n := len(lines) - 1 // the last line, the "applied" event, loses its newline
 	writeJournal(t, a.path, strings.Join(lines[:n], "")+strings.TrimSuffix(lines[n], "\n"))
@@ -152,7 +153,7 @@ func TestJournalLastRecordWithoutNewline(t *testing.T) {
 	if _, err := Revert(j, a.tg, RevertOptions{NetNS: a.p.NetNS}); err != nil {
 		t.Fatal(err)
 	}
-	sameTree(t, a.orig, treeState(t, a.root))
+	sameTree(t, a.orig, testutil.TreeState(t, a.root))
 	wholeLines(t, a.path)
 }
 
@@ -161,7 +162,7 @@ func TestJournalLastRecordWithoutNewline(t *testing.T) {
 // of it: every other step is reverted; step 3, whose prior value is
 // lost, is left as tune set it.
 func TestJournalDamagedLine(t *testing.T) {
-	a := applySeed000(t)
+	a := applyRyzenX4(t)
 	lines := journalLines(t, a.path)
 	lines[5] = strings.Repeat("\x00", len(lines[5])-1) + "\n" // step 3, journaled
 	writeJournal(t, a.path, strings.Join(lines, ""))
@@ -180,7 +181,7 @@ func TestJournalDamagedLine(t *testing.T) {
 	if got := readFile(t, a.root, "proc/sys/net/ipv4/tcp_rmem"); got != "4096 131072 33554432\n" {
 		t.Errorf("tcp_rmem (step 3) %q: with its prior lost it stays as tune set it", got)
 	}
-	st := treeState(t, a.root)
+	st := testutil.TreeState(t, a.root)
 	st["proc/sys/net/ipv4/tcp_rmem"] = a.orig["proc/sys/net/ipv4/tcp_rmem"]
 	sameTree(t, a.orig, st)
 }
@@ -189,7 +190,7 @@ func TestJournalDamagedLine(t *testing.T) {
 // listed as damaged, hold nothing, and neither blocks revert --last (Last)
 // nor another journal; Load says what to do with them.
 func TestJournalHeaderless(t *testing.T) {
-	a := applySeed000(t)
+	a := applyRyzenX4(t)
 	empty := filepath.Join(a.dir, "29990101T000000.000000Z.jsonl")
 	junk := filepath.Join(a.dir, "29990101T000000.000001Z.jsonl")
 	writeJournal(t, empty, "")
@@ -220,7 +221,7 @@ func TestJournalHeaderless(t *testing.T) {
 	if _, err := Revert(j, a.tg, RevertOptions{NetNS: a.p.NetNS}); err != nil {
 		t.Fatal(err)
 	}
-	sameTree(t, a.orig, treeState(t, a.root))
+	sameTree(t, a.orig, testutil.TreeState(t, a.root))
 }
 
 // rewriteStep1 rewrites the journaled record of step 1 with edit.
@@ -273,7 +274,7 @@ func TestJournalRefusesHostilePaths(t *testing.T) {
 			`step 1: unknown kind of change "shell" (a journal from a newer linerate?)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := applySeed000(t)
+			a := applyRyzenX4(t)
 			rewriteStep1(t, a.path, tc.edit)
 			_, err := Load(a.dir, a.res.Journal)
 			want := "journal " + a.path + " refused: " + tc.why + "; a journal tune wrote never does that: check who wrote it, then remove it"
@@ -290,7 +291,7 @@ func TestJournalRefusesHostilePaths(t *testing.T) {
 		})
 	}
 	for _, root := range []string{"", "relative/tree", "/x/../etc"} {
-		a := applySeed000(t)
+		a := applyRyzenX4(t)
 		lines := journalLines(t, a.path)
 		var h record
 		json.Unmarshal([]byte(lines[0]), &h)
@@ -317,7 +318,7 @@ func TestJournalNamingPasswdWritesNothing(t *testing.T) {
 	if err := os.Chtimes(filepath.Join(root, "etc/passwd"), then, then); err != nil {
 		t.Fatal(err)
 	}
-	dir := scratch(t)
+	dir := testutil.Scratch(t)
 	p := &Plan{Host: "crow", Root: root, Profile: Throughput}
 	w, id, err := createJournal(dir, p, time.Now(), 0)
 	if err != nil {
@@ -366,7 +367,7 @@ func fileSize(t *testing.T, path string) int64 {
 // holding that, that someone other than root could have written is
 // refused with one line naming it and the fix.
 func TestJournalOwnerAndMode(t *testing.T) {
-	a := applySeed000(t)
+	a := applyRyzenX4(t)
 	load := func() string {
 		_, err := Load(a.dir, a.res.Journal)
 		if err == nil {
@@ -442,7 +443,7 @@ func TestCreateJournalSameMicrosecond(t *testing.T) {
 			if !unnamed {
 				noTmpfile(t)
 			}
-			dir := scratch(t)
+			dir := testutil.Scratch(t)
 			now := time.Date(2025, 1, 20, 15, 30, 12, 123456789, time.UTC)
 			p := &Plan{Host: "crow", Root: "/", NetNS: 7, Profile: Throughput}
 			w1, id1, err := createJournal(dir, p, now, 0)
@@ -551,5 +552,27 @@ func TestJournalDeviceKinds(t *testing.T) {
 	c := Change{Kind: KindChannels, Target: "abcdefghijklmno", Interface: "abcdefghijklmno"}
 	if err := checkChange(&c); err != nil {
 		t.Errorf("15 bytes: %v", err)
+	}
+}
+
+// TestActive: the journal in effect is the newest applied one of the
+// namespace; none after its revert, none in another namespace.
+func TestActive(t *testing.T) {
+	a := applyRyzenX4(t)
+	j, err := Active(a.dir, a.p.NetNS)
+	if err != nil || j == nil || j.ID != a.res.Journal {
+		t.Fatalf("Active = %+v, %v; want %s", j, err, a.res.Journal)
+	}
+	if j, err := Active(a.dir, a.p.NetNS+1); err != nil || j != nil {
+		t.Errorf("another namespace: %+v, %v", j, err)
+	}
+	if _, err := Revert(j, a.tg, RevertOptions{NetNS: a.p.NetNS}); err != nil {
+		t.Fatal(err)
+	}
+	if j, err := Active(a.dir, a.p.NetNS); err != nil || j != nil {
+		t.Errorf("after revert: %+v, %v", j, err)
+	}
+	if _, err := Active(filepath.Join(a.dir, "nosuch"), a.p.NetNS); err != nil {
+		t.Errorf("no directory: %v (no journal yet is not an error)", err)
 	}
 }

@@ -82,7 +82,8 @@ func derefInt(v *int) int {
 
 // channels raises the queue count of NICs doctor found with too few
 // (queues.too_few): to the finding's target, min(8, CPUs of the NIC's
-// node) capped at the driver's maximum — seed 003's fix.
+// node) capped at the driver's maximum — what fixed the XL710 40 GbE host in a
+// Gen2 x4 slot.
 func (p *planner) channels() {
 	const id = "queues.too_few"
 	for _, n := range p.nics {
@@ -102,7 +103,7 @@ func (p *planner) channels() {
 		p.add(Change{
 			Kind: KindChannels, Target: n.Interface, Interface: n.Interface,
 			Before: before.String(), After: after.String(), Finding: id,
-			Source:  fmt.Sprintf("min(8, %d CPUs on the NIC's node), at most the driver's maximum: one queue per CPU that can serve it (seed 003; Intel tuning guide)", node),
+			Source:  fmt.Sprintf("min(8, %d CPUs on the NIC's node), at most the driver's maximum: one queue per CPU that can serve it (Intel tuning guide)", node),
 			Command: fmt.Sprintf("ethtool -L %s %s", n.Interface, after),
 		})
 		p.note(id, n.Interface, "the new queues of %s bring new IRQs, which this plan cannot know yet: run linerate tune again after applying to place them", n.Interface)

@@ -3,10 +3,14 @@ package tune
 import (
 	"bytes"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/linerate/linerate/internal/hostfs"
 
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/termui"
@@ -57,13 +61,13 @@ func irqTargets(t *testing.T, p *Plan) map[int]int {
 	return out
 }
 
-// TestPlanSeed000 checks the plan for seed 000's host against what its
-// author did by hand: the application on CPU 6, the IRQs on 7-11. Twelve
+// TestPlanRyzenX4 checks the plan for the 100 GbE home lab whose
+// ConnectX-5 trained at x4 against what its owner did by hand: the application on CPU 6, the IRQs on 7-11. Twelve
 // of the port's 13 IRQs are there already (7: 99, 113, 118; 8: 109, 114,
 // 119; 9: 110, 115; 10: 98, 116; 11: 112, 117) and stay; IRQ 111, on CPU
 // 3, moves to 9, the lowest of the CPUs holding the fewest (the
 // walkthrough's D3: the plan used to move all 13).
-func TestPlanSeed000(t *testing.T) {
+func TestPlanRyzenX4(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		opts Options
@@ -122,9 +126,9 @@ func TestPlanSeed000(t *testing.T) {
 	}
 }
 
-// TestPlanSeed003 checks seed 003's host: buffers raised, 8 queues, MTU as
+// TestPlanXL710Gen2 checks the XL710 40 GbE host in a Gen2 x4 slot: buffers raised, 8 queues, MTU as
 // advice, IRQs moved to NUMA node 1 (10-19,30-39).
-func TestPlanSeed003(t *testing.T) {
+func TestPlanXL710Gen2(t *testing.T) {
 	p := plan(t, hostTree("xeon-xl710-gen2-x4"), nil, Options{})
 	for _, key := range []string{"net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"} {
 		if c := change(t, p, key); !strings.HasSuffix(c.After, "16777216") {
@@ -333,5 +337,116 @@ func TestPlanRingSmall(t *testing.T) {
 	p = plan(t, hostTree("cx4lx-sfp28-a2h"), dev, Options{Profile: Latency})
 	if r := changesOf(p, KindRings); len(r) != 1 || r[0].Before != "rx 1024" || r[0].After != "rx 4096" {
 		t.Errorf("live rings: %+v", r)
+	}
+}
+
+// TestPlanMTUBounds pins --mtu's bounds at their edges: 68 and 65535 are
+// accepted, 67 and 65536 refused.
+func TestPlanMTUBounds(t *testing.T) {
+	fs, inv := open(t, hostTree("ryzen-9900x-cx5-x4"))
+	for _, tc := range []struct {
+		mtu int
+		ok  bool
+	}{{minMTU, true}, {maxMTU, true}, {minMTU - 1, false}, {maxMTU + 1, false}} {
+		_, err := NewPlan(Input{FS: fs, Inventory: inv}, Options{MTU: tc.mtu})
+		if tc.ok && err != nil {
+			t.Errorf("--mtu %d refused: %v", tc.mtu, err)
+		}
+		if !tc.ok && (err == nil || !strings.Contains(err.Error(), "outside 68-65535")) {
+			t.Errorf("--mtu %d: %v, want outside 68-65535", tc.mtu, err)
+		}
+	}
+}
+
+// TestPlanOrder: a plan's changes come in apply order — sysctls, then
+// governors, MTU, channels, rings, irqbalance, IRQs — numbered from 1,
+// whatever order the planning steps found them in (the x4 home lab's host
+// with an irqbalance configuration plans the IRQ moves before the bans that
+// keep irqbalance off them).
+func TestPlanOrder(t *testing.T) {
+	_, _, ryzenX4 := ryzenX4Tree(t)
+	for name, p := range map[string]*Plan{
+		"ryzen x4, irqbalance": ryzenX4,
+		"xl710 gen2 x4":        plan(t, hostTree("xeon-xl710-gen2-x4"), xl710(), Options{}),
+	} {
+		kinds := map[Kind]bool{}
+		for i, c := range p.Changes {
+			kinds[c.Kind] = true
+			if c.Step != i+1 {
+				t.Errorf("%s: change %d is step %d", name, i+1, c.Step)
+			}
+			if i > 0 && kindRank(c.Kind) < kindRank(p.Changes[i-1].Kind) {
+				t.Errorf("%s: step %d (%s) after step %d (%s)", name, c.Step, c.Kind, i, p.Changes[i-1].Kind)
+			}
+		}
+		if len(kinds) < 3 {
+			t.Fatalf("%s: the plan has %d kinds of change, want 3 or more to check an order: %+v", name, len(kinds), p.Changes)
+		}
+	}
+}
+
+// TestReadOnlySysctl: only the live kernel's file modes count: a file
+// offered for reading only (0444) is read-only, a tree's file never is.
+func TestReadOnlySysctl(t *testing.T) {
+	live := &planner{in: Input{FS: hostfs.Live()}}
+	if !live.readOnly("proc/version") {
+		t.Error("/proc/version (0444) is not read-only")
+	}
+	if live.readOnly("proc/sys/net/ipv4/tcp_rmem") {
+		t.Error("tcp_rmem (0644) is read-only")
+	}
+	if live.readOnly("proc/nosuch") {
+		t.Error("a missing file is read-only")
+	}
+	root := copyTree(t, "xeon-xl710-gen2-x4")
+	os.Chmod(filepath.Join(root, "proc/sys/net/core/rmem_max"), 0o444)
+	fs, _ := open(t, root)
+	if (&planner{in: Input{FS: fs}}).readOnly("proc/sys/net/core/rmem_max") {
+		t.Error("a tree's file mode is taken for the kernel's")
+	}
+}
+
+// TestPlanIRQOnAppCPU: with --app-cpus 7 on the x4 home lab's host, the IRQs on
+// CPU 7 leave it (their move answers irq.on_app_cpu); IRQ 111, on CPU 3 of
+// the other L3 domain, answers irq.spans_l3_domains; the rest stay.
+func TestPlanIRQOnAppCPU(t *testing.T) {
+	p := plan(t, hostTree("ryzen-9900x-cx5-x4"), nil, Options{AppCPUs: []int{7}})
+	got := map[string]string{}
+	for _, c := range changesOf(p, KindIRQ) {
+		got[c.Target] = c.Finding
+	}
+	want := map[string]string{"irq 99": "irq.on_app_cpu", "irq 113": "irq.on_app_cpu", "irq 118": "irq.on_app_cpu", "irq 111": "irq.spans_l3_domains"}
+	if len(got) != len(want) {
+		t.Errorf("moves %v; want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s answers %q; want %q", k, got[k], v)
+		}
+	}
+}
+
+// TestPlanUnreadableSysctls: a buffer sysctl that is empty, or cannot be
+// read, is left alone with a note saying which and why.
+func TestPlanUnreadableSysctls(t *testing.T) {
+	root := copyTree(t, "xeon-xl710-gen2-x4")
+	writeFile(t, root, "proc/sys/net/core/rmem_max", "")
+	wmem := filepath.Join(root, "proc/sys/net/ipv4/tcp_wmem")
+	os.Remove(wmem)
+	os.Mkdir(wmem, 0o755)
+	p := plan(t, root, nil, Options{})
+	if !hasNote(p, "sysctl.socket_buffers_small", "net.core.rmem_max is empty: skipped") {
+		t.Errorf("empty rmem_max: %+v", p.Notes)
+	}
+	if !hasNote(p, "sysctl.socket_buffers_small", "net.ipv4.tcp_wmem cannot be read (") {
+		t.Errorf("unreadable tcp_wmem: %+v", p.Notes)
+	}
+	for _, c := range changesOf(p, KindSysctl) {
+		if c.Target == "net.core.rmem_max" || c.Target == "net.ipv4.tcp_wmem" {
+			t.Errorf("a change to an unreadable sysctl: %+v", c)
+		}
+	}
+	if c := change(t, p, "net.ipv4.tcp_rmem"); c.After != "4096 87380 16777216" {
+		t.Errorf("tcp_rmem: %+v", c)
 	}
 }

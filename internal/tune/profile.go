@@ -17,9 +17,9 @@ import (
 //	net.core.busy_read, busy_poll   —                                50 µs                            tuned network-latency
 //	tcp_fastopen                    —                                3                                tuned network-latency
 //	scaling_governor                performance (NIC's node)         performance (NIC's node)         finding cpu.governor_not_performance; tuned *-performance
-//	IRQ affinity                    NIC's node, app's L3, off app    same                             findings irq.*; ours (seed 000)
+//	IRQ affinity                    NIC's node, app's L3, off app    same                             findings irq.*; ours (the x4 home lab)
 //	irqbalance                      ban the moved IRQs               same                             finding irqbalance.running; irqbalance(1)
-//	channels (ethtool -L)           min(8, node CPUs)                same                             finding queues.too_few; seed 003; Intel tuning guide
+//	channels (ethtool -L)           min(8, node CPUs)                same                             finding queues.too_few; Intel tuning guide
 //	rings (ethtool -G)              hardware maximum                 left alone (less queueing)       fasterdata 100G; tuned#660
 //	MTU                             only with --mtu                  only with --mtu                  finding mtu.not_jumbo (advice without --mtu)
 //	coalescing (ethtool -C)         left to the driver               advice: adaptive off, usecs 0    Intel 700-series guide

@@ -15,6 +15,7 @@ import (
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/osthread"
 	"github.com/linerate/linerate/internal/testbin"
+	"github.com/linerate/linerate/internal/testutil"
 )
 
 // needRoot skips a test without root, and fails it when CI=true.
@@ -108,7 +109,7 @@ func TestApplyFullDisk(t *testing.T) {
 			if !tc.unnamed {
 				noTmpfile(t)
 			}
-			root, orig, p := seed000Tree(t)
+			root, orig, p := ryzenX4Tree(t)
 			state, dir := tinyFS(t, 256<<10)
 			fill(t, state, tc.leave)
 			var restarts []string
@@ -121,7 +122,7 @@ func TestApplyFullDisk(t *testing.T) {
 			if err == nil || err.Error() != want || res != nil {
 				t.Fatalf("Apply: %v, %+v\nwant %s", err, res, want)
 			}
-			sameTree(t, orig, treeState(t, root))
+			sameTree(t, orig, testutil.TreeState(t, root))
 			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 				t.Errorf("left %s behind", entries[0].Name())
 			}
@@ -158,7 +159,7 @@ func TestCreateJournalHeaderNoRoom(t *testing.T) {
 // the apply runs, and given back when it ends: the filesystem then holds
 // the journal's own pages, not the reservation.
 func TestApplyReservation(t *testing.T) {
-	root, _, p := seed000Tree(t)
+	root, _, p := ryzenX4Tree(t)
 	state, dir := tinyFS(t, 4<<20)
 	before := freeBytes(t, state)
 	var restarts []string
@@ -184,7 +185,7 @@ func TestApplyReservation(t *testing.T) {
 // journal.
 func TestRevertFullDisk(t *testing.T) {
 	a := &appliedTree{}
-	a.root, a.orig, a.p = seed000Tree(t)
+	a.root, a.orig, a.p = ryzenX4Tree(t)
 	state, dir := tinyFS(t, 1<<20)
 	a.dir = dir
 	var restarts []string
@@ -220,7 +221,7 @@ func TestRevertFullDisk(t *testing.T) {
 	if rr.Count(PhaseReverted) != len(a.p.Changes) {
 		t.Errorf("%d of %d restored", rr.Count(PhaseReverted), len(a.p.Changes))
 	}
-	sameTree(t, a.orig, treeState(t, a.root))
+	sameTree(t, a.orig, testutil.TreeState(t, a.root))
 	wholeLines(t, j.Path)
 	if lines := journalLines(t, j.Path); lines[len(lines)-1] != `{"event":"reverted"}` {
 		t.Errorf("the journal ends %q, want the closing event", lines[len(lines)-1])

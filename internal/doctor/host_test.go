@@ -1,0 +1,73 @@
+package doctor
+
+import (
+	"testing"
+	"time"
+
+	"github.com/linerate/linerate/internal/inventory"
+)
+
+// twoNICs returns the healthy host with a second 100 Gbit/s card.
+func twoNICs() *inventory.Inventory {
+	inv := healthy()
+	second := inv.NICs[0]
+	second.Interface, second.PCI, second.CardPorts = "enp2s0f0np0", "0000:02:00.0", []string{"enp2s0f0np0"}
+	second.PCIe = nil
+	second.IRQs, second.RDMA = nil, nil
+	inv.NICs = append(inv.NICs, second)
+	return inv
+}
+
+// TestSocketBuffersEdges: a limit exactly at its need is enough, one
+// byte less is not; the line rate named is the first of equally fast
+// NICs; the RTT is in milliseconds.
+func TestSocketBuffersEdges(t *testing.T) {
+	inv := twoNICs()
+	inv.Sysctl["net.ipv4.tcp_rmem"] = []int64{4096, 87380, 4096}
+	rep := run(t, inv, Options{RTT: 500 * time.Microsecond})
+	f := find(rep, "sysctl.socket_buffers_small")
+	if len(f) != 1 || f[0].Evidence["line_rate"] != "enp1s0f0np0 at 100 Gbit/s" || f[0].Evidence["rtt_ms"] != 0.5 {
+		t.Fatalf("%+v", f)
+	}
+	if rep.Options.RTTMs != 0.5 {
+		t.Errorf("report RTT %v ms; want 0.5", rep.Options.RTTMs)
+	}
+	need := f[0].Evidence["needed_bytes"].(map[string]any)["net.ipv4.tcp_rmem"].(int64)
+	inv.Sysctl["net.ipv4.tcp_rmem"] = []int64{4096, 87380, need}
+	if f := find(run(t, inv, Options{RTT: 500 * time.Microsecond}), "sysctl.socket_buffers_small"); len(f) != 0 {
+		t.Errorf("tcp_rmem exactly at its need %d: %s", need, f[0].Summary)
+	}
+	inv.Sysctl["net.ipv4.tcp_rmem"] = []int64{4096, 87380, need - 1}
+	if f := find(run(t, inv, Options{RTT: 500 * time.Microsecond}), "sysctl.socket_buffers_small"); len(f) != 1 {
+		t.Errorf("tcp_rmem one byte under its need: %+v", f)
+	}
+}
+
+// TestFlowCapsZero: a buffer maximum of 0 caps the flow at 0.0 Gbit/s,
+// whichever key comes first; no key at all is "?".
+func TestFlowCapsZero(t *testing.T) {
+	for _, key := range []string{"net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"} {
+		inv := healthy()
+		inv.Sysctl[key] = []int64{0, 0, 0}
+		auto, _ := (&diag{inv: inv, opts: Options{RTT: DefaultRTT}}).flowCaps(BufferModel(inv))
+		if auto != "0.0" {
+			t.Errorf("%s max 0: autotuned cap %q; want 0.0", key, auto)
+		}
+	}
+	inv := healthy()
+	inv.Sysctl = map[string]any{}
+	if auto, explicit := (&diag{inv: inv, opts: Options{RTT: DefaultRTT}}).flowCaps(BufferModel(inv)); auto != "?" || explicit != "?" {
+		t.Errorf("no sysctls: %q, %q", auto, explicit)
+	}
+}
+
+// TestIRQBalanceNoIRQs: with no NIC IRQs known there is nothing to ban.
+func TestIRQBalanceNoIRQs(t *testing.T) {
+	inv := healthy()
+	inv.NICs[0].IRQs = nil
+	inv.Host.IRQBalance.Running, inv.Host.IRQBalance.PIDs = true, []int{812}
+	f := find(run(t, inv, Options{}), "irqbalance.running")
+	if len(f) != 1 || Quote(f[0].Fix[0].Command) != "systemctl restart irqbalance" {
+		t.Errorf("%+v", f)
+	}
+}

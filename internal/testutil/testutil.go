@@ -1,0 +1,122 @@
+// Package testutil holds the helpers that tests of several packages share:
+// copies of the committed host trees that a test may change, a record of a
+// tree's every file to compare after a revert, and a buffer a child
+// process and the test may use at once. It is linked into tests only.
+// (Running linerate itself as a child, and tests that need root, are
+// package testbin's.)
+package testutil
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// Scratch returns a new temporary directory, on tmpfs (/dev/shm) when
+// there is one: tree copies hold thousands of files and tune's journals
+// sync to disk, both slow on a busy machine's disk. It is removed when the
+// test ends.
+func Scratch(t testing.TB) string {
+	t.Helper()
+	d, err := os.MkdirTemp("/dev/shm", "linerate-test-")
+	if err != nil {
+		return t.TempDir()
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// CopyTree copies the tree at src (a committed host tree, which is made of
+// symbolic links as sysfs is) into a new Scratch directory, links as links,
+// so that a test may change or damage it. It returns the copy's root,
+// named as src's last element.
+func CopyTree(t testing.TB, src string) string {
+	t.Helper()
+	dst := filepath.Join(Scratch(t), filepath.Base(src))
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		out := filepath.Join(dst, rel)
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(target, out)
+		case d.IsDir():
+			return os.MkdirAll(out, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(out, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// TreeState records every file's bytes ("file:…"), every link's target
+// ("link:…") and every directory ("dir") below root, by relative path.
+func TreeState(t testing.TB, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			out[rel] = "link:" + target
+			return err
+		case d.IsDir():
+			out[rel] = "dir"
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		out[rel] = "file:" + string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Buffer is a bytes.Buffer that a writer (a command, a child process's
+// output copier, a logger) and the test reading it may use at once.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+// String returns what was written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// Reset empties the buffer.
+func (b *Buffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.b.Reset()
+}
