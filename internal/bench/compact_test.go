@@ -35,7 +35,7 @@ func big512Topology() Topology {
 // gen512Run makes a 10-interval, 8-stream run between two 512-CPU hosts:
 // the stream threads on CPUs 16-23 of each end, the receiver's NIC IRQs
 // on CPUs 0-7 with their softirq there (or, with softirqOnApp, on the
-// application's CPUs, the slow case of seed 000), a foreign process
+// application's CPUs, the slow case of the x4 home lab), a foreign process
 // holding CPU 300 of the server at 96%, and the other 500-odd CPUs of
 // each end near idle, with the small noise real idle CPUs show.
 func gen512Run(rng *rand.Rand, softirqOnApp bool) *Run {
@@ -193,7 +193,7 @@ func TestCompactKeepsWhatExplanationsUse(t *testing.T) {
 func TestCompactLeavesSmallHosts(t *testing.T) {
 	r := clone(t, syntheticRun(64.6, map[int][2]float64{6: {92, 41}}))
 	c := clone(t, r)
-	CompactTelemetry(c, seed000Topology(), seed000Topology())
+	CompactTelemetry(c, ryzenX4Topology(), ryzenX4Topology())
 	if !reflect.DeepEqual(r, c) {
 		t.Error("a 12-CPU run was changed")
 	}

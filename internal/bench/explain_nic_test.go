@@ -28,14 +28,14 @@ func quiet() *result.NICDelta {
 	return &result.NICDelta{Interface: "enp1s0f0np0", Driver: "mlx5_core", Deltas: map[string]uint64{"qdisc_drops": 0, "tx_dropped": 0}}
 }
 
-// TestExplainNICDrops: seed 000's three buckets, where host b's NIC ran
+// TestExplainNICDrops: the x4 home lab's three buckets, where host b's NIC ran
 // out of RX buffers in the slow runs (the softirq that refills its ring
 // shared the application's core) and lost far fewer frames in the fast
 // ones. The explanation names the end, the cause, the driver's own
 // counter and the figures of both buckets: 400 k + 450 k + 350 k = 1.2 M
 // in the slow runs, 1500 + 1500 = 3 k in the fast.
 func TestExplainNICDrops(t *testing.T) {
-	rs := seed000Runs() // 64.6 98.8 84.9 64.5 99.0 64.7 83.7 Gbit/s
+	rs := ryzenX4Runs() // 64.6 98.8 84.9 64.5 99.0 64.7 83.7 Gbit/s
 	slowDrops := map[int]uint64{0: 400_000, 3: 450_000, 5: 350_000}
 	for i, r := range rs {
 		n := uint64(1500)
@@ -49,7 +49,7 @@ func TestExplainNICDrops(t *testing.T) {
 	for i, r := range rs {
 		outs = append(outs, Outcome{ID: int64(i + 1), Run: r})
 	}
-	s := Summarize(Spec{Engine: "native", Peer: "host-b", Repeat: 7}, outs, seed000Topology(), nil)
+	s := Summarize(Spec{Engine: "native", Peer: "host-b", Repeat: 7}, outs, ryzenX4Topology(), nil)
 	text := strings.Join(s.Explanation, "\n")
 	t.Log("\n" + text)
 	want := "During the slow runs the server's NIC (enp1s0f0np0 on host-b) dropped 1.2 M frames for lack of RX buffers (rx_out_of_buffer), 3 k in the fast runs."
@@ -95,7 +95,7 @@ func TestExplainNICOneBucket(t *testing.T) {
 	for i := range 3 {
 		outs = append(outs, Outcome{ID: int64(i + 1), Run: withNIC(syntheticRun(9.4, nil), quiet(), mlx5(uint64(i+1)*1_000_000))})
 	}
-	s := Summarize(Spec{Engine: "native", Peer: "host-b", Repeat: 3}, outs, seed000Topology(), nil)
+	s := Summarize(Spec{Engine: "native", Peer: "host-b", Repeat: 3}, outs, ryzenX4Topology(), nil)
 	want := "1 stream, placement auto: during the 3 runs the server's NIC (enp1s0f0np0 on host-b) dropped 6 M frames for lack of RX buffers (rx_out_of_buffer)."
 	if len(s.Explanation) == 0 || s.Explanation[0] != want {
 		t.Errorf("explanation %q\nwant first %q", s.Explanation, want)

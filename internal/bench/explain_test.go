@@ -10,9 +10,10 @@ import (
 	"github.com/linerate/linerate/internal/result"
 )
 
-// seed000Topology is the Ryzen 9 9900X of seed 000: two CCDs, CPUs 0-5
+// ryzenX4Topology is the Ryzen 9 9900X of the 100 GbE home lab whose
+// ConnectX-5 trained at x4: two CCDs, CPUs 0-5
 // and 6-11, each with its own L3; one NUMA node.
-func seed000Topology() Topology {
+func ryzenX4Topology() Topology {
 	return Topology{
 		L3Domains: [][]int{{0, 1, 2, 3, 4, 5}, {6, 7, 8, 9, 10, 11}},
 		NUMANodes: map[string][]int{"0": {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}},
@@ -44,11 +45,11 @@ func syntheticRun(gbps float64, load map[int][2]float64) *Run {
 	return r
 }
 
-// seed000Runs are the three buckets of seed 000: worst (~65 Gbit/s, the
+// ryzenX4Runs are the three buckets of that home lab: worst (~65 Gbit/s, the
 // NIC's softirq on the server's own CPU 6), better (~84, softirq split
 // between CPU 0 of the other CCD and CPU 7), best (~99, softirq on CPUs
 // 7-10 of the application's CCD).
-func seed000Runs() []*Run {
+func ryzenX4Runs() []*Run {
 	worst := map[int][2]float64{6: {92, 41}}
 	better := map[int][2]float64{6: {85, 2}, 0: {45, 30}, 7: {40, 28}}
 	best := map[int][2]float64{6: {80, 2}, 7: {35, 22}, 8: {34, 21}, 9: {36, 23}, 10: {33, 20}}
@@ -60,7 +61,7 @@ func seed000Runs() []*Run {
 
 func TestSplitBuckets(t *testing.T) {
 	var gbps []float64
-	for _, r := range seed000Runs() {
+	for _, r := range ryzenX4Runs() {
 		gbps = append(gbps, r.Gbps())
 	}
 	got := splitBuckets(gbps)
@@ -94,15 +95,15 @@ func TestSplitBuckets(t *testing.T) {
 	}
 }
 
-func TestExplainSeed000(t *testing.T) {
+func TestExplainRyzenX4(t *testing.T) {
 	spec := Spec{Engine: "iperf3", Peer: "192.168.88.3", Repeat: 7,
 		Run: Params{Duration: 10e9, Placement: Placement{Client: []int{6}, Server: []int{6}}}}
 	var outs []Outcome
-	for i, r := range seed000Runs() {
+	for i, r := range ryzenX4Runs() {
 		outs = append(outs, Outcome{Point: 0, ID: int64(i + 1), Run: r})
 	}
 	ceiling := 98.9
-	s := Summarize(spec, outs, seed000Topology(), &ceiling)
+	s := Summarize(spec, outs, ryzenX4Topology(), &ceiling)
 	if len(s.Points) != 1 || len(s.Points[0].Buckets) != 3 {
 		t.Fatalf("points %+v", s.Points)
 	}
@@ -141,7 +142,7 @@ func TestExplainSeed000(t *testing.T) {
 func TestExplainNoDifference(t *testing.T) {
 	same := map[int][2]float64{3: {50, 20}}
 	b := [][]*Run{{syntheticRun(10, same)}, {syntheticRun(20, same)}}
-	out := explainBuckets("x", b, 1, seed000Topology())
+	out := explainBuckets("x", b, 1, ryzenX4Topology())
 	if !strings.Contains(out[len(out)-1], "does not tell the buckets apart") {
 		t.Errorf("got %q", out[len(out)-1])
 	}

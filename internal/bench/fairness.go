@@ -15,7 +15,8 @@ import (
 // receive path runs in the NET_RX softirq of the CPU its queue (RSS) or
 // RPS sends it to; when that CPU is the bottleneck, the flows it serves
 // split it, so a flow sharing its CPU with k-1 others gets 1/k of what a
-// flow alone on an equal CPU gets. Seed 001's iperf2 -P 8 on a 100 GbE
+// flow alone on an equal CPU gets. The Chelsio T6 host's iperf2 -P 8 on a
+// 100 GbE
 // NIC: six streams at 14.0 Gbit/s and two at 7.0 — eight flows on seven
 // receive CPUs, two of them sharing one.
 type Fairness struct {

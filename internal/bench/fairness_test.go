@@ -8,10 +8,10 @@ import (
 	"github.com/linerate/linerate/internal/result"
 )
 
-// seed001P8 is seed 001's `iperf -c baltazar -P 8` on a 100 GbE Chelsio
+// chelsioT6P8 is the Chelsio T6 host's `iperf -c baltazar -P 8` on a 100 GbE Chelsio
 // T6, per stream as iperf2 printed it (Gbit/s over 10.009 s): six
 // streams at 14.0-14.1, streams 6 and 7 at 7.00 and 7.09.
-var seed001P8 = map[int]float64{1: 14.0, 2: 14.0, 3: 14.1, 4: 14.1, 5: 14.1, 6: 7.00, 7: 7.09, 8: 14.0}
+var chelsioT6P8 = map[int]float64{1: 14.0, 2: 14.0, 3: 14.1, 4: 14.1, 5: 14.1, 6: 7.00, 7: 7.09, 8: 14.0}
 
 // fairRun builds a 10-second run of streams at the given rates (Gbit/s,
 // by stream ID). rx gives each stream's receive CPU per interval (nil:
@@ -54,8 +54,8 @@ func fairRun(rates map[int]float64, rx map[int]int, load map[int][2]float64, ncp
 	return r
 }
 
-func TestFairnessSeed001RatesOnly(t *testing.T) {
-	f := FairnessOf(fairRun(seed001P8, nil, nil, 0))
+func TestFairnessChelsioT6RatesOnly(t *testing.T) {
+	f := FairnessOf(fairRun(chelsioT6P8, nil, nil, 0))
 	if f == nil {
 		t.Fatal("no fairness finding for six streams at 14 and two at 7")
 	}
@@ -86,13 +86,13 @@ func TestFairnessSeed001RatesOnly(t *testing.T) {
 	}
 }
 
-func TestFairnessSeed001Shares(t *testing.T) {
+func TestFairnessChelsioT6Shares(t *testing.T) {
 	// Seven of 16 CPUs served NET_RX at about the same load: confirms it.
 	seven := map[int][2]float64{}
 	for c := range 7 {
 		seven[c] = [2]float64{97, 46 + float64(c%2)}
 	}
-	f := FairnessOf(fairRun(seed001P8, nil, seven, 16))
+	f := FairnessOf(fairRun(chelsioT6P8, nil, seven, 16))
 	if f.Basis != "softirq_shares" || !f.Explained {
 		t.Fatalf("basis %q explained %v, want softirq_shares, explained: %s", f.Basis, f.Explained, f.Explanation)
 	}
@@ -102,7 +102,7 @@ func TestFairnessSeed001Shares(t *testing.T) {
 	// Four CPUs: eight flows two to a CPU would all be equal, so the
 	// telemetry contradicts the pattern and the explanation says so.
 	four := map[int][2]float64{0: {99, 60}, 1: {99, 61}, 2: {99, 59}, 3: {99, 60}}
-	f = FairnessOf(fairRun(seed001P8, nil, four, 16))
+	f = FairnessOf(fairRun(chelsioT6P8, nil, four, 16))
 	if f.Explained || !strings.Contains(f.Explanation, "the receiver's softirq ran on 4 CPUs (CPUs 0-3), not 7") {
 		t.Errorf("four softirq CPUs should not confirm seven: explained %v, %s", f.Explained, f.Explanation)
 	}
@@ -176,7 +176,7 @@ func TestFairnessNotFractions(t *testing.T) {
 }
 
 func TestFairnessInCampaign(t *testing.T) {
-	r := fairRun(seed001P8, nil, nil, 0)
+	r := fairRun(chelsioT6P8, nil, nil, 0)
 	r.Fairness = FairnessOf(r)
 	even := fairRun(map[int]float64{1: 5, 2: 5}, nil, nil, 0)
 	got := fairnessSentences([]PointSummary{{Streams: 8, Placement: "auto"}}, map[int][]*Run{0: {r, even}})

@@ -78,7 +78,7 @@ func TestUnknownIsUnknown(t *testing.T) {
 		}
 		outs = append(outs, Outcome{Run: r})
 	}
-	s := Summarize(Spec{Engine: "iperf3", Peer: "h", Repeat: 6}, outs, seed000Topology(), nil)
+	s := Summarize(Spec{Engine: "iperf3", Peer: "h", Repeat: 6}, outs, ryzenX4Topology(), nil)
 	text := strings.Join(s.Explanation, "\n")
 	for _, want := range []string{
 		"The server's softirq load and CPU busy shares unknown (/proc/stat could not be read: open /proc/stat: permission denied) during runs 1-5: unmeasured, not zero.",

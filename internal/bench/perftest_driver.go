@@ -17,7 +17,7 @@ import (
 // PerftestParams choose a perftest tool and its message.
 type PerftestParams struct {
 	Test   string `json:"test,omitempty"`   // ib_write_bw (default), ib_read_bw, ib_send_bw, ib_write_lat, ib_send_lat
-	Size   int    `json:"size,omitempty"`   // message bytes; 0: 1 MiB for bandwidth, 8 for latency (seed 002's choice)
+	Size   int    `json:"size,omitempty"`   // message bytes; 0: 1 MiB for bandwidth, 8 for latency (the RoCE baseline report's choice)
 	Iters  int    `json:"iters,omitempty"`  // 0: 5,000 for bandwidth, 10,000 for latency
 	Device string `json:"device,omitempty"` // RDMA device (-d); "" lets perftest pick
 	GID    int    `json:"gid,omitempty"`    // GID index (-x) for RoCE; 0 leaves perftest's default

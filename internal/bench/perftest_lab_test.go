@@ -14,7 +14,7 @@ import (
 // TestLabPerftestNICCounters: a perftest run reads both ends' NIC
 // counters around it, as the iperf runs do. No RDMA device can exist
 // here (no soft-RoCE module), so ib_write_bw is a stand-in on PATH: the
-// server waits to be stopped, the client prints seed 002's captured
+// server waits to be stopped, the client prints the RoCE baseline report's captured
 // output; the device check reads a tree holding one RDMA device. What is
 // real is what this test is about: the lab's two namespaces, the server
 // started in host b and stopped, and both lab0 interfaces read through

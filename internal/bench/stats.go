@@ -34,7 +34,7 @@ func relChange(a, b float64) float64 {
 // max(5% of the median, 3 × the median gap between neighbours). The
 // median gap is the run-to-run noise of a bucket (most neighbours sit in
 // the same bucket); the median absolute deviation would not do, as the
-// buckets themselves inflate it (seed 000's 65/84/99 Gbit/s runs have a
+// buckets themselves inflate it (the x4 home lab's 65/84/99 Gbit/s runs have a
 // MAD of 15 Gbit/s). The 5% floor keeps tight points from splitting on
 // noise. Fewer than four runs never split: one gap is its own median, and
 // three times the median of two gaps, 1.5 × (g1 + g2), exceeds the larger

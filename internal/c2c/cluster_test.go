@@ -151,9 +151,9 @@ func readSeedMatrix(t *testing.T, path string) ([]int, [][]*float64) {
 	return cpus, m
 }
 
-// TestClusterSeed000: the Ryzen 9 9900X matrix its owner measured (seed
-// 000) splits into its two CCDs, as sysfs declares them.
-func TestClusterSeed000(t *testing.T) {
+// TestClusterRyzen9900X: the Ryzen 9 9900X matrix its owner measured (the
+// 100 GbE home lab whose ConnectX-5 trained at x4) splits into its two CCDs, as sysfs declares them.
+func TestClusterRyzen9900X(t *testing.T) {
 	cpus, m := readSeedMatrix(t, "testdata/seed000-core-to-core-latency.txt")
 	if len(cpus) != 12 {
 		t.Fatalf("%d CPUs", len(cpus))

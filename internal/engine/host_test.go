@@ -7,7 +7,8 @@ import (
 	"github.com/linerate/linerate/internal/inventory"
 )
 
-// ryzen is seed 000's CPU: 12 CPUs in two L3 domains (CCDs), one node.
+// ryzen is the CPU of the 100 GbE home lab whose ConnectX-5 trained at
+// x4: 12 CPUs in two L3 domains (CCDs), one node.
 func ryzen() *inventory.CPU {
 	all := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
 	return &inventory.CPU{Count: 12, Online: all, L3Domains: [][]int{{0, 1, 2, 3, 4, 5}, {6, 7, 8, 9, 10, 11}},
@@ -29,9 +30,9 @@ func TestCandidates(t *testing.T) {
 		nic  *inventory.NIC
 		want []int
 	}{
-		// Seed 000: IRQs pinned to 7-11; the stream goes to 6, in their L3
+		// The home lab tuned: IRQs pinned to 7-11; the stream goes to 6, in their L3
 		// domain but off their cores, then to the other CCD.
-		{"seed 000 tuned", irqsOn(7, 8, 9, 10, 11), []int{6, 0, 1, 2, 3, 4, 5}},
+		{"ryzen x4 tuned", irqsOn(7, 8, 9, 10, 11), []int{6, 0, 1, 2, 3, 4, 5}},
 		{"IRQs on CCD 0", irqsOn(0, 1), []int{2, 3, 4, 5, 6, 7, 8, 9, 10, 11}},
 		{"no IRQs known", irqsOn(), cpu.Online},
 		{"no NIC", nil, cpu.Online},

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func TestParseInterruptsSeed000(t *testing.T) {
+func TestParseInterruptsRyzenX4(t *testing.T) {
 	f, err := os.Open("testdata/interrupts/ryzen-9900x-mlx5.txt")
 	if err != nil {
 		t.Fatal(err)
@@ -172,8 +172,8 @@ func TestParseInterruptsLineTooLong(t *testing.T) {
 	}
 }
 
-// interruptsSeeds are realistic starting points for the fuzzer: seed 000's
-// lines one by one (as `grep mlx` printed them, with and without the
+// interruptsSeeds are realistic starting points for the fuzzer: the
+// ConnectX-5 lines of the 100 GbE home lab one by one (as `grep mlx` printed them, with and without the
 // header), a 512-CPU host, and the odd names and layouts real kernels print.
 func interruptsSeeds() []string {
 	header := func(cpus ...int) string {
@@ -192,8 +192,9 @@ func interruptsSeeds() []string {
 		return out
 	}
 	h12 := header(cpus(12)...)
-	// Seed 000 (crow, Ryzen 9900X, ConnectX-5): `cat /proc/interrupts | grep mlx`.
-	seed000 := []string{
+	// The 100 GbE home lab (crow, Ryzen 9900X, ConnectX-5 at x4): `cat
+	// /proc/interrupts | grep mlx`.
+	ryzenX4 := []string{
 		"  98:          0          0          0          0          0          0          0          0          0          0      23274          0  IR-PCI-MSIX-0000:01:00.0    0-edge      mlx5_async0@pci:0000:01:00.0",
 		"  99:        324          0          0          0          0          0          0       4360          0          0          0          0  IR-PCI-MSIX-0000:01:00.0    1-edge      mlx5_comp0@pci:0000:01:00.0",
 		" 101:          0          0          0          0          0          0          0          0          0          0          0       8563  IR-PCI-MSIX-0000:01:00.1    0-edge      mlx5_async0@pci:0000:01:00.1",
@@ -202,11 +203,11 @@ func interruptsSeeds() []string {
 		" 118:          0          0          0          0          0          0          0     417457          0          0         22          0  IR-PCI-MSIX-0000:01:00.0   11-edge      mlx5_comp10@pci:0000:01:00.0",
 	}
 	var seeds []string
-	for _, l := range seed000 {
+	for _, l := range ryzenX4 {
 		seeds = append(seeds, h12+l+"\n")
 	}
-	// The seed's own text: a shell prompt where the header would be.
-	seeds = append(seeds, "root@crow:/home/jordan# cat /proc/interrupts | grep mlx\n"+strings.Join(seed000, "\n")+"\n")
+	// The owner's own text: a shell prompt where the header would be.
+	seeds = append(seeds, "root@crow:/home/jordan# cat /proc/interrupts | grep mlx\n"+strings.Join(ryzenX4, "\n")+"\n")
 	// 512 CPUs (the generated large host): a full line and a line with
 	// fewer counts than CPUs.
 	var line strings.Builder

@@ -5,9 +5,9 @@ package hosttree
 
 const docRyzen9900X = `# ryzen-9900x-cx5-x4
 
-Models seed 000 ("100 GbE Lab", host crow, Ubuntu kernel 6.8.0-51): Ryzen 9 9900X (12 CPUs, SMT off, L3 domains 0-5 and 6-11), dual-port ConnectX-5 MCX516A-CCAT (15b3:1017) at 0000:01:00.0/.1 behind root port 0000:00:01.1 (32 GT/s x16).
+Models the 100 GbE home lab whose ConnectX-5 trained at x4 (write-up "100 GbE Lab", host crow, Ubuntu kernel 6.8.0-51): Ryzen 9 9900X (12 CPUs, SMT off, L3 domains 0-5 and 6-11), dual-port ConnectX-5 MCX516A-CCAT (15b3:1017) at 0000:01:00.0/.1 behind root port 0000:00:01.1 (32 GT/s x16).
 What is wrong: the x16 card trained at 8 GT/s **x4** (card not seated; ~28 Gb/s usable), enp1s0f1np1 and its RoCE port are down, the NIC reads 74 °C, sysctls are Ubuntu defaults, governor powersave, and irqbalance (pid 812) has spread the NIC IRQs over both CCDs.
-IRQs 98, 99, 101, 102 and 109-119 are the seed's /proc/interrupts lines verbatim; smp_affinity_list is the CPU with the large count.
+IRQs 98, 99, 101, 102 and 109-119 are its owner's /proc/interrupts lines verbatim; smp_affinity_list is the CPU with the large count.
 
 A correct doctor must raise:
 - pcie.link_downgraded (critical) and pcie.bandwidth_below_line_rate (critical) on enp1s0f0np0 (8.0 GT/s x4 of x16)
@@ -20,8 +20,8 @@ It must not raise: mtu.not_jumbo (MTU 9000; the down port's speed is unknown), q
 
 const docRyzen7950X = `# ryzen-7950x-cx5-x8-roce
 
-Models seed 002 ("ConnectX-5 Performance Baseline", host mark1nvidia, Ubuntu kernel 6.8.0-90): Ryzen 9 7950X (32 CPUs, SMT2, L3 domains 0-7,16-23 and 8-15,24-31), single-port ConnectX-5 MCX515A-CCAT (15b3:1017) at 0000:03:00.0, RoCE device rocep3s0 ACTIVE at 100 Gb/s, fw 16.29.2002.
-What is wrong: the card sits in the x8 electrical slot (root port 0000:00:01.2 is capable of 32 GT/s **x8** only), so the x16 card runs 8.0 GT/s x8 (63 Gb/s raw, ~57 Gb/s usable; the seed measured 55.9 Gb/s); MTU 1500, Ubuntu default sysctls, governor powersave, mlx5 completion IRQs one per CPU over both CCDs.
+Models the ConnectX-5 RoCE baseline report ("ConnectX-5 Performance Baseline", host mark1nvidia, Ubuntu kernel 6.8.0-90): Ryzen 9 7950X (32 CPUs, SMT2, L3 domains 0-7,16-23 and 8-15,24-31), single-port ConnectX-5 MCX515A-CCAT (15b3:1017) at 0000:03:00.0, RoCE device rocep3s0 ACTIVE at 100 Gb/s, fw 16.29.2002.
+What is wrong: the card sits in the x8 electrical slot (root port 0000:00:01.2 is capable of 32 GT/s **x8** only), so the x16 card runs 8.0 GT/s x8 (63 Gb/s raw, ~57 Gb/s usable; the report measured 55.9 Gb/s); MTU 1500, Ubuntu default sysctls, governor powersave, mlx5 completion IRQs one per CPU over both CCDs.
 numa_node is -1 (no _PXM on this desktop board), as the kernel reports it: local_cpulist is every CPU.
 
 A correct doctor must raise:
@@ -34,8 +34,8 @@ It must not raise: irq.remote_numa (numa_node -1 means no affinity), queues.too_
 
 const docXL710 = `# xeon-xl710-gen2-x4
 
-Models seed 003 ("Maximizing 40G NIC Performance … Intel XL710", Proxmox VE, kernel 4.15.18-30-pve): 2x Xeon E5-2630 v4 (40 CPUs, HT on; node0 0-9,20-29, node1 10-19,30-39; one L3 per socket), Intel XL710 (8086:1583, i40e) at 0000:0a:00.0 on **numa_node 1**, behind root port 0000:00:03.0.
-What is wrong (the state before the seed's author fixed it): the slot is PCIe Gen2 x4 (the port is capable of 5 GT/s x4 only; the card of 8 GT/s x8), about 16 Gb/s raw for a 40 GbE port; MTU 1500; one queue; both IRQs (i40e-0000:0a:00.0:misc, i40e-ens2f0np0-TxRx-0) on CPU 0 of node 0; Debian default sysctls; governor powersave.
+Models the XL710 40 GbE host in a Gen2 x4 slot (write-up "Maximizing 40G NIC Performance … Intel XL710", Proxmox VE, kernel 4.15.18-30-pve): 2x Xeon E5-2630 v4 (40 CPUs, HT on; node0 0-9,20-29, node1 10-19,30-39; one L3 per socket), Intel XL710 (8086:1583, i40e) at 0000:0a:00.0 on **numa_node 1**, behind root port 0000:00:03.0.
+What is wrong (the state before its owner fixed it): the slot is PCIe Gen2 x4 (the port is capable of 5 GT/s x4 only; the card of 8 GT/s x8), about 16 Gb/s raw for a 40 GbE port; MTU 1500; one queue; both IRQs (i40e-0000:0a:00.0:misc, i40e-ens2f0np0-TxRx-0) on CPU 0 of node 0; Debian default sysctls; governor powersave.
 Old-kernel formats on purpose: link speeds read "5 GT/s"/"8 GT/s" (no "PCIe" suffix; prometheus/procfs's PciDevice rejects them), MSI IRQs print as "IR-PCI-MSI 5242880-edge", and topology has no core_cpus_list or die_id (added in 5.x).
 
 A correct doctor must raise:
@@ -48,7 +48,7 @@ It must not raise: irq.spans_l3_domains (both IRQs on CPU 0), nic.temperature_hi
 
 const docT6 = `# xeon-6530-t6-healthy
 
-Models the hardware of seed 001 (host baltazar, Ubuntu 24.04, kernel 6.11.0-19): 2x Xeon Gold 6530 (64 CPUs, HT off; node0 0-31, node1 32-63; one L3 per socket), Chelsio T62100-LP-CR (1425:6407, cxgb4) at 0000:17:00.4 on node 0 behind root port 0000:16:02.0 (host bridge pci0000:16), both ports on that one function: ens5f4 (up, 100 Gb/s, MTU 9000, 16 queues) and ens5f4d1 (dev_port 1, no link).
+Models the hardware of the Chelsio T6 host with cheap CWDM4 optics (host baltazar, Ubuntu 24.04, kernel 6.11.0-19): 2x Xeon Gold 6530 (64 CPUs, HT off; node0 0-31, node1 32-63; one L3 per socket), Chelsio T62100-LP-CR (1425:6407, cxgb4) at 0000:17:00.4 on node 0 behind root port 0000:16:02.0 (host bridge pci0000:16), both ports on that one function: ens5f4 (up, 100 Gb/s, MTU 9000, 16 queues) and ens5f4d1 (dev_port 1, no link).
 The tuned baseline: 8.0 GT/s x16 (the card's maximum; the 32 GT/s root port is not a downgrade), queue IRQs ens5f4-Rx0..15 pinned one per CPU on 1-16 and ens5f4d1-Rx0..7 on 17-24 (cxgb4's own names; the non-data "ens5f4" and "ens5f4-FWeventq" IRQs on CPU 0), governor performance, rmem_max/wmem_max 256 MiB, tcp_rmem/tcp_wmem max 128 MiB, fq, no irqbalance.
 No hwmon under the PCI function: cxgb4 registers a thermal zone ("cxgb4"), not a hwmon device of the NIC. No RDMA device (iw_cxgb4 not loaded).
 
@@ -71,10 +71,10 @@ mlx5: every standard group, FEC counters per lane, extended link state).
 
 const docT6Healthy = `# t6-cwdm4-healthy
 
-Seed 001's baltazar (see xeon-6530-t6-healthy) with its optics: ens5f4 holds a working
+Baltazar, the Chelsio T6 host with cheap CWDM4 optics (see xeon-6530-t6-healthy), with its optics: ens5f4 holds a working
 Finisar FTLC1157RGPL6FB1 100G CWDM4 Lite QSFP28 (SN X7TA03K): 41.3 °C, 3.283 V, RX −1.90,
 −1.52, −1.73, −1.20 dBm on lanes 1-4 against its −10.5 dBm low warning, TX about 0 dBm,
-bias 37.5-39.3 mA; linked at 100 Gb/s with RS-FEC, as the seed's ` + "`ethtool ens5f4`" + ` shows
+bias 37.5-39.3 mA; linked at 100 Gb/s with RS-FEC, as its owner's ` + "`ethtool ens5f4`" + ` shows
 (supported modes 1000baseT … 100000baseCR4, advertised 100000baseCR4, autoneg off, partner
 not reported). ens5f4d1's cage is empty: cxgb4 answers EOPNOTSUPP (no module data).
 ` + opticsProvenance + `
@@ -87,7 +87,7 @@ must list "ens5f4d1: no module data" under "not read".
 
 const docT6Unreadable = `# t6-cwdm4-unreadable
 
-Seed 001's dead module: two of the author's ten used CWDM4 modules never linked and
+The Chelsio T6 host's dead module: two of its owner's ten used CWDM4 modules never linked and
 ` + "`ethtool -m`" + ` could not read them. ens5f4 holds such a module: MODULE_EEPROM_GET fails
 with EIO (module-eeprom/error), and the port has no link. ens5f4d1's cage is empty.
 ` + opticsProvenance + `
@@ -101,7 +101,7 @@ It must not raise transceiver.lane_dark or any other transceiver.* (nothing was 
 
 const docT6DarkLane = `# t6-cwdm4-dark-lane
 
-Seed 001's host with a CWDM4 (Finisar FTLC1157RGPL6FB1, SN X7TA09Q) whose lane 3 receives
+The Chelsio T6 host with a CWDM4 (Finisar FTLC1157RGPL6FB1, SN X7TA09Q) whose lane 3 receives
 no light: RX power 0 and its RX LOS flag set, while lanes 1, 2 and 4 read −1.90, −1.52 and
 −1.20 dBm. A 100G link needs all four lanes, so ens5f4 is down. On a CWDM4 the four lanes
 share one fibre pair on four wavelengths: the fix is the peer's lane-3 laser or this

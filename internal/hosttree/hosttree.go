@@ -6,7 +6,7 @@
 //
 // A Host describes one machine; Host.Write lays it out below a directory that
 // then reads like "/" (sys/… and proc/…). Trees returns the hosts committed
-// under testdata/hosts, modelled on the seeds' real output; Large returns a
+// under testdata/hosts, modelled on real hosts' published output; Large returns a
 // 512-CPU, 8-NIC host for benchmarks.
 //
 // Hand-written: no library writes sysfs trees. Formats that changed across

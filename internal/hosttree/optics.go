@@ -30,7 +30,7 @@ func lanes4(rx ...float64) []OpticLane {
 	return out
 }
 
-// finisarCWDM4 is seed 001's module: a Finisar FTLC1157RGPL6FB1 100G
+// finisarCWDM4 is the Chelsio T6 host's module: a Finisar FTLC1157RGPL6FB1 100G
 // CWDM4 Lite QSFP28, bought used.
 func finisarCWDM4(sn string, rx ...float64) Optic {
 	return Optic{Vendor: "FINISAR CORP.", PN: "FTLC1157RGPL6FB1", SN: sn, Rev: "A0", OUI: [3]byte{0x00, 0x90, 0x65},
@@ -60,7 +60,7 @@ func cxgb4Counters(rxFrames, fcs uint64) map[string]uint64 {
 }
 
 // t6Supported are the link modes cxgb4 lists for a T62100 port with a
-// CWDM4 module (seed 001's `ethtool ens5f4`).
+// CWDM4 module (the T6 host's `ethtool ens5f4`).
 var t6Supported = []string{"1000baseT/Full", "10000baseKR/Full", "40000baseSR4/Full", "25000baseCR/Full", "50000baseCR2/Full", "100000baseCR4/Full"}
 
 // t6Port returns a cxgb4 port's facts: linked at 100 Gb/s or not, with
@@ -113,14 +113,14 @@ func t6Optics(name string, port0Up bool, port0 *ethtool.Facts) *Host {
 	return h
 }
 
-// T6CWDM4Healthy is seed 001's baltazar with a working Finisar CWDM4
+// T6CWDM4Healthy is baltazar, the Chelsio T6 host, with a working Finisar CWDM4
 // module in ens5f4: four lanes between −1.9 and −1.2 dBm, RS-FEC.
 func T6CWDM4Healthy() *Host {
 	m := finisarCWDM4("X7TA03K", 0.646, 0.705, 0.672, 0.759).QSFP28()
 	return t6Optics("baltazar", true, t6Port(true, m, "", 0))
 }
 
-// T6CWDM4Unreadable is seed 001's dead module: ens5f4 holds a CWDM4 whose
+// T6CWDM4Unreadable is the Chelsio T6 host's dead module: ens5f4 holds a CWDM4 whose
 // EEPROM read fails with EIO, and the port never links.
 func T6CWDM4Unreadable() *Host {
 	return t6Optics("baltazar", false, t6Port(false, nil, "EIO", 0))

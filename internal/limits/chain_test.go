@@ -36,7 +36,7 @@ func TestChain(t *testing.T) {
 		tcpDetail              string
 	}{
 		{
-			name: "pcie bound (seed 000: x16 card trained at x4)",
+			name: "pcie bound (the home lab's x16 card trained at x4)",
 			port: Port{LineRate: 100, PCIe: gen3x4, MTU: 9000},
 			// 31.51 raw × 8948 payload bytes / (9014-byte frame in 36
 			// TLPs: 9014 + 36 × 26 = 9950, + a 64-byte completion: 90)
@@ -46,7 +46,7 @@ func TestChain(t *testing.T) {
 			tcpDetail: "MTU 9000, IPv4 + timestamps: 8948/9038 of line rate = 99.00, capped by PCIe: 31.51 raw × 8948/10040 bus bytes a segment = 28.08",
 		},
 		{
-			name: "pcie bound (seed 002: x8)",
+			name: "pcie bound (the RoCE baseline's x8)",
 			port: Port{LineRate: 100, PCIe: gen3x8, MTU: 1500},
 			// 63.02 raw × 1448 / (1514 in 6 TLPs = 1670, + 90) =
 			// 63.02 × 1448/1760 = 51.84.

@@ -200,7 +200,7 @@ func (b PCIeBandwidth) BusBytes(t Transfer) float64 {
 // Gbit/s. At MTU 9000: 8948 bytes in 9014, 36 TLPs (9014 + 936 = 9950)
 // + 90: 8948/10040 of Raw = 56.16. An RDMA write of 1 MiB is 4096 full
 // TLPs (1048576 + 106496) and one completion: 1048576/1155162 of Raw =
-// 57.20 — seed 002 measured 55.9 there.
+// 57.20 — the ConnectX-5 RoCE baseline report measured 55.9 there.
 //
 // The model is the receive direction's posted writes. The transmit side
 // reads the frame with read requests whose completions carry 20 bytes of

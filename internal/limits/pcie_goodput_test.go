@@ -23,10 +23,10 @@ func TestPCIeGoodput(t *testing.T) {
 		// 9014 bytes: 36 TLPs (35.2 rounded up), 9014 + 936 = 9950; + 90.
 		// 63.015 × 8948/10040 = 56.16.
 		{"gen3 x8 mtu 9000", PCIeLink{GTs: 8, Width: 8}, 9000, v4, 10040, "56.16"},
-		// Seed 000's x4: 31.508 × 8948/10040 = 28.08.
+		// The 100 GbE home lab's ConnectX-5 at x4: 31.508 × 8948/10040 = 28.08.
 		{"gen3 x4 mtu 9000", PCIeLink{GTs: 8, Width: 4}, 9000, v4, 10040, "28.08"},
-		// Seed 003's Gen2 x4 at MTU 1500: 16 × 1448/1760 = 13.16 (the
-		// author measured about 11 there).
+		// The XL710 40 GbE host in a Gen2 x4 slot at MTU 1500: 16 ×
+		// 1448/1760 = 13.16 (its owner measured about 11 there).
 		{"gen2 x4 mtu 1500", PCIeLink{GTs: 5, Width: 4}, 1500, v4, 1760, "13.16"},
 		// MPS 128: 12 TLPs, 1514 + 312 = 1826, + 64 + 26: 1916.
 		// 16 × 1448/1916 = 12.09.
@@ -68,8 +68,8 @@ func TestPCIeGoodput(t *testing.T) {
 	}
 }
 
-// TestPCIeGoodputSeed002 checks the model against a measurement: seed 002
-// ran RDMA write, read and send of 1 MiB messages between ConnectX-5s in
+// TestPCIeGoodputRoCEBaseline checks the model against a measurement: the
+// ConnectX-5 RoCE baseline report ran RDMA write, read and send of 1 MiB messages between ConnectX-5s in
 // PCIe 3.0 x8 slots (MPS 256 on that board) and measured 55.87, 55.97 and
 // 55.88 Gbit/s. A ceiling below what was measured would be wrong.
 //
@@ -84,7 +84,7 @@ func TestPCIeGoodput(t *testing.T) {
 // them), so the message size alone crosses the bus. TCP on the same link
 // at MTU 1500 tops out at 51.84 (TestPCIeGoodput): per-packet headers and
 // completions cost RDMA nothing at 1 MiB.
-func TestPCIeGoodputSeed002(t *testing.T) {
+func TestPCIeGoodputRoCEBaseline(t *testing.T) {
 	b := mustPCIe(t, PCIeLink{GTs: 8, Width: 8, MPS: 256})
 	msg := Transfer{Payload: 1 << 20, DMA: 1 << 20, Completions: 1}
 	if got := b.BusBytes(msg); got != 1_155_162 {
@@ -96,7 +96,7 @@ func TestPCIeGoodputSeed002(t *testing.T) {
 	}
 	for _, measured := range []Gbps{55.87, 55.97, 55.88} {
 		if ceiling < measured {
-			t.Errorf("the model's ceiling %s is below seed 002's measured %s", ceiling, measured)
+			t.Errorf("the model's ceiling %s is below the RoCE baseline's measured %s", ceiling, measured)
 		}
 	}
 	if ceiling > b.Effective {

@@ -2,7 +2,8 @@
 // The rule is ours (no prior tool places IRQs by L3 domain and the
 // application's CPUs; docs/architecture.md): a NIC's IRQs go to CPUs of
 // its NUMA node, inside the L3 domain the application runs in, but never on
-// the application's own CPUs. Seed 000: the application on CPU 6 (L3 domain
+// the application's own CPUs. On the 100 GbE home lab whose ConnectX-5
+// trained at x4, the application on CPU 6 (L3 domain
 // 6-11), IRQs on 7-11, gave a steady 98.5 Gbit/s where irqbalance's spread
 // gave 65, 84 or 99 from run to run. Doctor proposes it, tune applies it.
 package placement
@@ -199,7 +200,7 @@ func (pl placer) coreOf(cpu int) []int { return pl.cpu.CoreOf(cpu) }
 // IRQ whose affinity already lies inside cpus stays where it is; each
 // other one, in IRQ-number order, goes to the CPU of cpus that holds the
 // fewest of the NIC's IRQs so far (ties: the lowest CPU). It returns the
-// IRQs that move, with their CPU. Seed 000's host: of 13 IRQs only the
+// IRQs that move, with their CPU. On the x4 home lab's host, of 13 IRQs only the
 // one on CPU 3 leaves 7-11; the others, already there, keep their CPUs,
 // so the change and its revert stay small. No CPUs: nothing moves.
 func Moves(irqs []inventory.IRQ, cpus []int) map[int]int {

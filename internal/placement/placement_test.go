@@ -11,7 +11,8 @@ import (
 
 func ip(v int) *int { return &v }
 
-// ryzen9900x is seed 000's CPU: 12 cores, SMT off, two CCDs.
+// ryzen9900x is the CPU of the 100 GbE home lab whose ConnectX-5
+// trained at x4: 12 cores, SMT off, two CCDs.
 func ryzen9900x() *inventory.CPU {
 	all := cpulist.MustParse("0-11")
 	return &inventory.CPU{Online: all, L3Domains: [][]int{cpulist.MustParse("0-5"), cpulist.MustParse("6-11")},
@@ -45,8 +46,8 @@ func TestPlace(t *testing.T) {
 		irq, app  string
 		noteMatch string
 	}{
-		{"seed 000 with the app on 6", ryzen9900x(), Request{NIC: nicOn(0, 3, 7, 8), AppCPUs: []int{6}}, "7-11", "6", ""},
-		{"seed 000 free: the domain most IRQs use", ryzen9900x(), Request{NIC: nicOn(0, 3, 7, 8)}, "7-11", "6", ""},
+		{"ryzen x4 with the app on 6", ryzen9900x(), Request{NIC: nicOn(0, 3, 7, 8), AppCPUs: []int{6}}, "7-11", "6", ""},
+		{"ryzen x4 free: the domain most IRQs use", ryzen9900x(), Request{NIC: nicOn(0, 3, 7, 8)}, "7-11", "6", ""},
 		{"free, IRQs mostly on CCD 0", ryzen9900x(), Request{NIC: nicOn(0, 1, 2, 9)}, "1-5", "0", ""},
 		{"SMT: the app keeps a whole core", epyc(), Request{NIC: nicOn(1)}, "5-7,13-15", "4,12", ""},
 		{"app on the remote node: locality wins", epyc(), Request{NIC: nicOn(1), AppCPUs: []int{0}}, "5-7,13-15", "4,12", "not on eth0's NUMA node"},
@@ -72,8 +73,8 @@ func TestPlace(t *testing.T) {
 }
 
 // TestMoves: IRQs already on the chosen CPUs stay; the others go to the
-// least loaded CPU, lowest first (the walkthrough's D3: seed 000's plan
-// moved 13 IRQs where one was misplaced).
+// least loaded CPU, lowest first (the x4 home lab's first plan moved 13
+// IRQs where one was misplaced).
 func TestMoves(t *testing.T) {
 	irqs := []inventory.IRQ{
 		{IRQ: 119, Affinity: []int{7}}, {IRQ: 99, Affinity: []int{7}}, {IRQ: 109, Affinity: []int{8}},

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// thousandRuns is the seed 000 hosts with a --repeat 1000 campaign in three
+// thousandRuns is the home lab's hosts with a --repeat 1000 campaign in three
 // buckets, a tune and the runs after it: 1,000 runs of 10 intervals with
 // per-CPU samples of both 12-CPU hosts.
 func thousandRuns(tb testing.TB) Dataset {

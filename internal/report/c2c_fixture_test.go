@@ -6,11 +6,11 @@ import (
 	"github.com/linerate/linerate/internal/c2c"
 )
 
-// seed000Matrix is the lower half of the matrix seed 000's author measured
-// on vulture (Ryzen 9 9900X) with core-to-core-latency: one way, ns, CPUs
+// ryzenX4Matrix is the lower half of the matrix the 100 GbE home lab's
+// owner measured on vulture (Ryzen 9 9900X) with core-to-core-latency: one way, ns, CPUs
 // 0-11, the mean of 300 samples of 1000 round trips per pair (that tool
 // prints means).
-var seed000Matrix = [][]float64{
+var ryzenX4Matrix = [][]float64{
 	{},
 	{19},
 	{19, 20},
@@ -25,10 +25,10 @@ var seed000Matrix = [][]float64{
 	{215, 216, 214, 217, 211, 214, 23, 21, 20, 23, 23},
 }
 
-// seed000C2C is that matrix as a linerate.c2c/v1 result, judged against
+// ryzenX4C2C is that matrix as a linerate.c2c/v1 result, judged against
 // vulture's L3 domains.
-func seed000C2C(l3 [][]int) c2c.Result {
-	n := len(seed000Matrix)
+func ryzenX4C2C(l3 [][]int) c2c.Result {
+	n := len(ryzenX4Matrix)
 	r := c2c.Result{Schema: c2c.Schema, Host: "vulture", CPUModel: "AMD Ryzen 9 9900X 12-Core Processor",
 		MeasuredAt: time.Date(2025, 1, 20, 12, 0, 0, 0, time.UTC), Mode: c2c.ModeAll,
 		Pairs: n * (n - 1) / 2, RoundTrips: 1000, Samples: 300,
@@ -38,7 +38,7 @@ func seed000C2C(l3 [][]int) c2c.Result {
 		r.CPUs = append(r.CPUs, i)
 		r.MatrixNs[i] = make([]*float64, n)
 	}
-	for i, row := range seed000Matrix {
+	for i, row := range ryzenX4Matrix {
 		for j, v := range row {
 			r.MatrixNs[i][j], r.MatrixNs[j][i] = &v, &v
 		}

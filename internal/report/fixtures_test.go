@@ -31,7 +31,7 @@ func TestWriteFixtures(t *testing.T) {
 		// CI: only rewrites the recorded datasets when asked; the tests read them.
 		t.Skip("run with -fixtures to rewrite the recorded datasets")
 	}
-	for name, ds := range map[string]Dataset{"seed000": seed000(t), "seed002": seed002(t)} {
+	for name, ds := range map[string]Dataset{"seed000": homeLab(t), "seed002": roceBaseline(t)} {
 		b, err := json.Marshal(ds)
 		if err != nil {
 			t.Fatal(err)
@@ -89,7 +89,8 @@ func diagnose(t testing.TB, h *hosttree.Host) doctor.Report {
 	return out
 }
 
-// reseated is seed 000's crow after its author pressed the card home: the
+// reseated is crow, the 100 GbE home lab's host whose ConnectX-5 trained
+// at x4, after its owner pressed the card home: the
 // same host, its ConnectX-5 trained at x16, the NIC cooled to 45 °C by the
 // fan tied to its heatsink.
 func reseated(hostname string) *hosttree.Host {
@@ -105,7 +106,7 @@ func reseated(hostname string) *hosttree.Host {
 	return h
 }
 
-// Seed 000's iperf3 per-second rates (Gbit/s) and retransmits, verbatim:
+// The home lab's iperf3 per-second rates (Gbit/s) and retransmits, verbatim:
 // the worst, better and best runs, and 40 s of the run pinned with -A 6,6
 // after the IRQs were moved to CPUs 7-11.
 var (
@@ -275,10 +276,11 @@ func bucketOf(name, why string, runs []Run) Bucket {
 	return Bucket{Name: name, RunIDs: ids, MedianGbps: median(vals), Why: why}
 }
 
-// seed000 is the story of seed 000 after the card was reseated: nine
+// homeLab is the story of the 100 GbE home lab after the card was
+// reseated (the fixture "seed000"): nine
 // iperf3 runs in three buckets, a tune on vulture, five pinned runs and a
 // stream sweep.
-func seed000(t testing.TB) Dataset {
+func homeLab(t testing.TB) Dataset {
 	crow, vulture := diagnose(t, reseated("crow")), diagnose(t, reseated("vulture"))
 	irqBefore := []int{3, 7, 8, 9, 10, 11}
 	irqAfter := []int{7, 8, 9, 10, 11}
@@ -388,21 +390,21 @@ func seed000(t testing.TB) Dataset {
 	runs := append(append(all, pinned...), sweepRuns...)
 	return Dataset{
 		Title: "100 GbE lab: crow → vulture, ConnectX-5 at x16",
-		Synthetic: "Hosts are test trees modelled on seed 000 (crow after its card was reseated at x16; vulture a copy of it). " +
-			"The runs are synthetic: their per-second rates and retransmits are the iperf3 output published in seed 000, the per-CPU samples are invented to match what its author saw in htop and /proc/interrupts. " +
-			"The core-to-core matrix is the one seed 000's author measured on vulture with core-to-core-latency (means, not medians).",
+		Synthetic: "Hosts are test trees modelled on the 100 GbE home lab whose ConnectX-5 trained at x4 (crow after its card was reseated at x16; vulture a copy of it). " +
+			"The runs are synthetic: their per-second rates and retransmits are the iperf3 output its owner published, the per-CPU samples are invented to match what its owner saw in htop and /proc/interrupts. " +
+			"The core-to-core matrix is the one its owner measured on vulture with core-to-core-latency (means, not medians).",
 		Hosts:     []doctor.Report{crow, vulture},
 		Runs:      runs,
 		Campaigns: []Campaign{baseline, pinnedC, sweep},
 		Tunes:     []TuneJournal{vultureTune()},
-		C2C:       []c2c.Result{seed000C2C(vulture.CPU.L3Domains)},
+		C2C:       []c2c.Result{ryzenX4C2C(vulture.CPU.L3Domains)},
 		Tools:     []Tool{{"iperf3", "3.16 (cJSON 1.7.15)"}},
 		Linerate:  "dev",
 	}
 }
 
 // vultureTune is the journal of `linerate tune --iface enp1s0f0np0
-// --app-cpus 6 --apply` on vulture: what seed 000's author did by hand
+// --app-cpus 6 --apply` on vulture: what the home lab's owner did by hand
 // with mlnx-tools and sysctl, recorded as changes.
 func vultureTune() TuneJournal {
 	j := TuneJournal{ID: "vulture-1", Host: "vulture", Profile: "throughput", Applied: "2025-01-18T20:12:00Z"}
@@ -426,9 +428,10 @@ func vultureTune() TuneJournal {
 	return j
 }
 
-// seed002 is seed 002's baseline: doctor of the x8 host and the perftest
+// roceBaseline is the ConnectX-5 RoCE baseline report (the fixture
+// "seed002"): doctor of the x8 host and the perftest
 // numbers the lab published.
-func seed002(t testing.TB) Dataset {
+func roceBaseline(t testing.TB) Dataset {
 	host := diagnose(t, hosttree.Ryzen7950XCX5x8RoCE())
 	bw := func(test string, peak, avg, rate float64) PerftestResult {
 		return PerftestResult{Test: test, Host: "mark1amd", Device: "rocep5s0", SizeBytes: 1048576, Iterations: 5000,
@@ -448,13 +451,13 @@ func seed002(t testing.TB) Dataset {
 		lat("ib_write_lat", Latency{MinUs: 0.93, MaxUs: 3.52, TypicalUs: 0.99, AvgUs: 1.00, P99Us: 1.15, P999Us: 1.40}),
 		lat("ib_send_lat", Latency{MinUs: 0.89, MaxUs: 5.14, TypicalUs: 0.92, AvgUs: 0.92, P99Us: 0.95, P999Us: 1.40}),
 	}
-	// The warning every test printed on the lab's hosts (seed 002).
+	// The warning every test printed on the lab's hosts (in the report).
 	for i := range perf {
 		perf[i].Warnings = []string{"Conflicting CPU frequency values detected: 5529.980000 != 600.000000. CPU Frequency is not max."}
 	}
 	return Dataset{
 		Title:     "ConnectX-5 performance baseline, Mark 1 lab",
-		Synthetic: "The host is a test tree modelled on seed 002's mark1nvidia; the perftest numbers are those seed 002 published.",
+		Synthetic: "The host is a test tree modelled on mark1nvidia of the ConnectX-5 RoCE baseline report; the perftest numbers are those the report published.",
 		Hosts:     []doctor.Report{host},
 		Perftest:  perf,
 		Tools:     []Tool{{"perftest", "39.0-1"}},

@@ -71,8 +71,8 @@ func placementText(p result.Placement) string {
 	return fmt.Sprintf("%s → %s", cpus(p.Client), cpus(p.Server))
 }
 
-// latencyTable lists each run's distribution in the order of seed 002's
-// table (min, typical, average, p99, p99.9) with the rest beside it.
+// latencyTable lists each run's distribution in the order of the table of
+// the ConnectX-5 RoCE baseline report (min, typical, average, p99, p99.9) with the rest beside it.
 func latencyTable(runs []*Run) *table {
 	t := &table{ID: "latency-table", Caption: "Round-trip time, µs",
 		Head: []string{"Run", "Engine", "Protocol, size", "CPUs client → server", "Samples", "Min", "Typical (p50)", "Average", "p90", "p99", "p99.9", "p99.99", "Max", "Stdev", "Dropped"},

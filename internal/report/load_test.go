@@ -227,7 +227,7 @@ func rawDoc(t testing.TB, b []byte) any {
 	return v
 }
 
-// TestReportLoadNumbersMatchDatabase stores seed 000's runs, campaigns,
+// TestReportLoadNumbersMatchDatabase stores the home lab's runs, campaigns,
 // hosts and tune, loads them back, writes the report, and checks every
 // number taken from the database — each run's Gbit/s, each campaign
 // point's median, range and interval, the NIC and PCIe figures and the

@@ -26,7 +26,7 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// TestChromiumRender renders the seed 000 report in headless Chromium,
+// TestChromiumRender renders the home lab's report in headless Chromium,
 // light, dark and as printed, and fails on any console message, exception or error
 // log entry. With -update it writes docs/img/report-seed000.png and
 // docs/img/report-seed000-dark.png (the top of the page, as the README

@@ -216,7 +216,7 @@ func TestNumbersMatchData(t *testing.T) {
 				t.Errorf("%s: peak %s average %s, JSON %v %v", row[0], row[4], row[5], at(t, r, "peak_gbps"), at(t, r, "average_gbps"))
 			}
 		}
-		// Seed 002 wrote 62.5; the arithmetic done right is 63.02.
+		// The RoCE baseline report wrote 62.5; the arithmetic done right is 63.02.
 		if !bytes.Contains(page, []byte("8.0 GT/s × 8 lanes × 128/130 = 63.02 Gbit/s raw")) {
 			t.Error("the PCIe arithmetic for 8.0 GT/s x8 is not 63.02 Gbit/s raw")
 		}
