@@ -84,6 +84,11 @@ func (ss *session) request(typ string, body []byte) error {
 	if err := req.validate(ss.srv.maxDuration()); err != nil {
 		return err
 	}
+	if req.Congestion != "" {
+		if err := engine.CheckCongestion(req.Congestion); err != nil {
+			return err
+		}
+	}
 	for _, c := range req.ServerCPUs {
 		if len(ss.host.CPUs) > 0 && !cpulist.Contains(ss.host.CPUs, c) {
 			return fmt.Errorf("server CPU %d is not available to the agent (it may use %s)", c, cpulist.Format(ss.host.CPUs))

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"slices"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -32,8 +35,11 @@ func (o SockOpts) Apply(fd int) error {
 		}
 	}
 	if o.Congestion != "" {
+		if err := congestionLoaded(availableCongestionPath, o.Congestion); err != nil {
+			return err
+		}
 		if err := unix.SetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, o.Congestion); err != nil {
-			return fmt.Errorf("congestion control %q: %w (is it in net.ipv4.tcp_allowed_congestion_control? try 'modprobe tcp_%s')", o.Congestion, err, o.Congestion)
+			return fmt.Errorf("congestion control %q: %w (is it in net.ipv4.tcp_allowed_congestion_control?)", o.Congestion, err)
 		}
 	}
 	if o.Pacing > 0 {
@@ -47,6 +53,35 @@ func (o SockOpts) Apply(fd int) error {
 		}
 	}
 	return nil
+}
+
+// availableCongestionPath lists the congestion controls the kernel has
+// registered (built in or loaded).
+const availableCongestionPath = "/proc/sys/net/ipv4/tcp_available_congestion_control"
+
+// CheckCongestion refuses a congestion control this host's kernel has not
+// registered (congestionLoaded): the agent checks a request with it before
+// it accepts the test.
+func CheckCongestion(name string) error {
+	return congestionLoaded(availableCongestionPath, name)
+}
+
+// congestionLoaded refuses a congestion control the kernel has not
+// registered. With CAP_NET_ADMIN, TCP_CONGESTION of an unknown name makes
+// the kernel load the module tcp_NAME: a peer that chooses the name (a
+// client asking the agent for a test) would pick which module a root
+// process loads into the kernel. Only what is already there is used.
+func congestionLoaded(list, name string) error {
+	b, err := os.ReadFile(list)
+	if err != nil {
+		return fmt.Errorf("congestion control %q: reading the kernel's list: %w", name, err)
+	}
+	have := strings.Fields(string(b))
+	if slices.Contains(have, name) {
+		return nil
+	}
+	return fmt.Errorf("congestion control %q is not loaded on this host (net.ipv4.tcp_available_congestion_control: %s): load it first with 'modprobe tcp_%s' (linerate does not make the kernel load modules)",
+		name, strings.Join(have, " "), name)
 }
 
 // Control adapts Apply to net.Dialer.Control.
