@@ -224,6 +224,7 @@ func (c *client) measure(ctx context.Context, streams []*engine.Stream) (*result
 	c.side.WatchForeign(c.fs)
 	c.emit(result.Event{Event: "start", Data: &c.res.Start})
 	rd := newReader(c.ctrl, c.p)
+	defer rd.close()
 	c.nic = nicstats.Begin(c.counterIface())
 	c.side.Begin()
 	w := newStallWatch(c.route, c.side)
@@ -361,17 +362,40 @@ type reader struct {
 	endc    chan *endMsg
 	errc    chan error
 	n       int // the test's connections
+	// most is how many samples the test can have: its intervals and the
+	// shorter last one. An agent that sends more breaks the protocol.
+	most int
+	quit chan struct{} // closed when the client takes no more samples
+	done chan struct{} // closed when loop has returned
 }
 
 func newReader(c *conn, p engine.Params) *reader {
 	r := &reader{c: c, samples: map[int]*engine.Sample{}, late: map[int]*engine.Sample{}, ivc: make(chan *engine.Sample, 64),
-		endc: make(chan *endMsg, 1), errc: make(chan error, 1), n: p.Connections()}
+		endc: make(chan *endMsg, 1), errc: make(chan error, 1), n: p.Connections(), most: expectedSamples(p),
+		quit: make(chan struct{}), done: make(chan struct{})}
 	limit := p.Omit + p.Duration + 2*endGrace + setupTimeout
 	go r.loop(time.Now().Add(limit))
 	return r
 }
 
+// expectedSamples is how many interval samples a test p can have.
+func expectedSamples(p engine.Params) int {
+	if p.Interval <= 0 {
+		return maxIntervals + 2
+	}
+	return int(min(int64((p.Omit+p.Duration)/p.Interval)+2, maxIntervals+2))
+}
+
+// close stops the reader: a sample it holds is dropped, and the goroutine
+// ends even if the agent goes on sending (on a relaying agent, one such
+// goroutine per relay would otherwise stay blocked forever).
+func (r *reader) close() {
+	close(r.quit)
+}
+
 func (r *reader) loop(deadline time.Time) {
+	defer close(r.done)
+	got := 0
 	for {
 		typ, body, err := r.c.recv(time.Until(deadline))
 		if err != nil {
@@ -380,11 +404,19 @@ func (r *reader) loop(deadline time.Time) {
 		}
 		if typ == msgInterval {
 			m, err := decode(typ, body, msgInterval, func(m *intervalMsg) error { return m.check(r.n) })
+			if err == nil && got >= r.most {
+				err = fmt.Errorf("%w: more than the %d interval samples the test can have", errBadMessage, r.most)
+			}
 			if err != nil {
 				r.errc <- err
 				return
 			}
-			r.ivc <- &m.Sample
+			got++
+			select {
+			case r.ivc <- &m.Sample:
+			case <-r.quit:
+				return
+			}
 			continue
 		}
 		m, err := decode(typ, body, msgEnd, func(m *endMsg) error { return m.check(r.n) })

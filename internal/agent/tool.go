@@ -238,12 +238,21 @@ func StartTool(ctx context.Context, cfg ToolConfig) (*ToolSession, error) {
 		}
 		return nil, fmt.Errorf("starting the tool server on the agent: %w", err)
 	}
-	go ts.read(cfg.Duration + toolGrace + setupTimeout)
+	limit := cfg.Duration + toolGrace + setupTimeout
+	go ts.read(limit, toolSamples(limit, cfg.Interval))
 	return ts, nil
 }
 
-// read collects the agent's samples until its tool_end.
-func (ts *ToolSession) read(limit time.Duration) {
+// toolSamples is how many samples a session read for limit, sampled every
+// interval, can hold: the agent samples until the session's deadline, so
+// more is an agent that breaks the protocol, and is not kept.
+func toolSamples(limit, interval time.Duration) int {
+	return int(min(int64(limit/max(interval, MinInterval))+2, maxIntervals+2))
+}
+
+// read collects the agent's samples until its tool_end, at most most of
+// them.
+func (ts *ToolSession) read(limit time.Duration, most int) {
 	defer close(ts.done)
 	deadline := time.Now().Add(limit)
 	for {
@@ -259,8 +268,15 @@ func (ts *ToolSession) read(limit time.Duration) {
 				return
 			}
 			ts.mu.Lock()
-			ts.samples = append(ts.samples, telemetry.Sample{PerCPU: s.CPU, Total: s.Total})
+			full := len(ts.samples) >= most
+			if !full {
+				ts.samples = append(ts.samples, telemetry.Sample{PerCPU: s.CPU, Total: s.Total})
+			}
 			ts.mu.Unlock()
+			if full {
+				ts.finish(nil, fmt.Errorf("%w: more than the %d samples the session can have", errBadMessage, most))
+				return
+			}
 			continue
 		}
 		ts.finish(decode(typ, body, msgToolEnd, (*toolEndMsg).check))
