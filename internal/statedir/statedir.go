@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -31,18 +32,66 @@ func Dir() string {
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
-		return filepath.Join(os.TempDir(), fmt.Sprintf("linerate-%d", os.Geteuid()))
+		return TempFallback()
 	}
 	return filepath.Join(home, ".local", "state", "linerate")
+}
+
+// TempFallback is where state goes when the user has no home directory:
+// /tmp/linerate-UID. Its name is predictable, so anyone may have made it
+// first: MkdirAll checks it before anything goes in.
+func TempFallback() string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("linerate-%d", os.Geteuid()))
 }
 
 // Sub returns Dir()/name, creating it (mode 0700) if needed.
 func Sub(name string) (string, error) {
 	d := filepath.Join(Dir(), name)
-	if err := os.MkdirAll(d, 0o700); err != nil {
-		return "", fmt.Errorf("creating state directory %s: %w (set LINERATE_STATE_DIR to a writable directory)", d, err)
+	if err := MkdirAll(d); err != nil {
+		return "", err
 	}
 	return d, nil
+}
+
+// MkdirAll creates dir and its parents (mode 0700) if needed. When dir is
+// in TempFallback, that directory must be the user's own, a real
+// directory (not a link) that no one else can enter: one another user made
+// in /tmp beforehand would otherwise silently hold the user's state.
+func MkdirAll(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating state directory %s: %w (set LINERATE_STATE_DIR to a writable directory)", dir, err)
+	}
+	fb := TempFallback()
+	if rel, err := filepath.Rel(fb, dir); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return nil
+	}
+	return checkFallback(fb)
+}
+
+// checkFallback checks the /tmp fallback directory: a directory, not a
+// symbolic link, owned by the user, with no permission for anyone else.
+func checkFallback(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("checking state directory %s: %w", dir, err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0 || !fi.IsDir():
+		return fmt.Errorf("%s is not a directory but a %s: someone may have planted it; remove it, or set LINERATE_STATE_DIR to a directory of your own", dir, fi.Mode().Type())
+	case !ok || int(st.Uid) != euid():
+		return fmt.Errorf("%s belongs to uid %d, not you (uid %d): someone else made it first; remove it, or set LINERATE_STATE_DIR to a directory of your own", dir, ownerOf(st), euid())
+	case fi.Mode().Perm()&0o077 != 0:
+		return fmt.Errorf("%s has mode %04o: others may enter it; run chmod 700 %s, or set LINERATE_STATE_DIR to a directory of your own", dir, fi.Mode().Perm(), dir)
+	}
+	return nil
+}
+
+func ownerOf(st *syscall.Stat_t) int {
+	if st == nil {
+		return -1
+	}
+	return int(st.Uid)
 }
 
 // euid is the effective user ID Private checks owners against; tests set

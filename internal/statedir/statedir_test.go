@@ -111,3 +111,59 @@ func TestPrivate(t *testing.T) {
 		t.Errorf("a file: %v", err)
 	}
 }
+
+// TestTempFallback: the /tmp/linerate-UID fallback is used only when it
+// is the user's own private directory. Another user who made it first
+// (here: a directory owned by uid 4242, a link, a mode open to others)
+// gets a refusal naming it, not the user's state.
+func TestTempFallback(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	fb := TempFallback()
+	if filepath.Dir(fb) != tmp {
+		t.Fatalf("fallback %s is not in TMPDIR %s", fb, tmp)
+	}
+	// Fresh: made private, accepted.
+	if err := MkdirAll(filepath.Join(fb, "tune")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(fb); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("fallback made as %v, %v", fi, err)
+	}
+	// Another user's directory, made beforehand.
+	os.RemoveAll(fb)
+	os.Mkdir(fb, 0o700)
+	if os.Geteuid() == 0 {
+		os.Chown(fb, 4242, 4242)
+	} else {
+		old := euid
+		euid = func() int { return 4242 }
+		t.Cleanup(func() { euid = old })
+	}
+	err := MkdirAll(filepath.Join(fb, "tune"))
+	if err == nil || !strings.Contains(err.Error(), "someone else made it first") || !strings.Contains(err.Error(), fb) {
+		t.Errorf("a fallback of uid 4242: %v", err)
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("not one line: %q", err)
+	}
+	os.RemoveAll(fb)
+	euid = os.Geteuid
+	// Ours, but open to others.
+	os.Mkdir(fb, 0o777)
+	os.Chmod(fb, 0o777)
+	if err := MkdirAll(fb); err == nil || !strings.Contains(err.Error(), "mode 0777") {
+		t.Errorf("a fallback of mode 777: %v", err)
+	}
+	os.RemoveAll(fb)
+	// A link to a directory elsewhere.
+	elsewhere := t.TempDir()
+	os.Symlink(elsewhere, fb)
+	if err := MkdirAll(filepath.Join(fb, "x")); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("a fallback that is a link: %v", err)
+	}
+	// Outside the fallback, nothing is checked beyond creating it.
+	if err := MkdirAll(filepath.Join(t.TempDir(), "a", "b")); err != nil {
+		t.Errorf("an ordinary directory: %v", err)
+	}
+}

@@ -31,6 +31,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+
+	"github.com/linerate/linerate/internal/statedir"
 )
 
 // FileName is the database's file name inside its directory.
@@ -64,7 +66,7 @@ func DefaultPath() string {
 	if home, err := os.UserHomeDir(); err == nil {
 		return filepath.Join(home, ".local", "share", "linerate", FileName)
 	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("linerate-%d", os.Geteuid()), FileName)
+	return filepath.Join(statedir.TempFallback(), FileName)
 }
 
 // Open opens the database at path, creating it and its directory (mode
@@ -74,8 +76,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if path == "" {
 		path = DefaultPath()
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("creating the results directory: %w (use --db PATH to put the database elsewhere)", err)
+	if err := statedir.MkdirAll(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("the results directory: %w (or use --db PATH to put the database elsewhere)", err)
 	}
 	db, err := sql.Open("sqlite", dsn(path))
 	if err != nil {
