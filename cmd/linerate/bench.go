@@ -433,7 +433,7 @@ func benchToken(file string) ([]byte, error) {
 	if v, ok := os.LookupEnv(agent.TokenEnv); ok {
 		return agent.CheckToken([]byte(v))
 	}
-	return nil, fmt.Errorf("no token: pass --token-file FILE or set %s (the agent printed its token when it started)", agent.TokenEnv)
+	return nil, fmt.Errorf("no token: pass --token-file FILE or set %s, with the token the agent was started with (its --token-file; make one with 'linerate serve --new-token-file FILE')", agent.TokenEnv)
 }
 
 // parseSize reads a number with an optional K, M, G or T multiplier.

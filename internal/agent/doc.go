@@ -43,7 +43,7 @@
 // # Connection budget
 //
 // Before a connection has authenticated (or shown its data preamble) it
-// is pending (gate.go): 3 s in all to get there, at most 2112 pending per
+// is pending (gate.go): 3 s in all to get there, at most 1088 pending per
 // source address and 4096 in all, and at a cap the pending connection that
 // has waited longest with nothing sent is closed to make room rather than
 // the newcomer refused. Refusals are logged once per address and kind and
