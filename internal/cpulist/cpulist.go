@@ -22,32 +22,58 @@ const MaxCPU = 8191
 // ErrSyntax reports a list or mask that does not follow the kernel's notation.
 var ErrSyntax = errors.New("invalid CPU list")
 
+// MaxListLen bounds the text Parse reads. sysfs serves a list in one
+// page; the longest list of MaxCPU+1 CPUs ("0,2,4,…,8190") is 20 KB.
+const MaxListLen = 64 << 10
+
+// maxExpand bounds the CPUs Parse expands, repeats included, over a whole
+// list: a list the kernel writes names each CPU once, MaxCPU+1 at most.
+// Without it "0-8191,0-8191,…" costs 8192 steps per 7 bytes.
+const maxExpand = 4 * (MaxCPU + 1)
+
 // Parse reads a CPU list such as "0-3,8,10-11" or "0-15:2" (range with a
 // stride, as taskset and isolcpus accept). Whitespace around the list and
 // its items is ignored; an empty list gives an empty, non-nil slice. The
-// result is sorted and free of duplicates.
+// result is sorted and free of duplicates. A list longer than MaxListLen,
+// or whose ranges together name more than four times MaxCPU+1 CPUs, is
+// refused: both bound the work one list costs.
 func Parse(s string) ([]int, error) {
 	s = strings.TrimSpace(s)
 	cpus := []int{}
 	if s == "" {
 		return cpus, nil
 	}
-	seen := make(map[int]bool)
+	if len(s) > MaxListLen {
+		return nil, fmt.Errorf("%w: a list of %d bytes is longer than the %d bytes any CPU list needs", ErrSyntax, len(s), MaxListLen)
+	}
+	var seen [(MaxCPU + 64) / 64]uint64
+	budget := maxExpand
 	for item := range strings.SplitSeq(s, ",") {
 		item = strings.TrimSpace(item)
 		lo, hi, stride, err := parseItem(item)
 		if err != nil {
-			return nil, fmt.Errorf("%w %q: %v", ErrSyntax, s, err)
+			return nil, fmt.Errorf("%w %q: %v", ErrSyntax, short(s), err)
+		}
+		if budget -= (hi-lo)/stride + 1; budget < 0 {
+			return nil, fmt.Errorf("%w: the list's ranges name more than %d CPUs, repeats included (a list the kernel writes names each CPU once)", ErrSyntax, maxExpand)
 		}
 		for c := lo; c <= hi; c += stride {
-			if !seen[c] {
-				seen[c] = true
+			if seen[c/64]&(1<<(c%64)) == 0 {
+				seen[c/64] |= 1 << (c % 64)
 				cpus = append(cpus, c)
 			}
 		}
 	}
 	slices.Sort(cpus)
 	return cpus, nil
+}
+
+// short cuts a long list down for an error message.
+func short(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
 }
 
 // MustParse is Parse for constant lists in tests and tables; it panics on

@@ -3,7 +3,11 @@ package cpulist
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/linerate/linerate/internal/testbin"
 )
 
 func TestParse(t *testing.T) {
@@ -105,11 +109,17 @@ func TestSetOps(t *testing.T) {
 // FuzzParse checks that any input either fails cleanly or round-trips
 // through Format to the same set, within the CPU bound.
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"0-3,8,10-11", "", "0-7:2", "8191", "0-4294967295", "1,,2", " 5 "} {
+	for _, s := range []string{"0-3,8,10-11", "", "0-7:2", "8191", "0-4294967295", "1,,2", " 5 ", strings.Repeat("0-8191,", 9000)} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		cpus, err := Parse(s)
+		var cpus []int
+		var err error
+		// A work budget, in the parsing thread's CPU time: the hostile
+		// lists of 64 KiB once cost half a second each.
+		if cpu := testbin.ThreadCPU(func() { cpus, err = Parse(s) }); cpu > 50*time.Millisecond {
+			t.Fatalf("Parse of %d bytes took %v of CPU", len(s), cpu)
+		}
 		if err != nil {
 			return
 		}
@@ -156,4 +166,38 @@ func TestPhrase(t *testing.T) {
 			t.Errorf("%v: %q, want %q", tt.cpus, got, tt.want)
 		}
 	}
+}
+
+// TestParseWorkBounded: a list that names the same CPUs over and over
+// ("0-8191" repeated, 7 bytes for 8192 steps) is refused once its ranges
+// pass four times the CPUs a host can have, and a longer text than any
+// CPU list needs is refused unread; the kernel's own longest lists pass.
+func TestParseWorkBounded(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		s    string
+		ok   bool
+	}{
+		{"every CPU", "0-8191", true},
+		{"every other CPU", Format(evens()), true},
+		{"four times over", "0-8191,0-8191,0-8191,0-8191", true},
+		{"five times over", "0-8191,0-8191,0-8191,0-8191,0", false},
+		{"64 KiB of repeats", strings.TrimSuffix(strings.Repeat("0-8191,", MaxListLen/7), ","), false},
+		{"over 64 KiB", strings.Repeat("1,", MaxListLen/2+1), false},
+	} {
+		var err error
+		cpu := testbin.ThreadCPU(func() { _, err = Parse(c.s) })
+		if (err == nil) != c.ok || err != nil && !errors.Is(err, ErrSyntax) {
+			t.Errorf("%s: %v", c.name, err)
+		}
+		t.Logf("%s (%d bytes): %v of CPU", c.name, len(c.s), cpu)
+	}
+}
+
+func evens() []int {
+	var out []int
+	for c := 0; c <= MaxCPU; c += 2 {
+		out = append(out, c)
+	}
+	return out
 }

@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -37,6 +38,21 @@ const MaxFileSize = 1 << 20
 // ErrTooLarge reports a file larger than the bound its reader allows.
 var ErrTooLarge = errors.New("file larger than the allowed bound")
 
+// MaxCPUListSize bounds a CPU list file (ReadCPUList). sysfs serves an
+// attribute in one page; 64 KiB is sixteen of them, and more than the
+// longest list 8192 CPUs can need ("0,2,4,…,8190" is 20 KB).
+const MaxCPUListSize = 64 << 10
+
+// MaxTreeRead bounds the bytes one FS reads from a captured tree over its
+// life. A snapshot holds at most 256 MiB of files and doctor reads each
+// about once; a tree whose links send every reader to one large file
+// would otherwise cost work without end for a few kilobytes of archive.
+const MaxTreeRead = 1 << 30
+
+// ErrReadBudget reports a captured tree that made its FS read more than
+// MaxTreeRead bytes.
+var ErrReadBudget = fmt.Errorf("the captured tree made linerate read more than %d MiB, its budget for one tree (links sending many readers to the same large file?)", MaxTreeRead>>20)
+
 // ErrParse reports a value that does not follow the kernel's format.
 var ErrParse = errors.New("unexpected value")
 
@@ -50,6 +66,25 @@ type FS struct {
 	rootFD   int
 	rootErr  error
 	closeMux sync.Mutex
+
+	// Below a captured tree: the bytes read so far (MaxTreeRead), and the
+	// CPU lists parsed, by file, so that however many links lead to one
+	// list it is parsed once.
+	spent  atomic.Int64
+	limit  int64 // MaxTreeRead when 0; tests lower it
+	listMu sync.Mutex
+	lists  map[fileID]cpuListRead
+}
+
+// fileID names a file by device and inode, whatever path reached it.
+type fileID struct{ dev, ino uint64 }
+
+// cpuListRead is a CPU list file as ReadCPUList read it: the CPUs, or the
+// error of reading or parsing it, without the path (each caller's path
+// goes into its own error).
+type cpuListRead struct {
+	cpus []int
+	err  error
 }
 
 // Live returns an FS over the running host's "/".
@@ -117,13 +152,16 @@ func clean(rel string) string {
 
 // ReadFile reads a whole file of at most MaxFileSize bytes.
 func (fs *FS) ReadFile(rel string) ([]byte, error) {
-	rel = clean(rel)
+	return fs.readFile(clean(rel), MaxFileSize)
+}
+
+func (fs *FS) readFile(rel string, limit int) ([]byte, error) {
 	f, err := fs.open(rel)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := readBounded(f, MaxFileSize)
+	data, err := fs.readAll(f, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -131,6 +169,42 @@ func (fs *FS) ReadFile(rel string) ([]byte, error) {
 		fs.rec.file(fs.canonical(rel), data)
 	}
 	return data, nil
+}
+
+// readAll reads f whole (readBounded), counting what it read against a
+// captured tree's budget.
+func (fs *FS) readAll(f *os.File, limit int) ([]byte, error) {
+	if err := fs.budget(0); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", f.Name(), err)
+	}
+	data, err := readBounded(f, limit)
+	n := len(data)
+	if errors.Is(err, ErrTooLarge) {
+		n = limit
+	}
+	if berr := fs.budget(n); berr != nil && err == nil {
+		err = fmt.Errorf("reading %s: %w", f.Name(), berr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// budget counts n bytes read against a captured tree's MaxTreeRead and
+// fails once it is spent; the live host has no such budget.
+func (fs *FS) budget(n int) error {
+	if fs.IsLive() {
+		return nil
+	}
+	limit := fs.limit
+	if limit == 0 {
+		limit = MaxTreeRead
+	}
+	if fs.spent.Add(int64(n)) > limit {
+		return ErrReadBudget
+	}
+	return nil
 }
 
 // readBounded reads until EOF or until more than limit bytes arrived.
@@ -181,17 +255,68 @@ func (fs *FS) ReadInt(rel string) (int64, error) {
 	return v, nil
 }
 
-// ReadCPUList reads a file in the kernel's CPU list notation.
+// ReadCPUList reads a file in the kernel's CPU list notation, of at most
+// MaxCPUListSize bytes. Below a captured tree each file is read and parsed
+// once, however many paths (links) lead to it: the same list behind ten
+// thousand IRQs' affinity links costs one parse.
 func (fs *FS) ReadCPUList(rel string) ([]int, error) {
-	s, err := fs.ReadString(rel)
+	rel = clean(rel)
+	if fs.IsLive() {
+		b, err := fs.readFile(rel, MaxCPUListSize)
+		if err != nil {
+			return nil, err
+		}
+		return fs.parseCPUList(rel, parseList(b))
+	}
+	f, err := fs.open(rel)
 	if err != nil {
 		return nil, err
 	}
-	cpus, err := cpulist.Parse(s)
-	if err != nil {
-		return nil, fmt.Errorf("%w in %s: %v", ErrParse, fs.Display(rel), err)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", fs.Display(rel), err)
 	}
-	return cpus, nil
+	id := fileID{dev: st.Dev, ino: st.Ino}
+	fs.listMu.Lock()
+	r, seen := fs.lists[id]
+	fs.listMu.Unlock()
+	if !seen {
+		b, err := fs.readAll(f, MaxCPUListSize)
+		if err != nil {
+			r = cpuListRead{err: err}
+		} else {
+			r = parseList(b)
+		}
+		fs.listMu.Lock()
+		if fs.lists == nil {
+			fs.lists = map[fileID]cpuListRead{}
+		}
+		fs.lists[id] = r
+		fs.listMu.Unlock()
+		if err == nil && fs.rec != nil {
+			fs.rec.file(fs.canonical(rel), b)
+		}
+	}
+	if r.err != nil && !errors.Is(r.err, cpulist.ErrSyntax) {
+		return nil, r.err
+	}
+	return fs.parseCPUList(rel, r)
+}
+
+// parseList parses a CPU list file's bytes.
+func parseList(b []byte) cpuListRead {
+	cpus, err := cpulist.Parse(strings.TrimSpace(string(b)))
+	return cpuListRead{cpus: cpus, err: err}
+}
+
+// parseCPUList returns a parsed list to a caller: its own copy, or the
+// parse error naming the caller's path.
+func (fs *FS) parseCPUList(rel string, r cpuListRead) ([]int, error) {
+	if r.err != nil {
+		return nil, fmt.Errorf("%w in %s: %v", ErrParse, fs.Display(rel), r.err)
+	}
+	return slices.Clone(r.cpus), nil
 }
 
 func short(s string) string {

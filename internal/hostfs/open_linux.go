@@ -16,7 +16,52 @@ import (
 const maxLinks = 40
 
 func (fs *FS) open(rel string) (*os.File, error) {
-	return fs.openFlags(rel, unix.O_RDONLY)
+	return fs.openRegular(rel, unix.O_RDONLY)
+}
+
+// ErrNotRegular reports a file of a captured tree that is not a regular
+// file (a FIFO, a socket, a device): reading one could block forever or
+// reach a device of the machine reading the tree, writing one could do
+// worse.
+var ErrNotRegular = errors.New("not a regular file (a FIFO, socket or device in a captured tree)")
+
+// ErrLinked reports a file of a captured tree with more than one hard
+// link: a write to it would also change a file elsewhere, possibly outside
+// the tree.
+var ErrLinked = errors.New("a file with more than one hard link (a write would change another file too)")
+
+// openRegular opens a file to read or write. Below a captured tree the
+// open does not block (O_NONBLOCK: a FIFO with no writer would hold the
+// open, and the read, forever) and what it opened must be a regular file;
+// one opened for writing must also have one link only. The live root opens
+// sysfs and procfs as they are: their attributes are regular files that
+// the kernel serves, and the live host is not untrusted input.
+func (fs *FS) openRegular(rel string, flags int) (*os.File, error) {
+	if fs.IsLive() {
+		return fs.openFlags(rel, flags)
+	}
+	write := flags&(unix.O_WRONLY|unix.O_RDWR) != 0
+	if write {
+		flags |= unix.O_NOFOLLOW
+	}
+	f, err := fs.openFlags(rel, flags|unix.O_NONBLOCK)
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		f.Close()
+		return nil, &os.PathError{Op: "stat", Path: fs.Display(rel), Err: err}
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		f.Close()
+		return nil, &os.PathError{Op: "open", Path: fs.Display(rel), Err: ErrNotRegular}
+	case write && st.Nlink != 1:
+		f.Close()
+		return nil, &os.PathError{Op: "open", Path: fs.Display(rel), Err: ErrLinked}
+	}
+	return f, nil
 }
 
 func (fs *FS) openDir(rel string) (*os.File, error) {
@@ -46,10 +91,55 @@ func (fs *FS) openFlags(rel string, flags int) (*os.File, error) {
 		return os.NewFile(uintptr(fd), fs.Display(rel)), nil
 	}
 	c, err := fs.resolve(rel)
+	if flags&unix.O_NOFOLLOW != 0 && rel != "" {
+		// The final component is not followed, as openat2 does with
+		// O_NOFOLLOW: resolve its directory only.
+		dir, base := path.Split(rel)
+		c, err = fs.resolve(strings.TrimSuffix(dir, "/"))
+		c = path.Join(c, base)
+	}
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: fs.Display(rel), Err: unwrapPathError(err)}
 	}
-	return openFile(filepath.Join(fs.root, c), fs.Display(rel), flags|unix.O_NOFOLLOW)
+	if fs.IsLive() {
+		return openFile(filepath.Join(fs.root, c), fs.Display(rel), flags|unix.O_NOFOLLOW)
+	}
+	return fs.openBeneath(c, fs.Display(rel), flags)
+}
+
+// openBeneath opens the canonical path c (no link on its way, as resolve
+// returns it) one component at a time from the root, each with O_NOFOLLOW:
+// a link swapped into the tree between resolve and the open is refused
+// instead of followed, where opening the whole path by name would follow
+// it out of the tree.
+func (fs *FS) openBeneath(c, display string, flags int) (*os.File, error) {
+	dir, err := unix.Open(fs.root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: display, Err: err}
+	}
+	parts := split(c)
+	if len(parts) == 0 {
+		defer unix.Close(dir)
+		fd, err := unix.Openat(dir, ".", flags, 0)
+		if err != nil {
+			return nil, &os.PathError{Op: "open", Path: display, Err: err}
+		}
+		return os.NewFile(uintptr(fd), display), nil
+	}
+	for _, p := range parts[:len(parts)-1] {
+		next, err := unix.Openat(dir, p, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(dir)
+		if err != nil {
+			return nil, &os.PathError{Op: "open", Path: display, Err: err}
+		}
+		dir = next
+	}
+	defer unix.Close(dir)
+	fd, err := unix.Openat(dir, parts[len(parts)-1], flags|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: display, Err: err}
+	}
+	return os.NewFile(uintptr(fd), display), nil
 }
 
 // openFile opens p, naming the file display in errors and os.File.Name.
