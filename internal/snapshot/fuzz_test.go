@@ -11,8 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/testbin"
 )
 
 var updateCorpus = flag.Bool("update-corpus", false, "rewrite testdata/fuzz/{FuzzOpen,FuzzExtractTar} from the seed archives")
@@ -65,6 +67,9 @@ func seeds() []seed {
 		{"duplicate", snap(file("proc/a", "1"), file("proc/a", "2"))},
 		{"oversized", snap(file("proc/big", strings.Repeat("x", 64<<10+1)))},
 		{"too-many", snap(many...)},
+		{"deep-name", snap(dir(deep(32 << 10)))},
+		{"implied-dirs", snap(file(deep(40)+"/f", "1"))},
+		{"long-target", snap(link("sys/l", strings.Repeat("x", MaxNameLen+1)))},
 		{"missing-meta", tarball(dir("proc"), file("proc/x", "1"))},
 		{"unknown-format", tarball(file(MetaPath, `{"format":2}`), dir("proc"))},
 		{"truncated", valid[:len(valid)/2]},
@@ -95,8 +100,19 @@ func FuzzOpen(f *testing.F) {
 		f.Add(s.data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		openBytes(t, data, fuzzLimits())
+		openInBudget(t, data)
 	})
+}
+
+// openInBudget opens data as a snapshot (openBytes) within a work budget:
+// the importer's thread may spend at most 2 s of CPU on one input of the
+// fuzzer's size, whatever it holds (a name of 32 K components once took
+// 2.3 s in 216 bytes).
+func openInBudget(t *testing.T, data []byte) {
+	t.Helper()
+	if cpu := testbin.ThreadCPU(func() { openBytes(t, data, fuzzLimits()) }); cpu > 2*time.Second {
+		t.Fatalf("opening %d bytes took %v of CPU", len(data), cpu)
+	}
 }
 
 // FuzzExtractTar is FuzzOpen behind a valid gzip layer, so that mutations
@@ -112,7 +128,7 @@ func FuzzExtractTar(f *testing.F) {
 		zw := gzip.NewWriter(&buf)
 		zw.Write(data)
 		zw.Close()
-		openBytes(t, buf.Bytes(), fuzzLimits())
+		openInBudget(t, buf.Bytes())
 	})
 }
 

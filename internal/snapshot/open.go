@@ -78,7 +78,7 @@ func open(path string, l limits) (_ *hostfs.FS, _ func() error, err error) {
 // created last, once every target is known to stay inside the root, so
 // that no entry is ever written through one.
 func (a *archive) extract(x *extractor) error {
-	t := newTree()
+	t := newTree(a.l.entries)
 	var links []item
 	var total int64
 	sawMeta := false

@@ -42,9 +42,19 @@ const MetaPath = "linerate/snapshot.json"
 // what doctor reads on a real host, and low enough that a hostile or
 // corrupt archive cannot fill the disk or memory.
 const (
-	// MaxEntries bounds the number of tar entries, directories included.
-	// A doctor run on a 512-CPU host with 4,096 IRQs records some 50,000.
+	// MaxEntries bounds the number of tar entries, directories included,
+	// and the directories their names imply. A doctor run on a 512-CPU
+	// host with 4,096 IRQs records some 50,000.
 	MaxEntries = 200_000
+
+	// MaxNameLen bounds an entry's name and a link's target, in bytes.
+	// The longest paths doctor reads (a NIC behind a few PCIe switches)
+	// are some 200 bytes; tar itself would take 1 MiB.
+	MaxNameLen = 1024
+
+	// MaxDepth bounds the components of an entry's name: each is a
+	// directory to make. sysfs paths doctor reads are 12 deep or so.
+	MaxDepth = 48
 
 	// MaxFileSize bounds one file. The largest file doctor reads is
 	// /proc/interrupts: about 25 MB on a 512-CPU host with 4,096 IRQs.
@@ -169,7 +179,7 @@ func write(w io.Writer, entries []hostfs.Entry, meta Meta, l limits) error {
 
 	// Validate with the rules Open applies. The metadata goes in first so
 	// that a recorded entry cannot take its place.
-	tr := newTree()
+	tr := newTree(l.entries)
 	if err := tr.add(MetaPath, kindFile, ""); err != nil {
 		return fmt.Errorf("writing snapshot: %w", err)
 	}

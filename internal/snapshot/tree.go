@@ -23,30 +23,43 @@ func (k kind) isDir() bool { return k == kindDir || k == kindImplicitDir }
 // order of the entries, and lets Write refuse what Open would refuse.
 type tree struct {
 	kinds map[string]kind
+	// max bounds the paths recorded, implied directories included: each
+	// is a directory Open makes.
+	max int
 }
 
-func newTree() *tree { return &tree{kinds: map[string]kind{}} }
+func newTree(max int) *tree { return &tree{kinds: map[string]kind{}, max: max} }
 
 // add checks one entry against the rules and the entries added before it,
 // and records it. Errors match ErrUnsafe.
+//
+// Every recorded path has its parents recorded too (as implied
+// directories when no entry names them), so only the parents not yet
+// recorded and the nearest recorded one need a look: a name costs work in
+// proportion to its length and to the directories it adds, never to its
+// depth times its length.
 func (t *tree) add(name string, k kind, target string) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
 	// No entry may lie below a link: extracting it would write wherever
 	// the link points. Nor below a file, which cannot be a directory.
-	for i := range len(name) {
-		if name[i] != '/' {
-			continue
-		}
-		switch p := name[:i]; t.kinds[p] {
+	var missing []string // parents no entry has named yet, deepest first
+up:
+	for p := parentOf(name); p != ""; p = parentOf(p) {
+		switch t.kinds[p] {
+		case 0:
+			missing = append(missing, p)
 		case kindLink:
 			return unsafe("entry %s goes through the symbolic link %s", show(name), show(p))
 		case kindFile:
 			return unsafe("entry %s lies below the file %s", show(name), show(p))
+		default:
+			break up // a directory: its own parents were checked when it came
 		}
 	}
-	switch old := t.kinds[name]; {
+	old := t.kinds[name]
+	switch {
 	case old == 0, old == kindImplicitDir && k == kindDir:
 	case old == kindImplicitDir && k == kindLink:
 		// The entries below it were written as a directory already; as a
@@ -62,13 +75,26 @@ func (t *tree) add(name string, k kind, target string) error {
 			return err
 		}
 	}
-	for i := range len(name) {
-		if name[i] == '/' && t.kinds[name[:i]] == 0 {
-			t.kinds[name[:i]] = kindImplicitDir
-		}
+	n := len(t.kinds) + len(missing)
+	if old == 0 {
+		n++
+	}
+	if t.max > 0 && n > t.max {
+		return unsafe("the archive's entries, with the directories their names imply, are over the limit of %d", t.max)
+	}
+	for _, p := range missing {
+		t.kinds[p] = kindImplicitDir
 	}
 	t.kinds[name] = k
 	return nil
+}
+
+// parentOf is the directory holding name, "" at the top.
+func parentOf(name string) string {
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		return name[:i]
+	}
+	return ""
 }
 
 // checkName accepts only clean, relative, slash-separated names that stay
@@ -77,6 +103,10 @@ func checkName(name string) error {
 	switch {
 	case name == "":
 		return unsafe("entry with an empty name")
+	case len(name) > MaxNameLen:
+		return unsafe("entry %s has a name of %d bytes, over the limit of %d", show(name), len(name), MaxNameLen)
+	case strings.Count(name, "/") >= MaxDepth:
+		return unsafe("entry %s is %d directories deep, over the limit of %d", show(name), strings.Count(name, "/")+1, MaxDepth)
 	case strings.IndexByte(name, 0) >= 0:
 		return unsafe("entry %s holds a NUL byte", show(name))
 	case strings.HasPrefix(name, "/"):
@@ -110,6 +140,8 @@ func checkTarget(name, target string) error {
 	switch {
 	case target == "":
 		return unsafe("link %s has an empty target", show(name))
+	case len(target) > MaxNameLen:
+		return unsafe("link %s has a target of %d bytes, over the limit of %d", show(name), len(target), MaxNameLen)
 	case strings.IndexByte(target, 0) >= 0:
 		return unsafe("link %s has a target holding a NUL byte", show(name))
 	case strings.HasPrefix(target, "/"):

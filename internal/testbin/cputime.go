@@ -27,3 +27,22 @@ func threadTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// ProcessCPU runs fn and returns the CPU time the whole process spent
+// meanwhile (every thread: fn's goroutines, and the garbage collector).
+// Like ThreadCPU it does not grow when other processes are busy; use it
+// when fn runs goroutines of its own, and nothing else in the process
+// runs at the same time.
+func ProcessCPU(fn func()) time.Duration {
+	before := processTime()
+	fn()
+	return processTime() - before
+}
+
+func processTime() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
