@@ -13,17 +13,20 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"golang.org/x/net/netutil"
 )
 
 // Bounds of the metrics listener: it answers anyone who can reach the
 // address, without a token, so every size, duration and count is capped.
 const (
-	maxConns         = 16 // open connections; more wait in the kernel's backlog
-	maxScrapes       = 4  // scrapes at once; more are answered 503
-	scrapeTimeout    = 30 * time.Second
-	readHeaderTimout = 5 * time.Second
-	idleTimeout      = 60 * time.Second
+	maxConns          = 16 // open connections (connGate: idle ones make room)
+	maxConnsPerSource = 4  // open connections from one address
+	maxScrapes        = 4  // scrapes at once; more are answered 503
+	scrapeTimeout     = 30 * time.Second
+	// A scraper sends its request at once and scrapes every few seconds
+	// at most: a connection that says nothing for 2 s, or stays idle 5 s,
+	// is not one.
+	readHeaderTimout = 2 * time.Second
+	idleTimeout      = 5 * time.Second
 	maxHeaderBytes   = 8 << 10
 )
 
@@ -72,6 +75,8 @@ func Handler(g prometheus.Gatherer, log *slog.Logger) http.Handler {
 // scrapes in progress a few seconds. It closes ln.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 	srv := newHTTPServer(h)
+	gate := newConnGate(ln, maxConns, maxConnsPerSource)
+	srv.ConnState = gate.track
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -80,7 +85,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 		defer cancel()
 		srv.Shutdown(sctx)
 	}()
-	err := srv.Serve(netutil.LimitListener(ln, maxConns))
+	err := srv.Serve(gate)
 	if errors.Is(err, http.ErrServerClosed) {
 		<-stopped
 		return nil
@@ -91,6 +96,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 // newHTTPServer bounds how long a client may take to send its request
 // (a slow or silent client cannot hold a connection), how long a scrape
 // may take to be written, and how long an idle connection stays open.
+// Serve adds the connection gate (connGate).
 func newHTTPServer(h http.Handler) *http.Server {
 	return &http.Server{
 		Handler:           h,
