@@ -27,6 +27,8 @@ type serveFlags struct {
 	maxDuration   time.Duration
 	allowPerftest bool
 	allowSockperf bool
+	relayPeers    string
+	relayPort     int
 	metrics       metricsFlags
 }
 
@@ -65,7 +67,13 @@ requires a permit key made for it (iperf sends it in clear). perftest servers
 (ib_*_bw, ib_*_lat) have no authentication at all and listen on every address:
 serve starts them only with --allow-perftest. The agent samples this host beside
 any tool, and hands authenticated clients this host's doctor report (within
-10 s), which bench stores with every run. Logs go to stderr.`,
+10 s), which bench stores with every run. Logs go to stderr.
+
+For fleet runs it runs relayed tests (a controller asks it to test toward
+another agent) only toward the agents --relay-peers lists, on the agent port,
+never toward a loopback, link-local or own address; without --relay-peers it
+takes none. Fleet launchers pass the fleet's hosts; a DaemonSet names the
+nodes' network.`,
 		Example: `  linerate serve --new-token-file ~/.config/linerate/token   # once; copy it to the clients
   linerate serve --bind 192.168.15.102 --token-file ~/.config/linerate/token
   linerate serve --bind 0.0.0.0 --token-file token --once
@@ -82,6 +90,8 @@ any tool, and hands authenticated clients this host's doctor report (within
 	fl.DurationVar(&f.maxDuration, "max-duration", agent.DefaultMaxDuration, "refuse tests longer than this")
 	fl.BoolVar(&f.allowPerftest, "allow-perftest", false, "start perftest servers for clients (they take no authentication)")
 	fl.BoolVar(&f.allowSockperf, "allow-sockperf", false, "start sockperf servers for clients (bench --latency --engine sockperf; they take no authentication)")
+	fl.StringVar(&f.relayPeers, "relay-peers", "", "take relayed tests (fleet runs) toward these agents only: networks or addresses, comma-separated (the fleet's hosts; fleet launchers pass them)")
+	fl.IntVar(&f.relayPort, "relay-port", 0, "the port of the agents relayed tests go to (default: this agent's --port)")
 	addMetricsFlags(fl, &f.metrics)
 	return cmd
 }
@@ -100,6 +110,16 @@ func runServe(cmd *cobra.Command, env *cliEnv, f serveFlags) error {
 	}
 	if f.maxDuration <= 0 {
 		return errors.New("--max-duration must be positive, e.g. 10m or 1h")
+	}
+	var relayPeers []netip.Prefix
+	if f.relayPeers != "" {
+		var err error
+		if relayPeers, err = agent.ParseRelayPeers(f.relayPeers); err != nil {
+			return err
+		}
+	}
+	if f.relayPort < 0 || f.relayPort > 65535 {
+		return fmt.Errorf("--relay-port %d: must be 1 to 65535", f.relayPort)
 	}
 	bind, err := serveBind(f.bind)
 	if err != nil {
@@ -133,7 +153,7 @@ func runServe(cmd *cobra.Command, env *cliEnv, f serveFlags) error {
 	if err := startMetrics(ctx, env, f.metrics); err != nil {
 		return err
 	}
-	srv := &agent.Server{Token: token, MaxDuration: f.maxDuration, Once: f.once,
+	srv := &agent.Server{Token: token, MaxDuration: f.maxDuration, Once: f.once, RelayPeers: relayPeers, RelayPort: f.relayPort,
 		Logger: slog.New(slog.NewTextHandler(env.stderr, nil)),
 		Tools:  bench.AgentTools{AllowPerftest: f.allowPerftest, AllowSockperf: f.allowSockperf}, Doctor: bench.LiveDoctor, Annotate: annotateTune}
 	return srv.Serve(ctx, ln)

@@ -73,7 +73,7 @@ func Run(ctx context.Context, cfg Config) (*result.Result, error) {
 	}
 	cc, err := c.dial(ctx)
 	if err != nil {
-		return nil, err
+		return nil, &notAgentError{err}
 	}
 	defer cc.Close()
 	unwatch := context.AfterFunc(ctx, func() { cc.Close() })
@@ -110,7 +110,7 @@ func WithPort(peer string, port int) string {
 func (c *client) run(ctx context.Context) (*result.Result, error) {
 	peer, keys, err := clientHandshake(c.ctrl, c.cfg.Token)
 	if err != nil {
-		return nil, err
+		return nil, &notAgentError{err}
 	}
 	c.peer, c.keys = *peer, keys
 	lk := startLook(ctx, c.fs) // while the agent looks at its own host

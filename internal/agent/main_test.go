@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -65,6 +66,14 @@ func helper(mode string, args []string) int {
 		}
 		fmt.Println(ListeningPrefix + ln.Addr().String())
 		srv := &Server{Token: tok, Once: os.Getenv("ONCE") != "0", Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+		if v := os.Getenv("RELAY_PEERS"); v != "" {
+			peers, err := ParseRelayPeers(v)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 2
+			}
+			srv.RelayPeers = peers
+		}
 		if err := srv.Serve(ctx, ln); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2
@@ -92,6 +101,12 @@ func agent(t *testing.T, srv *Server) (string, *testutil.Buffer) {
 	srv.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	if srv.Token == nil {
 		srv.Token = testToken
+	}
+	if srv.RelayPeers == nil {
+		// Test agents relay to each other over loopback, each on a port
+		// of its own; relay_policy_test.go holds them to the real rules.
+		srv.RelayPeers = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+		srv.LoopbackFleet, srv.relayAnyPort = true, true
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

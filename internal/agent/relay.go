@@ -33,10 +33,13 @@ import (
 // controller sends during the test, or its hanging up, ends it.
 //
 // The peer is an IP address and port, never a name: the agent resolves
-// nothing. It is not unspecified, multicast or broadcast, and a loopback
-// peer is taken only from a controller that itself reached the agent over
-// loopback. Whatever the peer, A sends it only a hello unless it proves it
-// holds the token: test traffic goes only to another agent of the fleet.
+// nothing. It is not unspecified, multicast or broadcast, and it must be
+// an agent of the fleet: on the agent port, in serve --relay-peers, not a
+// loopback, link-local or own address (relay_policy.go). Whatever the
+// peer, A sends it only a hello unless it proves it holds the token: test
+// traffic goes only to another agent of the fleet. The controller hears
+// one text for a refused peer and one for a peer that did not answer as
+// an agent; the agent's log says why.
 //
 //	controller → bye
 //
@@ -87,17 +90,17 @@ func (m relayMsg) request() requestMsg {
 }
 
 // validate checks the relay against the agent's bounds: the test as a
-// request would be (maxDuration is the agent's), and the peer (checkPeer;
-// local is the address the controller reached the agent on).
-func (m relayMsg) validate(maxDuration time.Duration, local netip.Addr) (netip.AddrPort, error) {
+// request would be (maxDuration is the agent's), and the peer's form
+// (parsePeer); where the peer may be is the agent's relayPolicy.
+func (m relayMsg) validate(maxDuration time.Duration) (netip.AddrPort, error) {
 	if err := m.request().validate(maxDuration); err != nil {
 		return netip.AddrPort{}, err
 	}
-	return checkPeer(m.Peer, local)
+	return parsePeer(m.Peer)
 }
 
-// checkPeer reads a relay's peer: an IP address and a port.
-func checkPeer(s string, local netip.Addr) (netip.AddrPort, error) {
+// parsePeer reads a relay's peer: an IP address and a port, of one host.
+func parsePeer(s string) (netip.AddrPort, error) {
 	if len(s) > maxPeerText {
 		return netip.AddrPort{}, fmt.Errorf("peer of %d bytes: give ADDRESS:PORT", len(s))
 	}
@@ -111,8 +114,6 @@ func checkPeer(s string, local netip.Addr) (netip.AddrPort, error) {
 		return netip.AddrPort{}, fmt.Errorf("peer %s: port 0", s)
 	case a.IsUnspecified() || a.IsMulticast() || a.IsInterfaceLocalMulticast() || a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
 		return netip.AddrPort{}, fmt.Errorf("peer %s: not the address of one host", s)
-	case a.IsLoopback() && !local.Unmap().IsLoopback():
-		return netip.AddrPort{}, fmt.Errorf("peer %s: a loopback peer only for a controller on this host's loopback", s)
 	}
 	return netip.AddrPortFrom(a, ap.Port()), nil
 }
@@ -238,9 +239,19 @@ func (ss *session) runRelay(ctx context.Context, body []byte) bool {
 		ss.refuse(err)
 		return false
 	}
-	peer, err := m.validate(ss.srv.maxDuration(), engine.AddrPort(ss.ctrl.c.LocalAddr()).Addr())
+	peer, err := m.validate(ss.srv.maxDuration())
 	if err != nil {
 		ss.refuse(err)
+		return false
+	}
+	if why := ss.srv.relayPolicy(peer, engine.AddrPort(ss.ctrl.c.LocalAddr())); why != nil {
+		ss.log.Warn("refused relay", "toward", peer.String(), "reason", why.Error())
+		ss.free()
+		ss.ctrl.send(errorMsg{Type: msgError, Reason: errRelayRefused.Error()}, handshakeTimeout)
+		return false
+	}
+	if wait := ss.srv.relayFails.wait(ss.srv.clock()); wait > 0 {
+		ss.refuse(fmt.Errorf("too many relayed tests toward peers that did not answer as agents lately: try again in %s", wait.Round(time.Second)))
 		return false
 	}
 	p := m.request().params()
@@ -266,7 +277,12 @@ func (ss *session) runRelay(ctx context.Context, body []byte) bool {
 			err = errRelayStopped
 		}
 		ss.log.Warn("relayed test failed", "toward", peer.String(), "reason", err.Error())
-		ss.ctrl.send(errorMsg{Type: msgError, Reason: truncate(fmt.Sprintf("the test toward %s: %v", peer, err), relayTextCap)}, handshakeTimeout)
+		tell := err
+		if na := (*notAgentError)(nil); !stopped && errors.As(err, &na) {
+			ss.srv.relayFails.failed(ss.srv.clock())
+			tell = errNotAgent // closed, silent, another service or another fleet: all alike
+		}
+		ss.ctrl.send(errorMsg{Type: msgError, Reason: truncate(fmt.Sprintf("the test toward %s: %v", peer, tell), relayTextCap)}, handshakeTimeout)
 		return true
 	}
 	if err := out.finish(res); err != nil {

@@ -9,10 +9,11 @@ import (
 	"github.com/linerate/linerate/internal/result"
 )
 
-// FuzzRelay feeds the agent's relay decoder and bounds: what passes must
-// be a test within the engine's bounds and this agent's duration, toward
-// one host's IP address and a port, never loopback for a controller
-// elsewhere.
+// FuzzRelay feeds the agent's relay decoder, bounds and peer policy: what
+// passes must be a test within the engine's bounds and this agent's
+// duration, toward one host's IP address and a port, and what the policy
+// takes an agent of the fleet's network on the agent port, never a
+// loopback, link-local or own address.
 func FuzzRelay(f *testing.F) {
 	for _, s := range []string{
 		`{"type":"relay","peer":"198.18.0.2:5301","streams":1,"duration_ms":1000,"interval_ms":1000,"direction":"send"}`,
@@ -39,7 +40,7 @@ func FuzzRelay(f *testing.F) {
 		if decodeAs(typ, body, msgRelay, &m) != nil {
 			return
 		}
-		peer, err := m.validate(time.Hour, local)
+		peer, err := m.validate(time.Hour)
 		if err != nil {
 			return
 		}
@@ -60,8 +61,19 @@ func FuzzRelay(f *testing.F) {
 			t.Fatalf("peer %s passed", peer)
 		case a.IsUnspecified() || a.IsMulticast() || a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
 			t.Fatalf("peer %s (not one host) passed", peer)
-		case a.IsLoopback() && !loopback:
-			t.Fatalf("loopback peer %s passed for a controller at %s", peer, local)
+		}
+		// Where the agent relays: the fleet's network, the agent port.
+		srv := &Server{RelayPeers: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/15")},
+			ownAddrs: func() []netip.Addr { return []netip.Addr{netip.MustParseAddr("198.18.0.1")} }}
+		if srv.relayPolicy(peer, netip.AddrPortFrom(local, DefaultPort)) == nil {
+			switch {
+			case peer.Port() != DefaultPort:
+				t.Fatalf("peer %s on another port than the agent's passed", peer)
+			case a.IsLoopback() || a.IsLinkLocalUnicast() || a == netip.MustParseAddr("198.18.0.1") || a == local:
+				t.Fatalf("peer %s (loopback, link-local or own) passed for a controller at %s", peer, local)
+			case !netip.MustParsePrefix("198.18.0.0/15").Contains(a):
+				t.Fatalf("peer %s outside the relay peers passed", peer)
+			}
 		}
 		if n := maxRelayIntervals(m); n < 1 || n > maxIntervals+2 {
 			t.Fatalf("%d intervals allowed", n)

@@ -75,7 +75,7 @@ func TestRelayInLab(t *testing.T) {
 func labAgent(t *testing.T, name string, h lab.Host) {
 	t.Helper()
 	srv := exec.Command(os.Args[0], h.Addr()+":5301")
-	srv.Env = append(os.Environ(), TokenEnv+"="+string(testToken), helperEnv+"=serve", "ONCE=0")
+	srv.Env = append(os.Environ(), TokenEnv+"="+string(testToken), helperEnv+"=serve", "ONCE=0", "RELAY_PEERS=198.18.0.0/15")
 	srv.Stderr = os.Stderr
 	out, err := srv.StdoutPipe()
 	if err != nil {

@@ -129,38 +129,11 @@ func TestRelayRefuses(t *testing.T) {
 	}
 }
 
-// TestCheckPeerLoopback: a loopback peer is taken only from a controller
-// that reached the agent over loopback; a controller elsewhere cannot use
-// the relay to reach what listens on the agent's loopback.
-func TestCheckPeerLoopback(t *testing.T) {
-	for _, tt := range []struct {
-		peer, local string
-		ok          bool
-	}{
-		{"127.0.0.1:5301", "127.0.0.1", true},
-		{"[::1]:5301", "::1", true},
-		{"127.0.0.1:5301", "198.18.0.1", false},
-		{"[::1]:5301", "198.18.0.1", false},
-		{"[::ffff:127.0.0.1]:5301", "198.18.0.1", false},
-		{"198.18.0.2:5301", "198.18.0.1", true},
-		{"[fe80::1%lab0]:5301", "198.18.0.1", true},
-		{"[::ffff:198.18.0.2]:5301", "198.18.0.1", true},
-	} {
-		ap, err := checkPeer(tt.peer, netip.MustParseAddr(tt.local))
-		if (err == nil) != tt.ok {
-			t.Errorf("peer %s from a controller at %s: %v, want ok=%v", tt.peer, tt.local, err, tt.ok)
-		}
-		if err == nil && ap.Addr().Is4In6() {
-			t.Errorf("peer %s kept as %s: want it unmapped", tt.peer, ap)
-		}
-	}
-}
-
 // TestRelayPeerTrouble: a peer that is not there, busy, or holding
 // another token fails the relayed test with the reason, within the
 // relay's setup, and the agent serves the next relay.
 func TestRelayPeerTrouble(t *testing.T) {
-	a, _ := agent(t, &Server{})
+	a, alog := agent(t, &Server{})
 	b, _ := agent(t, &Server{})
 	other, _ := agent(t, &Server{Token: []byte("c0ffee4b1d9e77a3058f62d1e94b0c7a")})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -170,14 +143,18 @@ func TestRelayPeerTrouble(t *testing.T) {
 	closed := ln.Addr().String()
 	ln.Close()
 
+	// Not there, or of another fleet: the controller hears that the peer
+	// did not answer as an agent; the agent's log says how.
 	_, err = relay(context.Background(), a, closed, Config{})
-	if err == nil || !strings.Contains(err.Error(), "the test toward "+closed) || !strings.Contains(err.Error(), "connection refused") {
+	if err == nil || !strings.Contains(err.Error(), "the test toward "+closed) || !strings.Contains(err.Error(), errNotAgent.Error()) {
 		t.Errorf("toward a closed port: %v", err)
 	}
+	waitLog(t, alog, "relayed test failed", "toward="+closed, "connection refused")
 	_, err = relay(context.Background(), a, other, Config{})
-	if err == nil || !strings.Contains(err.Error(), "authentication failed") {
+	if err == nil || !strings.Contains(err.Error(), errNotAgent.Error()) {
 		t.Errorf("toward an agent of another token: %v", err)
 	}
+	waitLog(t, alog, "relayed test failed", "toward="+other, "authentication failed")
 
 	// b busy with a test of its own.
 	started := make(chan struct{})

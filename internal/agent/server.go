@@ -52,6 +52,17 @@ type Server struct {
 	// Annotate, if set, adds to what the agent tells an authenticated
 	// client about its host (the tune journal in effect).
 	Annotate func(*result.HostInfo)
+	// RelayPeers are the networks relayed tests may go to: the fleet's
+	// hosts (serve --relay-peers). Empty: the agent takes no relayed test.
+	// See relay_policy.go for the other rules.
+	RelayPeers []netip.Prefix
+	// RelayPort is the one port relayed tests may go to; 0 is the port
+	// the controller reached this agent on.
+	RelayPort int
+	// LoopbackFleet lets relayed tests go to loopback addresses of
+	// RelayPeers: a fleet of agents on one machine's loopback, as tests
+	// build. serve never sets it.
+	LoopbackFleet bool
 
 	// The connection budget (gate.go); zero values take the defaults.
 	authBudget           time.Duration
@@ -60,6 +71,10 @@ type Server struct {
 	factsBudget          time.Duration
 	collect              func(local netip.Addr) (result.HostInfo, []string) // nil: engine.HostFacts
 	acceptBackoffCeiling time.Duration
+	ownAddrs             func() []netip.Addr // this host's addresses; nil: its interfaces'
+	relayAnyPort         bool                // tests: agents on loopback, each on a port of its own
+	relayFails           *relayFailures
+	now                  func() time.Time // nil: time.Now
 
 	mu        sync.Mutex
 	active    *session // the test running, if any
@@ -159,6 +174,9 @@ func (s *Server) init() {
 			return h, notes
 		}
 	}
+	if s.relayFails == nil {
+		s.relayFails = newRelayFailures(relayFailBurst, relayFailRefill)
+	}
 	s.gate = newGate(s.maxPending, s.perSrc)
 	s.refused = newRefusals(s.logger(), s.logWindow)
 	s.facts = &hostFacts{collect: collect, budget: s.factsBudget}
@@ -176,6 +194,13 @@ func (s *Server) fs() *hostfs.FS {
 		return hostfs.Live()
 	}
 	return s.Host
+}
+
+func (s *Server) clock() time.Time {
+	if s.now != nil {
+		return s.now()
+	}
+	return time.Now()
 }
 
 func (s *Server) maxDuration() time.Duration {

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -140,6 +141,17 @@ func ServeArgs(bin string, addr netip.AddrPort, maxDuration time.Duration) []str
 		"--token-file", launch.TokenFile, "--max-duration", maxDuration.String()}
 }
 
+// relayPeers is serve --relay-peers for the fleet's agents: every host's
+// resolved address, so that an agent relays only to the others.
+func (a *Agents) relayPeers() string {
+	addrs := make([]netip.Addr, 0, len(a.addr))
+	for _, ap := range a.addr {
+		addrs = append(addrs, ap.Addr())
+	}
+	slices.SortFunc(addrs, netip.Addr.Compare)
+	return agent.RelayPeersArg(addrs)
+}
+
 // Launch starts the agent of every host with l (at most maxAtOnce at a
 // time), each allowed tests of up to maxDuration, and waits until each
 // listens. A host whose agent does not start is down, with the reason;
@@ -205,7 +217,8 @@ func (a *Agents) launch(ctx context.Context, l Launcher, h fleet.Host, maxDurati
 	if err != nil {
 		return nil, failed(err)
 	}
-	p, err := l.Start(ctx, h, ServeArgs(bin, a.addr[h.Name], maxDuration), a.Token)
+	argv := append(ServeArgs(bin, a.addr[h.Name], maxDuration), "--relay-peers", a.relayPeers())
+	p, err := l.Start(ctx, h, argv, a.Token)
 	if err != nil {
 		return nil, failed(err)
 	}

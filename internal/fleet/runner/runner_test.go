@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -51,7 +52,8 @@ func startLoopFleet(t *testing.T, n int) *loopFleet {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		srv := &agent.Server{Token: token, Doctor: doctor}
+		srv := &agent.Server{Token: token, Doctor: doctor, LoopbackFleet: true,
+			RelayPeers: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 		go func() { done <- srv.Serve(ctx, ln) }()
 		f.stop = append(f.stop, cancel)
 		f.served = append(f.served, done)
