@@ -29,6 +29,7 @@ type serveFlags struct {
 	allowSockperf bool
 	relayPeers    string
 	relayPort     int
+	nodeKey       string
 	metrics       metricsFlags
 }
 
@@ -52,6 +53,12 @@ The token is a random key of at least 128 bits, in a file only its owner can
 read: make one with 'linerate serve --new-token-file FILE' (256 bits, mode 600;
 it never overwrites) and copy the file to the clients (--token-file there too).
 Shorter or made-up tokens are refused on both ends.
+
+A fleet gives each node a key of its own instead: the token file holds a node
+key ('serve --token-file SECRET --node-key NAME --new-token-file FILE' derives
+NAME's from the fleet's secret), which opens that node's agent only; clients
+holding the fleet's secret derive it from the name the agent gives. Fleet runs
+do this for the agents they start.
 
 Strangers are bounded: a connection has 3 s to authenticate, silent ones make
 room for clients that speak, and refusals are logged once per address and kind,
@@ -86,6 +93,7 @@ nodes' network.`,
 	fl.IntVarP(&f.port, "port", "p", agent.DefaultPort, "TCP port for control and data")
 	fl.StringVar(&f.tokenFile, "token-file", "", "read the shared token from this file (mode 600; required)")
 	fl.StringVar(&f.newTokenFile, "new-token-file", "", "write a new random token to this file (mode 600, never overwritten) and exit")
+	fl.StringVar(&f.nodeKey, "node-key", "", "with --new-token-file and --token-file FLEET-SECRET: write node NAME's key, derived from the fleet's secret, instead of a new token")
 	fl.BoolVar(&f.once, "once", false, "exit after one test")
 	fl.DurationVar(&f.maxDuration, "max-duration", agent.DefaultMaxDuration, "refuse tests longer than this")
 	fl.BoolVar(&f.allowPerftest, "allow-perftest", false, "start perftest servers for clients (they take no authentication)")
@@ -97,6 +105,22 @@ nodes' network.`,
 }
 
 func runServe(cmd *cobra.Command, env *cliEnv, f serveFlags) error {
+	if f.nodeKey != "" {
+		if f.newTokenFile == "" || f.tokenFile == "" {
+			return errors.New("--node-key NAME writes NAME's key: give the fleet's secret (--token-file) and the file to write (--new-token-file)")
+		}
+		fleet, err := agent.ReadTokenFile(f.tokenFile)
+		if err != nil {
+			return err
+		}
+		if err := agent.WriteNodeKey(f.newTokenFile, fleet, f.nodeKey); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "Wrote node %s's key to %s, readable by you only. Put it on that node only:\n"+
+			"  linerate serve --bind ADDR --token-file %s\n"+
+			"The fleet's controller keeps the secret; it opens every node's agent, a node key only its own.\n", f.nodeKey, f.newTokenFile, f.newTokenFile)
+		return nil
+	}
 	if f.newTokenFile != "" {
 		if err := agent.WriteNewToken(f.newTokenFile); err != nil {
 			return err

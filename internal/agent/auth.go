@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -67,10 +69,24 @@ func randomBytes(n int) ([]byte, error) {
 	return b, nil
 }
 
-// clientHandshake authenticates to the agent and checks that the agent
-// holds the token too. It returns what the agent said about its host and
-// the session's keys; c's frames are MACed from then on.
+// credentials are what a client authenticates with: its token (a shared
+// token, a fleet's secret or a node key), or a relay ticket and its key.
+type credentials struct {
+	token     []byte
+	ticket    *relayTicket
+	ticketKey []byte
+}
+
+// clientHandshake authenticates to the agent with token and checks that
+// the agent holds the key too. It returns what the agent said about its
+// host and the session's keys; c's frames are MACed from then on.
 func clientHandshake(c *conn, token []byte) (*result.HostInfo, sessionKeys, error) {
+	return clientHandshakeWith(c, credentials{token: token})
+}
+
+// clientHandshakeWith is clientHandshake with a ticket's credentials as
+// well. The session's keys name the agent's node (its key's).
+func clientHandshakeWith(c *conn, cred credentials) (*result.HostInfo, sessionKeys, error) {
 	if err := c.send(helloMsg{Type: msgHello, Version: protoVersion}, handshakeTimeout); err != nil {
 		return nil, sessionKeys{}, fmt.Errorf("sending hello: %w", err)
 	}
@@ -84,11 +100,29 @@ func clientHandshake(c *conn, token []byte) (*result.HostInfo, sessionKeys, erro
 	if len(ch.Nonce) != nonceSize {
 		return nil, sessionKeys{}, fmt.Errorf("%w: challenge nonce of %d bytes", errBadMessage, len(ch.Nonce))
 	}
+	if ch.Node != "" {
+		if err := checkNodeName(ch.Node); err != nil {
+			return nil, sessionKeys{}, fmt.Errorf("%w: the agent's %v", errBadMessage, err)
+		}
+	}
+	var key []byte
+	if cred.ticket != nil {
+		if ch.Node != cred.ticket.To {
+			return nil, sessionKeys{}, fmt.Errorf("%w: the ticket is for node %s, the peer says it is node %q", ErrAuth, cred.ticket.To, ch.Node)
+		}
+		key = cred.ticketKey
+	} else {
+		k, err := keyFor(cred.token, ch.Node)
+		if err != nil {
+			return nil, sessionKeys{}, err
+		}
+		key = k.secret
+	}
 	cn, err := newNonce()
 	if err != nil {
 		return nil, sessionKeys{}, err
 	}
-	if err := c.send(authMsg{Type: msgAuth, Nonce: cn, MAC: mac(token, clientLabel, ch.Nonce, cn)}, handshakeTimeout); err != nil {
+	if err := c.send(authMsg{Type: msgAuth, Nonce: cn, MAC: mac(key, clientLabel, ch.Nonce, cn), Ticket: cred.ticket}, handshakeTimeout); err != nil {
 		return nil, sessionKeys{}, fmt.Errorf("sending auth: %w", err)
 	}
 	var w welcomeMsg
@@ -96,23 +130,37 @@ func clientHandshake(c *conn, token []byte) (*result.HostInfo, sessionKeys, erro
 	if err := c.expect(msgWelcome, &w, handshakeTimeout); err != nil {
 		var pe *PeerError
 		if errors.As(err, &pe) && !pe.Busy {
-			return nil, sessionKeys{}, fmt.Errorf("%w: the agent says %q: check that both ends use the same token", ErrAuth, pe.Reason)
+			return nil, sessionKeys{}, fmt.Errorf("%w: the agent says %q: check that both ends use the same token (or the fleet's secret and a node key of it)", ErrAuth, pe.Reason)
 		}
 		return nil, sessionKeys{}, fmt.Errorf("reading welcome: %w", err)
 	}
-	if !hmac.Equal(w.MAC, mac(token, serverLabel, ch.Nonce, cn, w.Host)) {
+	if !hmac.Equal(w.MAC, mac(key, serverLabel, ch.Nonce, cn, w.Host)) {
 		return nil, sessionKeys{}, fmt.Errorf("%w: the agent could not prove it holds the token (a different token, or not a linerate agent)", ErrAuth)
 	}
 	var host result.HostInfo
 	if err := json.Unmarshal(w.Host, &host); err != nil {
 		return nil, sessionKeys{}, fmt.Errorf("%w: the agent's host facts: %v", errBadMessage, err)
 	}
-	keys, err := deriveKeys(token, ch.Nonce, cn)
+	keys, err := deriveKeys(key, ch.Nonce, cn)
 	if err != nil {
 		return nil, sessionKeys{}, err
 	}
+	keys.node = ch.Node
 	c.seal(keys, false)
+	if tc, ok := c.c.(*net.TCPConn); ok && cred.ticket == nil {
+		rememberNode(tc.RemoteAddr().String(), ch.Node)
+	}
 	return &host, keys, nil
+}
+
+// agentAuth is what the agent authenticates clients with: its key, and
+// what it needs to check a relay ticket.
+type agentAuth struct {
+	key     authKey
+	seen    *nonceLog
+	tickets *ticketLog
+	local   netip.AddrPort // the address the client reached
+	now     time.Time
 }
 
 // serverHandshake checks a client's proof, up to the agent's own proof
@@ -121,6 +169,14 @@ func clientHandshake(c *conn, token []byte) (*result.HostInfo, sessionKeys, erro
 // client. Client nonces of successful handshakes go into seen, so that a
 // recorded handshake replayed later is named as such in the log.
 func serverHandshake(c *conn, token []byte, seen *nonceLog) (*handshake, error) {
+	k, err := parseKey(token)
+	if err != nil {
+		return nil, err
+	}
+	return serverHandshakeWith(c, agentAuth{key: k, seen: seen, tickets: &ticketLog{}, now: time.Now()})
+}
+
+func serverHandshakeWith(c *conn, a agentAuth) (*handshake, error) {
 	var h helloMsg
 	if err := c.expect(msgHello, &h, handshakeTimeout); err != nil {
 		return nil, fmt.Errorf("reading hello: %w", err)
@@ -131,41 +187,56 @@ func serverHandshake(c *conn, token []byte, seen *nonceLog) (*handshake, error) 
 	}
 	// The challenge names the agent's version even to a client of
 	// another: an old client then says which ends to upgrade.
-	if err := c.send(challengeMsg{Type: msgChallenge, Version: protoVersion, Nonce: sn}, handshakeTimeout); err != nil {
+	if err := c.send(challengeMsg{Type: msgChallenge, Version: protoVersion, Nonce: sn, Node: a.key.node}, handshakeTimeout); err != nil {
 		return nil, fmt.Errorf("sending the challenge: %w", err)
 	}
 	if h.Version != protoVersion {
 		return nil, fmt.Errorf("%w: the client speaks protocol %d, the agent %d (run the same linerate version on both ends)", errVersion, h.Version, protoVersion)
 	}
-	var a authMsg
-	if err := c.expect(msgAuth, &a, handshakeTimeout); err != nil {
+	var am authMsg
+	if err := c.expect(msgAuth, &am, handshakeTimeout); err != nil {
 		return nil, fmt.Errorf("reading auth: %w", err)
 	}
 	// The length first: everything below assumes it.
-	if len(a.Nonce) != nonceSize {
-		return nil, fmt.Errorf("%w: client nonce of %d bytes", errBadMessage, len(a.Nonce))
+	if len(am.Nonce) != nonceSize {
+		return nil, fmt.Errorf("%w: client nonce of %d bytes", errBadMessage, len(am.Nonce))
 	}
 	// A replay would fail the MAC check below anyway (our nonce is
 	// fresh); looking it up first only names the failure.
-	if seen.has(a.Nonce) {
+	if a.seen.has(am.Nonce) {
 		return nil, fmt.Errorf("%w: its client nonce was used by an earlier handshake", errReplay)
 	}
-	if !hmac.Equal(a.MAC, mac(token, clientLabel, sn, a.Nonce)) {
+	key := a.key.secret
+	if am.Ticket != nil {
+		if err := am.Ticket.check(a.key.node, a.local, a.now); err != nil {
+			return nil, err
+		}
+		key = am.Ticket.key(a.key.secret)
+	}
+	if !hmac.Equal(am.MAC, mac(key, clientLabel, sn, am.Nonce)) {
 		return nil, fmt.Errorf("%w: wrong MAC (a wrong token, or a handshake recorded from another connection)", ErrAuth)
 	}
-	seen.add(a.Nonce) // only after the MAC: only token holders change what the agent remembers
-	keys, err := deriveKeys(token, sn, a.Nonce)
+	// Only after the MAC: only key holders change what the agent
+	// remembers.
+	if am.Ticket != nil && !a.tickets.use(am.Ticket, a.now) {
+		return nil, fmt.Errorf("%w: the relay ticket was used before", errReplay)
+	}
+	a.seen.add(am.Nonce)
+	keys, err := deriveKeys(key, sn, am.Nonce)
 	if err != nil {
 		return nil, err
 	}
 	c.limit = maxFrame
-	return &handshake{token: token, sn: sn, cn: a.Nonce, keys: keys}, nil
+	return &handshake{token: key, sn: sn, cn: am.Nonce, keys: keys, ticket: am.Ticket}, nil
 }
 
 // handshake is an authenticated client's handshake, until the welcome.
 type handshake struct {
 	token, sn, cn []byte
 	keys          sessionKeys
+	// ticket is the relay ticket the client came with, if any: the
+	// session may run one test and nothing else.
+	ticket *relayTicket
 }
 
 // sendWelcome proves the agent holds the token and tells the client its

@@ -418,6 +418,11 @@ func FuzzHandshake(f *testing.F) {
 	f.Add([]byte(`{"type":"challenge","version":2,"nonce":"`+short+`"}`), []byte(`{"type":"welcome"}`))
 	f.Add([]byte(`{"type":"challenge","version":2}`), []byte(`{"type":"welcome","host":null}`))
 	f.Add([]byte(`{}`), []byte(`{"type":"busy","reason":"a test is running"}`))
+	id := base64.StdEncoding.EncodeToString(make([]byte, ticketIDSize))
+	f.Add([]byte(`{"type":"hello","version":2}`), []byte(`{"type":"auth","nonce":"`+zero+`","mac":"AAAA","ticket":{"from":"h01","to":"h02","peer":"127.0.0.1:5301","expires_ms":4102444800000,"id":"`+id+`"}}`))
+	f.Add([]byte(`{"type":"hello","version":2}`), []byte(`{"type":"auth","nonce":"`+zero+`","mac":"AAAA","ticket":{"to":"h02","id":"AAAA"}}`))
+	f.Add([]byte(`{"type":"challenge","version":2,"nonce":"`+zero+`","node":"h02"}`), []byte(`{"type":"welcome","mac":"AAAA","host":{}}`))
+	f.Add([]byte(`{"type":"challenge","version":2,"nonce":"`+zero+`","node":"-x y"}`), []byte(`{"type":"welcome"}`))
 	f.Fuzz(func(t *testing.T, first, second []byte) {
 		if len(first) == 0 || len(second) == 0 || len(first) > maxFrame || len(second) > maxFrame {
 			return
@@ -432,8 +437,22 @@ func FuzzHandshake(f *testing.F) {
 }
 
 // fuzzAgent runs the agent's handshake against a client sending hello,
-// reading the challenge, then sending auth.
+// reading the challenge, then sending auth: an agent of the shared token,
+// then one of node h02's key. It returns nil if either accepted.
 func fuzzAgent(hello, auth []byte) error {
+	k, err := NodeKey(testToken, "h02")
+	if err != nil {
+		return err
+	}
+	for _, tok := range [][]byte{testToken, k} {
+		if err = fuzzAgentWith(tok, hello, auth); err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+func fuzzAgentWith(token, hello, auth []byte) error {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
@@ -445,7 +464,7 @@ func fuzzAgent(hello, auth []byte) error {
 		readFrame(a, maxFrame)
 	}()
 	var seen nonceLog
-	err := agentHandshake(newConn(b), testToken, &seen)
+	err := agentHandshake(newConn(b), token, &seen)
 	if err == nil && len(seen.set) != 1 {
 		return errors.New("accepted without remembering the nonce")
 	}

@@ -31,6 +31,7 @@ const (
 // client is one Run in progress.
 type client struct {
 	cfg  Config
+	cred credentials
 	p    engine.Params
 	log  *slog.Logger
 	fs   *hostfs.FS
@@ -55,7 +56,12 @@ type client struct {
 // Progress, if set, sees each event as it happens. Cancelling ctx ends the
 // test early with ctx's error.
 func Run(ctx context.Context, cfg Config) (*result.Result, error) {
-	c := &client{cfg: cfg, p: cfg.Params(), log: cfg.Logger, fs: cfg.Host}
+	return runWith(ctx, cfg, credentials{token: cfg.Token})
+}
+
+// runWith is Run authenticating with cred: a relaying agent's ticket.
+func runWith(ctx context.Context, cfg Config, cred credentials) (*result.Result, error) {
+	c := &client{cfg: cfg, cred: cred, p: cfg.Params(), log: cfg.Logger, fs: cfg.Host}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -108,7 +114,7 @@ func WithPort(peer string, port int) string {
 }
 
 func (c *client) run(ctx context.Context) (*result.Result, error) {
-	peer, keys, err := clientHandshake(c.ctrl, c.cfg.Token)
+	peer, keys, err := clientHandshakeWith(c.ctrl, c.cred)
 	if err != nil {
 		return nil, &notAgentError{err}
 	}

@@ -32,9 +32,13 @@ const (
 // errBadMAC is a control frame whose MAC does not match: the session ends.
 var errBadMAC = errors.New("a control frame failed its MAC check (tampered, injected, replayed or reordered on the way): the session ends")
 
-// sessionKeys are one session's keys.
+// sessionKeys are one session's keys. wrap masks relay ticket keys sent
+// to the agent (nodekey.go).
 type sessionKeys struct {
-	clientToAgent, agentToClient, data, tool []byte
+	clientToAgent, agentToClient, data, tool, wrap []byte
+	// node is the agent's node, as its challenge said and its proof
+	// confirmed ("" for a shared token); the client side only.
+	node string
 }
 
 // deriveKeys derives the session keys from the token and the nonces of
@@ -50,7 +54,7 @@ func deriveKeys(token, serverNonce, clientNonce []byte) (sessionKeys, error) {
 	for _, d := range []struct {
 		dst   *[]byte
 		label string
-	}{{&k.clientToAgent, keyLabelClient}, {&k.agentToClient, keyLabelAgent}, {&k.data, keyLabelData}, {&k.tool, keyLabelTool}} {
+	}{{&k.clientToAgent, keyLabelClient}, {&k.agentToClient, keyLabelAgent}, {&k.data, keyLabelData}, {&k.tool, keyLabelTool}, {&k.wrap, keyLabelWrap}} {
 		if *d.dst, err = hkdf.Expand(sha256.New, prk, d.label, keySize); err != nil {
 			return sessionKeys{}, fmt.Errorf("deriving the session keys: %w", err)
 		}

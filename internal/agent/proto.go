@@ -120,12 +120,16 @@ type challengeMsg struct {
 	Type    string `json:"type"`
 	Version int    `json:"version"`
 	Nonce   []byte `json:"nonce"`
+	// Node is the agent's node, when it holds a node key (nodekey.go).
+	Node string `json:"node,omitempty"`
 }
 
 type authMsg struct {
 	Type  string `json:"type"`
 	Nonce []byte `json:"nonce"`
 	MAC   []byte `json:"mac"`
+	// Ticket, from a relaying agent: the MAC is under its key.
+	Ticket *relayTicket `json:"ticket,omitempty"`
 }
 
 type welcomeMsg struct {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,6 +81,10 @@ type relayMsg struct {
 	Congestion string           `json:"congestion,omitempty"`
 	FQRate     uint64           `json:"fq_rate,omitempty"`
 	ZeroCopy   result.ZeroCopy  `json:"zerocopy,omitempty"`
+	// Ticket lets an agent of a node key authenticate to the peer, and
+	// TicketKey is its key, masked (nodekey.go).
+	Ticket    *relayTicket `json:"ticket,omitempty"`
+	TicketKey []byte       `json:"ticket_key,omitempty"`
 }
 
 // request is the test as a request to the peer.
@@ -254,6 +259,11 @@ func (ss *session) runRelay(ctx context.Context, body []byte) bool {
 		ss.refuse(fmt.Errorf("too many relayed tests toward peers that did not answer as agents lately: try again in %s", wait.Round(time.Second)))
 		return false
 	}
+	cred, err := ss.relayCredentials(m, peer)
+	if err != nil {
+		ss.refuse(err)
+		return false
+	}
 	p := m.request().params()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -266,7 +276,7 @@ func (ss *session) runRelay(ctx context.Context, body []byte) bool {
 		ZeroCopy: p.ZeroCopy, Progress: out.progress, Logger: ss.log, Host: ss.srv.Host}
 	ss.log.Info("relayed test started", "toward", peer.String(), "streams", p.Streams, "direction", string(p.Direction),
 		"duration", p.Duration.String())
-	res, err := Run(ctx, cfg)
+	res, err := runWith(ctx, cfg, cred)
 	stopped := unwatch()
 	if serr := out.close(); err == nil && serr != nil {
 		err = serr
@@ -297,6 +307,28 @@ func (ss *session) runRelay(ctx context.Context, body []byte) bool {
 	}
 	ss.log.Info("relayed test done", "toward", peer.String(), "gbps", res.End.SumReceived.BitsPerSecond/1e9)
 	return true
+}
+
+// relayCredentials is what the agent authenticates to the peer with: its
+// own token when the fleet shares one; with a node key, the controller's
+// ticket for this test, which must name this node and the peer.
+func (ss *session) relayCredentials(m relayMsg, peer netip.AddrPort) (credentials, error) {
+	self := ss.srv.key.node
+	if self == "" {
+		return credentials{token: ss.srv.Token}, nil
+	}
+	t := m.Ticket
+	switch {
+	case t == nil:
+		return credentials{}, fmt.Errorf("this agent holds node %s's key: a relay needs a ticket from the fleet's controller (which holds the fleet's secret)", self)
+	case t.From != self:
+		return credentials{}, fmt.Errorf("%w: the relay ticket is for node %.64q's agent, this is node %s", errBadMessage, t.From, self)
+	case t.Peer != peer.String():
+		return credentials{}, fmt.Errorf("%w: the relay ticket is for %.64q, the relay toward %s", errBadMessage, t.Peer, peer)
+	case len(m.TicketKey) != sha256.Size || len(t.ID) != ticketIDSize:
+		return credentials{}, fmt.Errorf("%w: a relay ticket of the wrong shape", errBadMessage)
+	}
+	return credentials{token: ss.srv.Token, ticket: t, ticketKey: t.mask(ss.keys.wrap, m.TicketKey)}, nil
 }
 
 func truncate(s string, n int) string {

@@ -25,10 +25,16 @@ type Remote struct {
 	// Dial connects to From; nil is a net.Dialer.
 	Dial DialFunc
 	// Config is the test: Peer is the agent From tests against, as an
-	// IP address and port; Token is both agents' (a fleet's agents share
-	// one). Each end places its own threads: ClientCPUs and ServerCPUs
-	// must be nil. Host and Logger are not used.
+	// IP address and port; Token is the fleet's: the token its agents
+	// share, or the secret their node keys come from (then the
+	// controller gives From a ticket for Peer, nodekey.go). Each end
+	// places its own threads: ClientCPUs and ServerCPUs must be nil. Host
+	// and Logger are not used.
 	Config
+	// PeerNode is the node of Peer's agent, when its key is a node key;
+	// "" means the node this process last authenticated to at Peer, or,
+	// failing that, a probe of Peer asks.
+	PeerNode string
 }
 
 // RunRemote asks the agent at r.From to run r's test toward r.Peer and
@@ -46,9 +52,11 @@ func RunRemote(ctx context.Context, r Remote) (*result.Result, error) {
 	if err := m.request().validate(24 * time.Hour); err != nil { // the agent applies its own, lower bound
 		return nil, err
 	}
-	if _, err := netip.ParseAddrPort(r.Peer); err != nil {
+	peer, err := netip.ParseAddrPort(r.Peer)
+	if err != nil {
 		return nil, fmt.Errorf("peer %q: a relayed test needs the peer's IP address and port", r.Peer)
 	}
+	peer = netip.AddrPortFrom(peer.Addr().Unmap(), peer.Port())
 	if err := clientToken(r.Token); err != nil {
 		return nil, err
 	}
@@ -59,7 +67,7 @@ func RunRemote(ctx context.Context, r Remote) (*result.Result, error) {
 	defer nc.Close()
 	stop := context.AfterFunc(ctx, func() { nc.Close() })
 	defer stop()
-	res, err := runRemote(c, r, m)
+	res, err := runRemote(ctx, c, r, m, peer)
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("test interrupted: %w", context.Cause(ctx))
 	}
@@ -86,9 +94,28 @@ func dialAgent(ctx context.Context, dial DialFunc, addr string) (*conn, net.Conn
 	return newConn(nc), nc, nil
 }
 
-func runRemote(c *conn, r Remote, m relayMsg) (*result.Result, error) {
-	if _, _, err := clientHandshake(c, r.Token); err != nil {
+func runRemote(ctx context.Context, c *conn, r Remote, m relayMsg, peer netip.AddrPort) (*result.Result, error) {
+	_, keys, err := clientHandshake(c, r.Token)
+	if err != nil {
 		return nil, err
+	}
+	if keys.node != "" { // node keys: From needs a ticket for Peer
+		to, err := r.peerNode(ctx)
+		if err != nil {
+			return nil, err
+		}
+		fleet, err := parseKey(r.Token)
+		if err != nil {
+			return nil, err
+		}
+		if fleet.node != "" {
+			return nil, fmt.Errorf("relaying between agents of node keys needs the fleet's secret, not node %s's key", fleet.node)
+		}
+		t, tk, err := newTicket(fleet.secret, keys.node, to, peer, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		m.Ticket, m.TicketKey = t, t.mask(keys.wrap, tk)
 	}
 	if err := c.send(m, handshakeTimeout); err != nil {
 		return nil, fmt.Errorf("sending the relay request: %w", err)
@@ -149,6 +176,32 @@ func runRemote(c *conn, r Remote, m relayMsg) (*result.Result, error) {
 			return res, nil
 		}
 	}
+}
+
+// peerNode is the node of the peer's agent: PeerNode, or what the peer's
+// agent said when this process last authenticated to it, or what it says
+// to a probe now.
+func (r Remote) peerNode(ctx context.Context) (string, error) {
+	if r.PeerNode != "" {
+		return r.PeerNode, nil
+	}
+	if n, ok := knownNode(r.Peer); ok && n != "" {
+		return n, nil
+	}
+	c, nc, err := dialAgent(ctx, r.Dial, r.Peer)
+	if err != nil {
+		return "", fmt.Errorf("naming the peer's node: %w", err)
+	}
+	defer nc.Close()
+	_, keys, err := clientHandshake(c, r.Token)
+	if err != nil {
+		return "", fmt.Errorf("naming the peer's node: the agent at %s: %w", r.Peer, err)
+	}
+	c.send(bareMsg{Type: msgBye}, handshakeTimeout)
+	if keys.node == "" {
+		return "", fmt.Errorf("the agent at %s holds a shared token, not a node key: give the fleet's agents keys of one kind", r.Peer)
+	}
+	return keys.node, nil
 }
 
 func (r Remote) emit(e result.Event) {

@@ -76,6 +76,9 @@ type Server struct {
 	relayFails           *relayFailures
 	now                  func() time.Time // nil: time.Now
 
+	key     authKey   // Token, parsed
+	tickets ticketLog // relay tickets used
+
 	mu        sync.Mutex
 	active    *session // the test running, if any
 	nonces    nonceLog
@@ -89,7 +92,11 @@ type Server struct {
 // first test ended), then closes ln and returns once every connection it
 // took is finished.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	if _, err := CheckToken(s.Token); err != nil {
+	tok, err := CheckToken(s.Token)
+	if err != nil {
+		return err
+	}
+	if s.key, err = parseKey(tok); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -239,7 +246,8 @@ func (s *Server) handle(ctx context.Context, p *pending) (ran bool) {
 	c := newConn(p)
 	c.cutoff = cutoff
 	c.r = io.MultiReader(bytes.NewReader(first[:]), p)
-	hs, err := serverHandshake(c, s.Token, &s.nonces)
+	hs, err := serverHandshakeWith(c, agentAuth{key: s.key, seen: &s.nonces, tickets: &s.tickets,
+		local: engine.AddrPort(nc.LocalAddr()), now: s.clock()})
 	if err != nil {
 		s.refuse(p, err)
 		if errors.Is(err, ErrAuth) || errors.Is(err, errReplay) {
@@ -260,6 +268,9 @@ func (s *Server) handle(ctx context.Context, p *pending) (ran bool) {
 	for _, n := range notes {
 		log.Info("host fact unavailable", "reason", n)
 	}
+	if hs.ticket != nil {
+		log = log.With("ticket_from", hs.ticket.From)
+	}
 	sess, busy := s.claim(c, hs.keys, host, log)
 	if busy != nil {
 		s.refused.note(p.src, kindBusy, "busy: "+busy.Error())
@@ -267,6 +278,7 @@ func (s *Server) handle(ctx context.Context, p *pending) (ran bool) {
 		return false
 	}
 	defer s.release(sess)
+	sess.ticket = hs.ticket
 	return sess.run(ctx)
 }
 
@@ -374,6 +386,10 @@ type session struct {
 	data   chan dataConn
 
 	yield yielding // a stalled test gives way to a new client (fault.go)
+
+	// ticket is the relay ticket the client authenticated with, if any:
+	// it allows the one test it was issued for.
+	ticket *relayTicket
 }
 
 type dataConn struct {

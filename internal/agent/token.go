@@ -105,8 +105,17 @@ func ReadTokenFile(path string) ([]byte, error) {
 // short for 128 bits in its alphabet, or visibly not random (repeated,
 // sequential or periodic characters). The error is one line that says how
 // to make a good one.
+//
+// A node key ("node-key NAME HEX", NodeKey) passes when its name and its
+// 256-bit key are well formed.
 func CheckToken(b []byte) ([]byte, error) {
 	tok := bytes.TrimSpace(b)
+	if bytes.HasPrefix(tok, []byte(nodeKeyPrefix)) {
+		if _, err := parseKey(tok); err != nil {
+			return nil, err
+		}
+		return tok, nil
+	}
 	alphabet, perChar := tokenAlphabet(tok)
 	if len(tok) == 0 {
 		return nil, fmt.Errorf("%w: the token is empty; %s", errWeakToken, howToMakeToken)

@@ -6,10 +6,12 @@
 // and A streams the test back (docs/architecture.md, "Fleet runs") — which
 // is stored in the results database as any native bench run is.
 //
-// One token, made for the fleet run and given to every agent through its
-// launcher's standard input, authenticates everything: the controller to
-// each agent, and each agent to the others. The agents it started are
-// stopped when the run ends, however it ends.
+// One secret, made for the fleet run, stays with the controller; each
+// agent it starts gets its own node's key, derived from the secret and
+// the host's name (agent.NodeKey), through its launcher's standard input.
+// The controller authenticates to each agent with the key it derives, and
+// gives an agent that relays a test a ticket for that one peer. The
+// agents it started are stopped when the run ends, however it ends.
 package runner
 
 import (
@@ -218,7 +220,13 @@ func (a *Agents) launch(ctx context.Context, l Launcher, h fleet.Host, maxDurati
 		return nil, failed(err)
 	}
 	argv := append(ServeArgs(bin, a.addr[h.Name], maxDuration), "--relay-peers", a.relayPeers())
-	p, err := l.Start(ctx, h, argv, a.Token)
+	// Each agent gets its own node's key, never the fleet's secret: one
+	// host's key opens no other agent.
+	key, err := agent.NodeKey(a.Token, h.Name)
+	if err != nil {
+		return nil, failed(err)
+	}
+	p, err := l.Start(ctx, h, argv, key)
 	if err != nil {
 		return nil, failed(err)
 	}
