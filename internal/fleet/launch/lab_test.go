@@ -223,6 +223,53 @@ func TestSlurmLauncherInLab(t *testing.T) {
 	if out, err := c.Output("sbatch", "--test-only", script); err != nil {
 		t.Errorf("sbatch --test-only %s: %v %s", script, err, out)
 	}
+	sbcastBlock(t, c, script)
+}
+
+// sbcastBlock runs the batch script's broadcast block (LINERATE_SBCAST=1)
+// in an allocation of the cluster: every node gets the binary in a private
+// directory of a name nobody can guess, checked against its SHA-256, and
+// the directory goes when the job ends.
+func sbcastBlock(t *testing.T, c *launchtest.SlurmCluster, script string) {
+	b, err := os.ReadFile(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	i, j := strings.Index(text, "# --- broadcast ---"), strings.Index(text, "# --- end of broadcast ---")
+	if i < 0 || j < i {
+		t.Fatalf("%s has no broadcast block", script)
+	}
+	bin := filepath.Join(c.Dir, "linerate-stand-in")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho stand-in\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	body := "set -u\nLINERATE=" + bin + "\nLINERATE_SBCAST=1\n" + text[i:j] +
+		"each sh -c 'echo \"$(stat -c \"%a %u %F\" \"$(dirname \"$1\")\") $(\"$1\")\"' sh \"$LINERATE\"\necho \"dir=$dir\"\n"
+	cmd := c.Command("salloc", "-N", "4", "--", "bash", "-c", body)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := c.Start(cmd); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the broadcast block: %v: %s %s", err, out.String(), errb.String())
+	}
+	if n := strings.Count(out.String(), "700 0 directory stand-in\n"); n != 4 {
+		t.Errorf("%d of 4 nodes ran the private copy: %s %s", n, out.String(), errb.String())
+	}
+	dir := ""
+	for _, l := range strings.Split(out.String(), "\n") {
+		if v, ok := strings.CutPrefix(l, "dir=/tmp/linerate-"); ok {
+			dir = "/tmp/linerate-" + v
+		}
+	}
+	if dir == "" || len(dir) < len("/tmp/linerate-1-")+16 {
+		t.Fatalf("the broadcast directory %q has no random part: %s", dir, out.String())
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("%s left after the job: %v", dir, err)
+	}
 }
 
 // TestLabLauncher: the lab launcher starts the agent stand-in in each host

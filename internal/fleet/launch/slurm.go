@@ -3,10 +3,13 @@ package launch
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 )
 
 // Slurm starts commands on the nodes of the Slurm allocation it runs in
@@ -22,10 +25,31 @@ type Slurm struct {
 	// SLURM_JOB_NODELIST, …); nil means this process's.
 	Env []string
 	// Dir is the directory for token files on the nodes; "" means
-	// /tmp/linerate-job<JOBID>. It is made private (mode 700) to its user.
+	// /tmp/linerate-job<JOBID>-<random>: a name nobody can make first in
+	// a shared /tmp. It is made private (mode 700) to its user.
 	Dir string
 	// StartCmd starts a local command; nil means exec.Cmd.Start.
 	StartCmd func(*exec.Cmd) error
+
+	once sync.Once
+	made string // the default Dir, once chosen
+	err  error
+}
+
+// dir is Dir, or the default chosen once for this job.
+func (s *Slurm) dir(id string) (string, error) {
+	if s.Dir != "" {
+		return s.Dir, nil
+	}
+	s.once.Do(func() {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			s.err = fmt.Errorf("naming the token directory: %w", err)
+			return
+		}
+		s.made = "/tmp/linerate-job" + id + "-" + hex.EncodeToString(b[:])
+	})
+	return s.made, s.err
 }
 
 // Node is one node of the allocation.
@@ -201,7 +225,10 @@ func (s *Slurm) Start(ctx context.Context, node string, argv []string, token []b
 	if err != nil {
 		return nil, err
 	}
-	dir := orDefault(s.Dir, "/tmp/linerate-job"+id)
+	dir, err := s.dir(id)
+	if err != nil {
+		return nil, err
+	}
 	tok, err := tokenPath(dir)
 	if err != nil {
 		return nil, err

@@ -76,3 +76,22 @@ func FuzzParseNodes(f *testing.F) {
 		}
 	})
 }
+
+// TestSlurmTokenDir: the default directory for token files has a name
+// nobody can make first in a shared /tmp (a job ID is sequential): the
+// job's ID and 16 random hex digits, one for the launcher's life.
+func TestSlurmTokenDir(t *testing.T) {
+	a, b := &Slurm{}, &Slurm{}
+	d1, err := a.dir("42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2, _ := a.dir("42")
+	d3, _ := b.dir("42")
+	if d1 != d2 || d1 == d3 || !strings.HasPrefix(d1, "/tmp/linerate-job42-") || len(d1) != len("/tmp/linerate-job42-")+16 {
+		t.Errorf("token directories %q, %q (same launcher), %q (another)", d1, d2, d3)
+	}
+	if d, _ := (&Slurm{Dir: "/scratch/x"}).dir("42"); d != "/scratch/x" {
+		t.Errorf("a given Dir became %q", d)
+	}
+}

@@ -90,10 +90,13 @@ func (s *SSH) run(ctx context.Context, dest string, stdin io.Reader, script stri
 // Install makes sure the host has the file binary (the linerate binary)
 // and returns its remote path: Dir/linerate-<first 16 hex digits of its
 // SHA-256>, so that two versions never mix and a host that has this one
-// is not sent it again. The copy goes to a temporary name, is checked
-// against the local SHA-256 and renamed into place, so an interrupted
-// copy never leaves a half binary under the final name. copied says
-// whether it had to be sent.
+// is not sent it again. A binary already there counts only if it is a
+// regular file of the user's, in a directory of the user's made private
+// (mode 700, not a link), whose SHA-256 is the local binary's: a file
+// someone planted under the name, or one changed since, is replaced. The
+// copy goes to a temporary name, is checked against the local SHA-256 and
+// renamed into place, so an interrupted copy never leaves a half binary
+// under the final name. copied says whether it had to be sent.
 func (s *SSH) Install(ctx context.Context, dest, binary string) (path string, copied bool, err error) {
 	data, err := os.ReadFile(binary)
 	if err != nil {
@@ -102,15 +105,14 @@ func (s *SSH) Install(ctx context.Context, dest, binary string) (path string, co
 	sum := sha256.Sum256(data)
 	hexsum := hex.EncodeToString(sum[:])
 	path = strings.TrimSuffix(s.dir(), "/") + "/linerate-" + hexsum[:16]
-	out, err := s.run(ctx, dest, nil, `if [ -x "$1" ]; then echo present; else echo missing; fi`, path)
+	out, err := s.run(ctx, dest, nil, installedScript, s.dir(), path)
 	if err != nil {
 		return "", false, err
 	}
-	if strings.TrimSpace(out) == "present" {
+	if f := strings.Fields(out); len(f) > 0 && f[0] == hexsum {
 		return path, false, nil
 	}
-	const install = `umask 077; mkdir -p "$1" && t="$2.tmp.$$" && cat >"$t" && chmod 700 "$t" && sha256sum "$t" && mv -f "$t" "$2"`
-	out, err = s.run(ctx, dest, bytes.NewReader(data), install, s.dir(), path)
+	out, err = s.run(ctx, dest, bytes.NewReader(data), installScript, s.dir(), path)
 	if err != nil {
 		return "", false, fmt.Errorf("copying %s to %s: %w", binary, dest, err)
 	}
@@ -119,6 +121,17 @@ func (s *SSH) Install(ctx context.Context, dest, binary string) (path string, co
 	}
 	return path, true, nil
 }
+
+// installedScript prints the SHA-256 of the binary $2 in the directory
+// $1 when both are the user's (the directory made private: nobody else
+// can swap the file after the check), else "missing".
+const installedScript = `if [ -d "$1" ] && [ ! -L "$1" ] && [ -O "$1" ] && chmod 700 "$1" && [ -f "$2" ] && [ ! -L "$2" ] && [ -O "$2" ] && chmod 700 "$2"; then sha256sum "$2"; else echo missing; fi`
+
+// installScript copies standard input to the binary $2 in the directory
+// $1, made if missing and refused unless it is the user's own directory,
+// through a temporary name, and prints the copy's SHA-256.
+const installScript = `umask 077; mkdir -p "$1" && [ -d "$1" ] && [ ! -L "$1" ] && [ -O "$1" ] && chmod 700 "$1" || { echo "linerate-install: $1 is not a directory of this user" >&2; exit 97; }; ` +
+	`t="$2.tmp.$$" && cat >"$t" && chmod 700 "$t" && sha256sum "$t" && mv -f "$t" "$2"`
 
 // Start starts argv on dest in the background with token in a new file
 // (mode 600, under Dir) whose path replaces TokenFile in argv, and
