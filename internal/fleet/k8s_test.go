@@ -152,15 +152,22 @@ func TestKubernetesManifests(t *testing.T) {
 		{"agent-daemonset.yaml", string(ds), "- $(POD_IP)"},
 		{"agent-daemonset.yaml", string(ds), "fieldPath: status.podIP"},
 		{"agent-daemonset.yaml", string(ds), `drop: ["ALL"]`},
-		{"agent-daemonset.yaml", string(ds), "secretName: linerate-token"},
+		{"agent-daemonset.yaml", string(ds), "- --token-file\n            - /etc/linerate/node.key"},
+		{"agent-daemonset.yaml", string(ds), "hostPath:\n            path: /etc/linerate"},
+		{"agent-daemonset.yaml", string(ds), "- --relay-peers\n            - $(RELAY_PEERS)"},
 		{"agent-service.yaml", string(svc), "clusterIP: None"},
 		{"agent-service.yaml", string(svc), "name: linerate-agents"},
 		{"agent-service.yaml", string(svc), "component: agent"},
 		{"fleet-job.yaml", string(job), "- --k8s\n            - linerate-agents"},
-		{"fleet-job.yaml", string(job), "secretName: linerate-token"},
+		{"fleet-job.yaml", string(job), "secretName: linerate-fleet-secret"},
 	} {
 		if !strings.Contains(c.text, c.want) {
 			t.Errorf("%s lacks %q", c.file, c.want)
 		}
+	}
+	// No agent holds a secret that opens the others: the DaemonSet
+	// mounts no Secret (one Secret is the same on every node).
+	if strings.Contains(string(ds), "secretName:") {
+		t.Error("agent-daemonset.yaml mounts a Secret: every node would hold the same key")
 	}
 }
