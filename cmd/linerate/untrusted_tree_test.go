@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/snapshot"
+	"github.com/linerate/linerate/internal/testutil"
 )
 
 // fanOutArchive writes the captured tree at src as a snapshot, with a
@@ -132,10 +133,7 @@ func TestDoctorFanOutSnapshot(t *testing.T) {
 // proc/sys/kernel/hostname should be ends doctor --root at once (it hung
 // forever on the open), saying the file was not read.
 func TestDoctorFIFOInTree(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "tree")
-	if err := os.CopyFS(root, os.DirFS(hostTree("ryzen-9900x-cx5-x4"))); err != nil {
-		t.Fatal(err)
-	}
+	root := testutil.CopyTree(t, hostTree("ryzen-9900x-cx5-x4"))
 	host := filepath.Join(root, "proc/sys/kernel/hostname")
 	os.Remove(host)
 	if err := syscall.Mkfifo(host, 0o644); err != nil {

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"strings"
 	"sync"
 	"time"
 )
@@ -341,12 +340,4 @@ func writeKeyFile(path string, key []byte) error {
 		return fmt.Errorf("writing the key to %s: %w", path, err)
 	}
 	return nil
-}
-
-// nodeOf names a node in messages: "node NAME", or "" for a shared token.
-func nodeOf(name string) string {
-	if name == "" {
-		return ""
-	}
-	return "node " + strings.TrimSpace(name)
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/linerate/linerate/internal/testutil"
 )
 
 // TestRelayPolicy: an agent relays only to the fleet's agents: on the
@@ -127,7 +129,7 @@ func TestRelayRefusesNonAgents(t *testing.T) {
 	_, port, _ := net.SplitHostPort(strict)
 	for _, c := range []struct {
 		from, peer, rule string
-		log              *syncBuffer
+		log              *testutil.Buffer
 	}{
 		{loop, svc.Addr().String(), "not the agent port", llog},
 		{strict, "127.0.0.31:" + port, "loopback", slog},
@@ -187,7 +189,7 @@ func TestRelayTellsNothingOfNonAgents(t *testing.T) {
 	for i, b := range banners[1:] {
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.%d:%s", 42+i, port))
 		if err != nil {
-			t.Skipf("port %s taken on 127.0.0.%d: %v", port, 42+i, err)
+			t.Fatalf("port %s of 127.0.0.41 is taken on 127.0.0.%d: %v", port, 42+i, err)
 		}
 		defer ln.Close()
 		serve(ln, b)

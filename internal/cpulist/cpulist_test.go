@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/linerate/linerate/internal/testbin"
+	"github.com/linerate/linerate/internal/testutil"
 )
 
 func TestParse(t *testing.T) {
@@ -117,7 +117,7 @@ func FuzzParse(f *testing.F) {
 		var err error
 		// A work budget, in the parsing thread's CPU time: the hostile
 		// lists of 64 KiB once cost half a second each.
-		if cpu := testbin.ThreadCPU(func() { cpus, err = Parse(s) }); cpu > 50*time.Millisecond {
+		if cpu := testutil.ThreadCPU(func() { cpus, err = Parse(s) }); cpu > 50*time.Millisecond {
 			t.Fatalf("Parse of %d bytes took %v of CPU", len(s), cpu)
 		}
 		if err != nil {
@@ -186,7 +186,7 @@ func TestParseWorkBounded(t *testing.T) {
 		{"over 64 KiB", strings.Repeat("1,", MaxListLen/2+1), false},
 	} {
 		var err error
-		cpu := testbin.ThreadCPU(func() { _, err = Parse(c.s) })
+		cpu := testutil.ThreadCPU(func() { _, err = Parse(c.s) })
 		if (err == nil) != c.ok || err != nil && !errors.Is(err, ErrSyntax) {
 			t.Errorf("%s: %v", c.name, err)
 		}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/snapshot"
-	"github.com/linerate/linerate/internal/testbin"
+	"github.com/linerate/linerate/internal/testutil"
 )
 
 var updateCorpus = flag.Bool("update-corpus", false, "rewrite testdata/fuzz/FuzzCollectSnapshot from the seed archives")
@@ -96,7 +96,7 @@ func FuzzCollectSnapshot(f *testing.F) {
 	}
 	f.Add(vm)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if cpu := testbin.ProcessCPU(func() { collectSnapshot(t, data) }); cpu > 5*time.Second {
+		if cpu := testutil.ProcessCPU(func() { collectSnapshot(t, data) }); cpu > 5*time.Second {
 			t.Fatalf("reading a %d-byte archive took %v of CPU", len(data), cpu)
 		}
 	})
@@ -113,8 +113,8 @@ func TestFanOutCollect(t *testing.T) {
 	fan := fanOut(t, vm)
 	var plain, linked time.Duration
 	for range 3 {
-		plain += testbin.ProcessCPU(func() { collectSnapshot(t, vm) })
-		linked += testbin.ProcessCPU(func() { collectSnapshot(t, fan) })
+		plain += testutil.ProcessCPU(func() { collectSnapshot(t, vm) })
+		linked += testutil.ProcessCPU(func() { collectSnapshot(t, fan) })
 	}
 	t.Logf("open and collect, CPU time over 3 runs: %v the real snapshot, %v with its affinity lists linked to one 1 MiB list", plain, linked)
 	if linked > 10*plain {

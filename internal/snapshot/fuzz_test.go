@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/hostfs"
-	"github.com/linerate/linerate/internal/testbin"
+	"github.com/linerate/linerate/internal/testutil"
 )
 
 var updateCorpus = flag.Bool("update-corpus", false, "rewrite testdata/fuzz/{FuzzOpen,FuzzExtractTar} from the seed archives")
@@ -110,7 +110,7 @@ func FuzzOpen(f *testing.F) {
 // 2.3 s in 216 bytes).
 func openInBudget(t *testing.T, data []byte) {
 	t.Helper()
-	if cpu := testbin.ThreadCPU(func() { openBytes(t, data, fuzzLimits()) }); cpu > 2*time.Second {
+	if cpu := testutil.ThreadCPU(func() { openBytes(t, data, fuzzLimits()) }); cpu > 2*time.Second {
 		t.Fatalf("opening %d bytes took %v of CPU", len(data), cpu)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/linerate/linerate/internal/testbin"
+	"github.com/linerate/linerate/internal/testutil"
 )
 
 // deep is a name of n components below sys/.
@@ -77,8 +77,8 @@ func TestTreeAddLinear(t *testing.T) {
 	long = strings.TrimSuffix(long[:strings.LastIndexByte(long, '/')], "/")
 	var shallow, deepT float64
 	for range 3 {
-		shallow += testbin.ThreadCPU(add("sys/x")).Seconds()
-		deepT += testbin.ThreadCPU(add(long)).Seconds()
+		shallow += testutil.ThreadCPU(add("sys/x")).Seconds()
+		deepT += testutil.ThreadCPU(add(long)).Seconds()
 	}
 	t.Logf("1000 names at depth 2: %.2f ms; at depth %d (%d bytes): %.2f ms", shallow/3*1e3, strings.Count(long, "/")+1, len(long), deepT/3*1e3)
 	if shallow > 0 && deepT > 20*shallow {

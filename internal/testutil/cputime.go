@@ -1,4 +1,4 @@
-package testbin
+package testutil
 
 import (
 	"runtime"
