@@ -1,7 +1,8 @@
 // Package testutil holds the helpers that tests of several packages share:
 // copies of the committed host trees that a test may change, a record of a
-// tree's every file to compare after a revert, and a buffer a child
-// process and the test may use at once. It is linked into tests only.
+// tree's every file to compare after a revert, a buffer a child process
+// and the test may use at once, and the CPU time a piece of work took (a
+// fuzz input's budget). It is linked into tests only.
 // (Running linerate itself as a child, and tests that need root, are
 // package testbin's.)
 package testutil
