@@ -292,6 +292,7 @@ need_packages() {
   command -v openssl >/dev/null || missing+=(openssl)
   command -v tc >/dev/null || missing+=(iproute2)
   command -v iptables >/dev/null || missing+=(iptables)
+  command -v nft >/dev/null || missing+=(nftables)
   command -v getent >/dev/null || missing+=(libc-bin)
   command -v nsenter >/dev/null || missing+=(util-linux)
   command -v python3 >/dev/null || missing+=(python3)
@@ -460,6 +461,9 @@ start_node() {
   ip=198.18.0.$i
   d=$W/$n
   mkdir -p "$d/sysctl" "$d/pod-logs" "$d/cni"
+  # The node's netfilter tables before kubelet and the pod network add
+  # theirs (iptables-nft: ip/ip6 filter, nat, mangle), for down.
+  nsenter --net="/run/netns/$ns" nft list tables >"$d/nft-tables"
   # The pod network of the node: a bridge inside the node's namespace,
   # 10.244.<i>.0/24, masqueraded to the node's lab address. Pods reach the
   # lab (the agents, CoreDNS) and nothing else: the node has no route off
@@ -727,13 +731,15 @@ cmd_down() {
     fi
   done
   for p in coredns kube-scheduler kube-controller-manager kube-apiserver etcd; do stop_pid "$p"; done
-  # kubelet's and the pod network's iptables chains (KUBE-*, CNI-*) and
-  # bridge in each node's namespace, when the lab stays.
+  # kubelet's and the pod network's netfilter tables and chains (KUBE-*,
+  # CNI-*) and bridge in each node's namespace, when the lab stays.
   if [ ! -f "$W/lab-made" ]; then
     for d in "$W"/h[0-9][0-9]; do
       [ -e "/run/netns/lr-$name-$(basename "$d")" ] || continue
-      nsenter --net="/run/netns/lr-$name-$(basename "$d")" sh -c \
-        'ip link del cni0 2>/dev/null; iptables-save | grep -v -e "KUBE-" -e "CNI-" | iptables-restore' 2>/dev/null || true
+      nsenter --net="/run/netns/lr-$name-$(basename "$d")" sh -c '
+        ip link del cni0 2>/dev/null
+        nft list tables | grep -vxF -f "$0" | while read -r _ family table; do nft delete table "$family" "$table"; done
+        for t in iptables ip6tables; do $t-save | grep -v -e "KUBE-" -e "CNI-" | $t-restore; done' "$d/nft-tables" 2>/dev/null || true
     done
   fi
   if [ -f "$W/lab-made" ]; then
@@ -742,13 +748,46 @@ cmd_down() {
   if [ -f "$W/made-dirs" ]; then
     while read -r d; do rmdir "$d" 2>/dev/null || true; done <"$W/made-dirs"
   fi
+  local left
+  left=$(leftovers)
   rm -rf "$W"
-  say "cluster $name down"
+  rmdir "$(dirname "$W")" 2>/dev/null || true
+  [ -z "$left" ] || die "cluster $name down, but left behind:$left"
+  say "cluster $name down: no process, namespace, mount, cgroup or iptables rule of it left"
 }
 
-# verify_fleet FILE SLOW: the linerate.fleet/v1 document FILE names the
-# nodes by their agents' hostnames, blames SLOW on its send side, and
-# blames no other host.
+# leftovers names what down should have removed and did not.
+leftovers() {
+  local d p h cg
+  for p in /proc/[0-9]*; do
+    [ "${p#/proc/}" != $$ ] && grep -qF "$W/" "$p/cmdline" 2>/dev/null && echo -n " process ${p#/proc/} ($(tr '\0' ' ' <"$p/cmdline" | cut -c1-60))"
+  done
+  for d in "$W"/h[0-9][0-9]; do
+    [ -d "$d" ] || continue
+    [ -f "$d/mntns" ] && [ -n "$(pids_in_mntns "$(cat "$d/mntns")")" ] && echo -n " processes in $(basename "$d")'s mount namespace"
+    if [ -f "$d/cgroup" ]; then
+      cg=$(cat "$d/cgroup")
+      for h in /sys/fs/cgroup/*/; do [ -d "$h$cg" ] && echo -n " cgroup $h$cg"; done
+    fi
+    [ -e "/run/netns/lr-$name-$(basename "$d")" ] || continue
+    if [ -f "$W/lab-made" ]; then
+      echo -n " namespace lr-$name-$(basename "$d")"
+    elif nsenter --net="/run/netns/lr-$name-$(basename "$d")" nft list ruleset 2>/dev/null | grep -qE "KUBE-|CNI-" ||
+      [ -n "$(nsenter --net="/run/netns/lr-$name-$(basename "$d")" nft list tables | grep -vxF -f "$d/nft-tables")" ]; then
+      echo -n " netfilter tables or rules in lr-$name-$(basename "$d")"
+    fi
+  done
+  [ -f "$W/lab-made" ] && [ -e "/run/netns/$sw" ] && echo -n " namespace $sw"
+  grep -qF " $W/" /proc/mounts && echo -n " mounts under $W"
+  for d in /run/containerd /var/lib/kubelet /var/log/containers; do
+    grep -qxF "$d" "$W/made-dirs" 2>/dev/null && [ -e "$d" ] && echo -n " $d"
+  done
+  return 0
+}
+
+# verify_fleet FILE SLOW prints the matrix of the linerate.fleet/v1
+# document FILE and checks that it names the nodes by their agents'
+# hostnames, blames SLOW on its send side, and blames no other host.
 verify_fleet() {
   python3 - "$1" "$2" "$nodes" <<'PY'
 import json, sys
@@ -756,6 +795,12 @@ doc, slow, n = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3])
 names = sorted(h["name"] for h in doc["hosts"])
 want = ["h%02d" % i for i in range(1, n + 1)]
 assert names == want, "hosts %s, want the nodes %s (named by their agents' hostnames)" % (names, want)
+g = {}
+for p in doc["pairs"]:
+    g[p["a"], p["b"]], g[p["b"], p["a"]] = p["a_to_b_gbps"], p["b_to_a_gbps"]
+print("Gbit/s, row sends to column:\n     " + "".join("%8s" % h for h in names))
+for a in names:
+    print("%5s" % a + "".join("%8s" % ("-" if a == b else "%.2f" % g[a, b] if g.get((a, b)) is not None else "x") for b in names))
 hosts = [o for o in doc["outliers"] if o["kind"] == "host"]
 blamed = sorted("%s %s" % (o["name"], o["direction"]) for o in hosts)
 assert any(o["name"] == slow and o["direction"] in ("send", "both") for o in hosts), "%s not blamed on its send side: %s" % (slow, blamed)
@@ -788,8 +833,6 @@ cmd_check() {
     --token-file "$W/token" --db "$W/check/results.db" -t "${K8S_CHECK_TIME:-5s}" --parallel --json \
     >"$W/check/fleet.json" || rc=$?
   [ "$rc" = 1 ] || die "fleet run exited $rc, not 1 (an outlier): see $W/check/fleet.json"
-  LINERATE_STATE_DIR="$W/check" "$W/linerate" report --fleet "$W/check/fleet.json" -o "$W/check/fleet.md" >/dev/null
-  cat "$W/check/fleet.md"
   verify_fleet "$W/check/fleet.json" "$slow"
   say "fleet run: $(($(date +%s) - t0)) s"
 
@@ -804,7 +847,8 @@ cmd_check() {
     sleep 1
   done
   kc -n linerate logs job/linerate-fleet >"$W/check/job.json"
-  say "fleet Job: $st in $(($(date +%s) - t0)) s"
+  [[ $st =~ Failed ]] && st="Failed (exit status 1: an outlier, or an error)"
+  say "fleet Job: $st, in $(($(date +%s) - t0)) s"
   rest=("$slow" 0)
   cmd_shape
   verify_fleet "$W/check/job.json" "$slow"
