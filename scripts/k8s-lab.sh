@@ -461,6 +461,11 @@ start_node() {
   ip=198.18.0.$i
   d=$W/$n
   mkdir -p "$d/sysctl" "$d/pod-logs" "$d/cni"
+  # The node's own agent key, derived from the fleet's secret, where the
+  # DaemonSet's hostPath takes it: /etc/linerate/node.key, as the node
+  # sees it (a bind mount in the node's mount namespace).
+  install -d -m 700 "$d/etc-linerate"
+  "$W/linerate" serve --token-file "$W/fleet-secret" --node-key "$n" --new-token-file "$d/etc-linerate/node.key" >/dev/null
   # The node's netfilter tables before kubelet and the pod network add
   # theirs (iptables-nft: ip/ip6 filter, nat, mangle), for down.
   nsenter --net="/run/netns/$ns" nft list tables >"$d/nft-tables"
@@ -557,6 +562,7 @@ EOF
     mount -t tmpfs -o mode=0755 tmpfs /run/netns &&
     mount -t tmpfs -o mode=0755 tmpfs /var/lib/kubelet &&
     mount -t tmpfs -o mode=0755 tmpfs /var/log/containers &&
+    mount --bind $d/etc-linerate /etc/linerate &&
     exec containerd --config $d/containerd.toml"
   wait_for 30 "containerd of $n" test -S "$d/containerd.sock"
   readlink "/proc/$(cat "$W/pids/containerd-$n")/ns/mnt" >"$d/mntns"
@@ -571,9 +577,11 @@ EOF
 }
 
 # rewrite_manifest points the shipped manifests' placeholder image at the
-# imported one, never pulled.
+# imported one, never pulled, and RELAY_PEERS at the lab's network.
 rewrite_manifest() {
-  awk -v from="$image_placeholder" -v to="$image_ref" '
+  awk -v from="$image_placeholder" -v to="$image_ref" -v peers="198.18.0.0/24" '
+    relay && /^ *value:/ { sub(/value:.*/, "value: " peers); relay = 0 }
+    { if ($0 !~ /^ *- name: RELAY_PEERS *$/) relay = relay && !/^ *- name:/; else relay = 1 }
     $0 ~ "^[ -]*image: *\"?" from "\"?[ ]*$" {
       match($0, /^ */); ind = RLENGTH
       if (substr($0, ind + 1, 2) == "- ") ind += 2
@@ -610,11 +618,14 @@ cmd_up() {
   "$W/linerate" lab up --name "$name" --hosts "$nodes" >&2
   mkimage "$W/linerate" "$image_ref" "$W/linerate.tar"
   # The node namespaces' mount points (kept empty on the machine itself).
-  for d in /run/containerd /var/lib/kubelet /var/log/containers; do
+  for d in /run/containerd /var/lib/kubelet /var/log/containers /etc/linerate; do
     [ -d "$d" ] || { mkdir -p "$d" && echo "$d" >>"$W/made-dirs"; }
   done
   gen_pki
   kubeconfig admin >"$W/admin.kubeconfig"
+  # The fleet's secret, as deploy/kubernetes/README.md makes it: the fleet
+  # Job's Secret, and what each node's key is derived from.
+  "$W/linerate" serve --new-token-file "$W/fleet-secret" >/dev/null
   start_control_plane
   for ((i = 1; i <= nodes; i++)); do start_node "$i"; done
   local all=()
@@ -622,10 +633,8 @@ cmd_up() {
   wait_for 120 "the nodes" kc get "${all[@]}"
   kc wait --for=condition=Ready "${all[@]}" --timeout=120s >/dev/null
   wait_for 60 "CoreDNS" seat getent hosts kubernetes.default.svc.cluster.local
-  # The agents' token, as deploy/kubernetes/README.md makes it.
-  "$W/linerate" serve --new-token-file "$W/token" >/dev/null
   kc create namespace linerate >/dev/null
-  kc -n linerate create secret generic linerate-token --from-file=token="$W/token" >/dev/null
+  kc -n linerate create secret generic linerate-fleet-secret --from-file=fleet-secret="$W/fleet-secret" >/dev/null
   for m in "${manifests[@]}"; do
     rewrite_manifest "$m" | kc apply -f - >&2
   done
@@ -715,11 +724,11 @@ cmd_down() {
     # Shims and whatever else is left in the node's mount namespace.
     if [ -f "$d/mntns" ]; then
       mnt=$(cat "$d/mntns")
-      for i in 1 2 3 4 5 6 7 8 9 10; do
+      for ((i = 0; i < 40; i++)); do
         p=$(pids_in_mntns "$mnt")
         [ -n "$p" ] || break
         # shellcheck disable=SC2086
-        kill $([ $i -gt 4 ] && echo -9) $p 2>/dev/null || true
+        kill $([ $i -ge 10 ] && echo -9) $p 2>/dev/null || true
         sleep 0.5
       done
     fi
@@ -779,7 +788,7 @@ leftovers() {
   done
   [ -f "$W/lab-made" ] && [ -e "/run/netns/$sw" ] && echo -n " namespace $sw"
   grep -qF " $W/" /proc/mounts && echo -n " mounts under $W"
-  for d in /run/containerd /var/lib/kubelet /var/log/containers; do
+  for d in /run/containerd /var/lib/kubelet /var/log/containers /etc/linerate; do
     grep -qxF "$d" "$W/made-dirs" 2>/dev/null && [ -e "$d" ] && echo -n " $d"
   done
   return 0
@@ -830,7 +839,7 @@ cmd_check() {
   say "linerate fleet run --k8s linerate-agents.linerate at the seat, $slow's lab0 at 1gbit"
   t0=$(date +%s)
   seat env LINERATE_STATE_DIR="$W/check" linerate fleet run --k8s linerate-agents.linerate \
-    --token-file "$W/token" --db "$W/check/results.db" -t "${K8S_CHECK_TIME:-5s}" --parallel --json \
+    --token-file "$W/fleet-secret" --db "$W/check/results.db" -t "${K8S_CHECK_TIME:-5s}" --parallel --json \
     >"$W/check/fleet.json" || rc=$?
   [ "$rc" = 1 ] || die "fleet run exited $rc, not 1 (an outlier): see $W/check/fleet.json"
   verify_fleet "$W/check/fleet.json" "$slow"
