@@ -7,7 +7,7 @@
 #   scripts/k8s-lab.sh kubectl [--name NAME] -- ARGS...   kubectl against the cluster
 #   scripts/k8s-lab.sh exec [--name NAME] -- CMD...       CMD at the controller's seat (see below)
 #   scripts/k8s-lab.sh shape [--name NAME] NODE RATE      tbf on NODE's lab0 (RATE 0 removes it)
-#   scripts/k8s-lab.sh check [--nodes N] [--name NAME]    up, fleet run --k8s with one node at 1gbit, down
+#   scripts/k8s-lab.sh check [--nodes N] [--name NAME]    up, fleet run --k8s and the fleet Job with h02 at 1gbit, down
 #   scripts/k8s-lab.sh down [--name NAME]
 #
 # Layout. `linerate lab up --name NAME --hosts N` makes hosts lr-NAME-h01 …
@@ -15,9 +15,9 @@
 # The switch namespace is the control plane's seat: etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler and CoreDNS run there, bound to
 # 198.18.0.254 and loopback only. Every lab host is a node: its own
-# containerd and kubelet, started in the host's network namespace (and in
-# a UTS namespace of their own, so that a hostNetwork pod sees the node's
-# name as its hostname, as on a real node). Nothing has an address or a
+# containerd and kubelet, started in the host's network namespace and in
+# a mount and UTS namespace of their own (a hostNetwork pod sees the
+# node's name as its hostname, as on a real node; see start_node). Nothing has an address or a
 # route outside 198.18.0.0/15 and loopback, and nothing is routed off the
 # machine: the lab's namespaces have no default route, the root namespace
 # gets no route or address, and CoreDNS answers cluster.local only (no
@@ -39,13 +39,14 @@
 #
 # Kubernetes (kube-apiserver, kube-controller-manager, kube-scheduler,
 # kubelet, kubectl) and CoreDNS are built from the Go module proxy into
-# $K8S_CACHE/<version> (default /var/cache/linerate-k8s), once; later runs
-# reuse them. Debian's etcd, containerd, runc and CNI plugins are installed
+# $K8S_CACHE (default /var/cache/linerate-k8s), keyed on their versions,
+# once; later runs reuse them. Debian's etcd, containerd, runc and CNI plugins are installed
 # with apt when missing. Everything a cluster writes is under
 # $K8S_LAB_DIR (default /var/lib/linerate-k8s/NAME), in its namespaces and
 # in its own cgroups; `down` removes all of it, and the lab if `up` made it.
 #
-# Environment: K8S_VERSION (v1.37.2), COREDNS_VERSION (v1.15.0),
+# Environment: K8S_VERSION (v1.37.2), COREDNS_VERSION (v1.15.0), K8S_KEEP,
+# K8S_CHECK_RATE, K8S_CHECK_TIME (see check),
 # K8S_CACHE, K8S_LAB_DIR, LINERATE (a linerate binary; default: built from
 # this checkout), LINERATE_STATE_DIR (the lab's records, as for linerate).
 set -euo pipefail
@@ -80,7 +81,7 @@ build_k8s() {
   local have=1 c
   for c in "${components[@]}"; do [ -x "$cache/bin/$c" ] || have=0; done
   [ $have = 1 ] && return 0
-  say "building Kubernetes $K8S_VERSION from the Go module proxy into $cache (once; about 9 minutes on 2 CPUs)"
+  say "building Kubernetes $K8S_VERSION from the Go module proxy into $cache (once: 8 minutes on an idle 2-CPU machine, up to an hour on a busy one)"
   local t0 src mod sv minor ldf
   t0=$(date +%s)
   mkdir -p "$cache"
@@ -101,7 +102,8 @@ build_k8s() {
     grep -E '=> \./staging' "$mod" | awk -v sv="$sv" '{print "\t" $1 " => " $1 " " sv}'
     echo ")"
   } >"$src/go.mod"
-  (cd "$src" && go get $(for c in "${components[@]}"; do echo "k8s.io/kubernetes/cmd/$c@$K8S_VERSION"; done)) >&2
+  local pkgs=("${components[@]/#/k8s.io/kubernetes/cmd/}")
+  (cd "$src" && go get "${pkgs[@]/%/@$K8S_VERSION}") >&2
   minor=${K8S_VERSION#v1.}
   minor=${minor%%.*}
   # Without the version ldflags every component reports v0.0.0-master.
@@ -109,9 +111,8 @@ build_k8s() {
   ldf+=" -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
   ldf+=" -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION"
   mkdir -p "$cache/bin.new"
-  (cd "$src" && CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags "$ldf" -o "$cache/bin.new/" \
-    $(for c in "${components[@]}"; do echo "k8s.io/kubernetes/cmd/$c"; done)) >&2
-  rm -rf "$cache/bin"
+  (cd "$src" && CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags "$ldf" -o "$cache/bin.new/" "${pkgs[@]}") >&2
+  rm -rf "${cache:?}/bin"
   mv "$cache/bin.new" "$cache/bin"
   echo "$(($(date +%s) - t0))" >"$cache/build-seconds"
   say "built Kubernetes $K8S_VERSION in $(cat "$cache/build-seconds") s"
@@ -151,8 +152,9 @@ func init() {
 func main() { coremain.Run() }
 EOF
   printf 'module linerate.local/coredns\n\ngo 1.26.0\n' >"$d/src/go.mod"
-  (cd "$d/src" && go get $(for p in core/dnsserver coremain plugin/bind plugin/errors plugin/health plugin/kubernetes \
-    plugin/log plugin/ready; do echo "github.com/coredns/coredns/$p@$COREDNS_VERSION"; done)) >&2
+  local pkgs=(core/dnsserver coremain plugin/bind plugin/errors plugin/health plugin/kubernetes plugin/log plugin/ready)
+  pkgs=("${pkgs[@]/#/github.com/coredns/coredns/}")
+  (cd "$d/src" && go get "${pkgs[@]/%/@$COREDNS_VERSION}") >&2
   (cd "$d/src" && CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags "-s -w" -o "$d/coredns.new" .) >&2
   mv "$d/coredns.new" "$d/coredns"
   echo "$(($(date +%s) - t0))" >"$d/build-seconds"
@@ -727,8 +729,8 @@ cmd_down() {
       for ((i = 0; i < 40; i++)); do
         p=$(pids_in_mntns "$mnt")
         [ -n "$p" ] || break
-        # shellcheck disable=SC2086
-        kill $([ $i -ge 10 ] && echo -9) $p 2>/dev/null || true
+        # shellcheck disable=SC2086 # one pid per word
+        if [ $i -ge 10 ]; then kill -9 $p; else kill $p; fi 2>/dev/null || true
         sleep 0.5
       done
     fi
@@ -823,7 +825,8 @@ PY
 # --k8s` at the controller's seat, then the shipped fleet Job. Each matrix
 # must blame that node (its send side) and no other host. Brings the
 # cluster up and takes it down again unless it was up already
-# (K8S_KEEP=1 keeps it).
+# (K8S_KEEP=1 keeps it). K8S_CHECK_RATE (1gbit) and K8S_CHECK_TIME (5s, the
+# seat's tests) change the fault and the test length.
 cmd_check() {
   need_root
   setup_vars
@@ -833,10 +836,10 @@ cmd_check() {
     cmd_up
   fi
   slow=$(node_name 2)
-  rest=("$slow" 1gbit)
+  rest=("$slow" "${K8S_CHECK_RATE:-1gbit}")
   cmd_shape
   mkdir -p "$W/check"
-  say "linerate fleet run --k8s linerate-agents.linerate at the seat, $slow's lab0 at 1gbit"
+  say "linerate fleet run --k8s linerate-agents.linerate at the seat, $slow's lab0 at ${K8S_CHECK_RATE:-1gbit}"
   t0=$(date +%s)
   seat env LINERATE_STATE_DIR="$W/check" linerate fleet run --k8s linerate-agents.linerate \
     --token-file "$W/fleet-secret" --db "$W/check/results.db" -t "${K8S_CHECK_TIME:-5s}" --parallel --json \
@@ -845,7 +848,7 @@ cmd_check() {
   verify_fleet "$W/check/fleet.json" "$slow"
   say "fleet run: $(($(date +%s) - t0)) s"
 
-  say "the shipped fleet Job (deploy/kubernetes/fleet-job.yaml), $slow's lab0 at 1gbit"
+  say "the shipped fleet Job (deploy/kubernetes/fleet-job.yaml), $slow's lab0 at ${K8S_CHECK_RATE:-1gbit}"
   t0=$(date +%s)
   kc -n linerate delete job linerate-fleet --ignore-not-found --wait=true >/dev/null
   rewrite_manifest "$repo/deploy/kubernetes/fleet-job.yaml" | kc apply -f - >/dev/null
