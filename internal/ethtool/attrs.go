@@ -139,7 +139,7 @@ const (
 	aPauseStatRXFrames = 3
 )
 
-// FEC_GET (ETHTOOL_A_FEC_*, ETHTOOL_A_FEC_STAT_*).
+// FEC_GET (ETHTOOL_A_FEC_*, ETHTOOL_A_FEC_STAT_*, ETHTOOL_A_FEC_HIST_*).
 const (
 	aFECHeader = 1
 	aFECModes  = 2
@@ -150,6 +150,12 @@ const (
 	aFECStatCorrected = 2
 	aFECStatUncorr    = 3
 	aFECStatCorrBits  = 4
+	aFECStatHist      = 5 // Linux 6.18: one nest per bin
+
+	aFECHistBinLow     = 2
+	aFECHistBinHigh    = 3
+	aFECHistBinVal     = 4 // u32 or u64
+	aFECHistBinPerLane = 5 // array of u64
 )
 
 // MODULE_EEPROM_GET (ETHTOOL_A_MODULE_EEPROM_*).

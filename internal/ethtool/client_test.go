@@ -91,6 +91,21 @@ func (k *fakeKernel) serve(greq genetlink.Message, nreq netlink.Message) ([]gene
 			s.Bytes(aFECStatCorrected, u64bytes(1500, 1000, 500, 0, 0))
 			s.Bytes(aFECStatUncorr, u64bytes(3, 0, 3, 0, 0))
 			s.Bytes(aFECStatCorrBits, nil) // length 0: the driver has none
+			// The 6.18 histogram: bin 0 (no error) as a u64, per lane;
+			// bins 1-3 as a u32 without lanes.
+			s.Nested(aFECStatHist, func(h *netlink.AttributeEncoder) error {
+				h.Uint32(aFECHistBinLow, 0)
+				h.Uint32(aFECHistBinHigh, 0)
+				h.Uint64(aFECHistBinVal, 1<<33)
+				h.Bytes(aFECHistBinPerLane, u64bytes(1<<31, 1<<31, 1<<31, 1<<31))
+				return nil
+			})
+			s.Nested(aFECStatHist, func(h *netlink.AttributeEncoder) error {
+				h.Uint32(aFECHistBinLow, 1)
+				h.Uint32(aFECHistBinHigh, 3)
+				h.Uint32(aFECHistBinVal, 4242)
+				return nil
+			})
 			return nil
 		})
 	case msgStatsGet:
@@ -301,6 +316,10 @@ func TestClientFacts(t *testing.T) {
 		!slices.Equal(fec.Stats.CorrectedBlocks, []uint64{1500, 1000, 500, 0, 0}) ||
 		!slices.Equal(fec.Stats.UncorrectableBlocks, []uint64{3, 0, 3, 0, 0}) || fec.Stats.CorrectedBits != nil {
 		t.Errorf("fec %+v %+v", fec, fec.Stats)
+	}
+	if len(fec.Hist) != 2 || fec.Hist[0].Val != 1<<33 || !slices.Equal(fec.Hist[0].PerLane, []uint64{1 << 31, 1 << 31, 1 << 31, 1 << 31}) ||
+		fec.Hist[1].BinLow != 1 || fec.Hist[1].BinHigh != 3 || fec.Hist[1].Val != 4242 || fec.Hist[1].PerLane != nil {
+		t.Errorf("fec histogram %+v", fec.Hist)
 	}
 	st := f.Stats
 	if st == nil || st.EthPHY["SymbolErrorDuringCarrier"] != 42 || st.EthMAC["FrameCheckSequenceErrors"] != 9 ||

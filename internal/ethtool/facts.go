@@ -289,6 +289,14 @@ func Load(fs *hostfs.FS, iface string) (*Facts, error) {
 	if f.NotRead == nil {
 		f.NotRead = map[string]string{}
 	}
+	// A snapshot of another version, or a tree written by hand, may name
+	// FEC modes its own way or list them among the link modes.
+	if f.LinkModes != nil {
+		f.LinkModes.Normalize()
+	}
+	if f.FEC != nil {
+		f.FEC.Normalize()
+	}
 	if err := f.loadModule(fs, dir+"/"+DirModule); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,10 @@
 package ethtool
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // linkModeNames are the link-mode bits (enum ethtool_link_mode_bit_indices
 // in the kernel's uapi ethtool.h) named as the kernel's ETH_SS_LINK_MODES
@@ -47,4 +51,91 @@ func LinkModeName(i int) string {
 		return linkModeNames[i]
 	}
 	return fmt.Sprintf("bit %d", i)
+}
+
+// FECModeName reads a FEC bit of the link-mode mask under any of the
+// names it goes by and returns the kernel's (ETH_SS_LINK_MODES: "None",
+// "RS", "BASER", "LLRS"): ethtool's ioctl-era words ("BaseR", "Off"),
+// the uapi bit names ("ETHTOOL_LINK_MODE_FEC_RS_BIT", "FEC_BASER") and
+// any case. ok is false for a name that is not a FEC bit.
+func FECModeName(s string) (name string, ok bool) {
+	k := strings.ToUpper(strings.TrimSpace(s))
+	k = strings.TrimSuffix(strings.TrimPrefix(k, "ETHTOOL_LINK_MODE_"), "_BIT")
+	k = strings.TrimPrefix(k, "FEC_")
+	k = strings.NewReplacer("-", "", "_", "", " ", "").Replace(k)
+	switch k {
+	case "NONE", "OFF":
+		return "None", true
+	case "RS":
+		return "RS", true
+	case "BASER", "FC", "FIRECODE":
+		return "BASER", true
+	case "LLRS":
+		return "LLRS", true
+	}
+	return "", false
+}
+
+// Normalize moves FEC bits found in the link-mode lists into the FEC
+// lists, under the kernel's names, and names every FEC entry the
+// kernel's way. The netlink and ioctl readers split them already; a
+// linkmodes.json written by another version of linerate, or by hand,
+// may list "RS" among the partner's modes, and the partner's FEC must
+// not be lost for it.
+func (lm *LinkModes) Normalize() {
+	split := func(modes *[]string, fec *[]string) {
+		var keep []string
+		out := []string{}
+		add := func(n string) {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+		for _, f := range *fec {
+			if n, ok := FECModeName(f); ok {
+				add(n)
+			}
+		}
+		for _, m := range *modes {
+			if n, ok := FECModeName(m); ok {
+				add(n)
+				continue
+			}
+			keep = append(keep, m)
+		}
+		if keep == nil {
+			keep = []string{}
+		}
+		*modes, *fec = keep, out
+	}
+	split(&lm.Supported, &lm.SupportedFEC)
+	split(&lm.Advertised, &lm.AdvertisedFEC)
+	split(&lm.PartnerAdvertised, &lm.PartnerFEC)
+}
+
+// Normalize names the FEC encodings the way FEC_GET's reader does ("off",
+// "RS", "BASER", "LLRS"), whatever spelling a snapshot of another version
+// or a hand-made tree used ("None", "BaseR", "rs"); "Auto" in the
+// configured list sets Auto. Names that are no FEC encoding are kept, so
+// the schema check can point at them.
+func (f *FEC) Normalize() {
+	conf := []string{}
+	for _, c := range f.Configured {
+		switch n, ok := FECModeName(c); {
+		case strings.EqualFold(strings.TrimSpace(c), "auto"):
+			f.Auto = true
+		case ok:
+			if n = fecName(n); !slices.Contains(conf, n) {
+				conf = append(conf, n)
+			}
+		default:
+			conf = append(conf, c)
+		}
+	}
+	f.Configured = conf
+	if f.Active != nil {
+		if n, ok := FECModeName(*f.Active); ok {
+			f.Active = ptr(fecName(n))
+		}
+	}
 }

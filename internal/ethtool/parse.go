@@ -128,9 +128,6 @@ func padWord(b []byte, n int) []byte {
 // "10000baseR_FEC"), as against ports, pause and FEC bits of the same mask.
 var linkModeRE = regexp.MustCompile(`^\d+base`)
 
-// fecNames are the FEC bits of the link-mode mask.
-var fecNames = map[string]bool{"None": true, "RS": true, "BASER": true, "LLRS": true}
-
 // splitModes separates link modes and FEC modes, in the kernel's order.
 func splitModes(names []string) (modes, fec []string) {
 	modes, fec = []string{}, []string{}
@@ -138,8 +135,10 @@ func splitModes(names []string) (modes, fec []string) {
 		switch {
 		case linkModeRE.MatchString(n):
 			modes = append(modes, n)
-		case fecNames[n]:
-			fec = append(fec, n)
+		default:
+			if f, ok := FECModeName(n); ok {
+				fec = append(fec, f)
+			}
 		}
 	}
 	return modes, fec
@@ -249,8 +248,8 @@ func parseFEC(b []byte) (*FEC, error) {
 			ad.Do(func(b []byte) error {
 				bs, err := parseBitset(b, LinkModeName)
 				for _, n := range bs.on {
-					if fecNames[n] {
-						f.Configured = append(f.Configured, fecName(n))
+					if k, ok := FECModeName(n); ok {
+						f.Configured = append(f.Configured, fecName(k))
 					}
 				}
 				return err
@@ -258,8 +257,8 @@ func parseFEC(b []byte) (*FEC, error) {
 		case aFECAuto:
 			f.Auto = ad.Uint8() != 0
 		case aFECActive:
-			if n := LinkModeName(int(ad.Uint32())); fecNames[n] {
-				f.Active = ptr(fecName(n))
+			if k, ok := FECModeName(LinkModeName(int(ad.Uint32()))); ok {
+				f.Active = ptr(fecName(k))
 			}
 		case aFECStats:
 			f.Stats = &FECStats{}
@@ -272,6 +271,13 @@ func parseFEC(b []byte) (*FEC, error) {
 						f.Stats.UncorrectableBlocks = u64s(nad.Bytes())
 					case aFECStatCorrBits:
 						f.Stats.CorrectedBits = u64s(nad.Bytes())
+					case aFECStatHist:
+						if len(f.Hist) < maxHistBins {
+							nad.Nested(func(h *netlink.AttributeDecoder) error {
+								f.Hist = append(f.Hist, parseHistBin(h))
+								return nil
+							})
+						}
 					}
 				}
 				return nil
@@ -285,6 +291,38 @@ func parseFEC(b []byte) (*FEC, error) {
 		f.Stats = nil // the nest came, but the driver filled nothing
 	}
 	return f, nil
+}
+
+// maxHistBins bounds the FEC histogram a reply may carry: the kernel
+// sends at most a few tens of bins (ETHTOOL_FEC_HIST_MAX), so more is a
+// garbled reply, not a longer histogram.
+const maxHistBins = 64
+
+// maxLanes bounds per-lane arrays (ETHTOOL_MAX_LANES is 8).
+const maxLanes = 8
+
+// parseHistBin reads one ETHTOOL_A_FEC_STAT_HIST nest.
+func parseHistBin(h *netlink.AttributeDecoder) FECHistBin {
+	var b FECHistBin
+	for h.Next() {
+		switch h.Type() {
+		case aFECHistBinLow:
+			b.BinLow = h.Uint32()
+		case aFECHistBinHigh:
+			b.BinHigh = h.Uint32()
+		case aFECHistBinVal:
+			// An NLA_UINT: four or eight bytes.
+			if raw := h.Bytes(); len(raw) == 4 {
+				b.Val = uint64(binary.NativeEndian.Uint32(raw))
+			} else if len(raw) >= 8 {
+				b.Val = binary.NativeEndian.Uint64(raw)
+			}
+		case aFECHistBinPerLane:
+			v := u64s(h.Bytes())
+			b.PerLane = v[:min(len(v), maxLanes)]
+		}
+	}
+	return b
 }
 
 // u64s reads an array of 64-bit counters in host order; an empty array

@@ -68,6 +68,21 @@ type FEC struct {
 	Active *string `json:"active"`
 	// Stats is nil when the driver keeps no FEC counters.
 	Stats *FECStats `json:"stats"`
+	// Hist is the FEC histogram (Linux 6.18, ETHTOOL_A_FEC_STAT_HIST):
+	// how many codewords had a number of symbol errors in each bin's
+	// range, with the split per FEC lane where the driver gives one;
+	// absent where the kernel or the driver has none.
+	Hist []FECHistBin `json:"hist,omitempty"`
+}
+
+// FECHistBin is one bin of the FEC histogram: codewords received with
+// BinLow to BinHigh symbol errors (IEEE 802.3ck's "FEC codeword error
+// bins"; a bin of one value has BinLow = BinHigh).
+type FECHistBin struct {
+	BinLow  uint32   `json:"bin_low"`
+	BinHigh uint32   `json:"bin_high"`
+	Val     uint64   `json:"val"`
+	PerLane []uint64 `json:"per_lane,omitempty"`
 }
 
 // FECStats are the FEC counters: each [total, lane 0, lane 1, …], with

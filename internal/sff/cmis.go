@@ -1,34 +1,97 @@
 package sff
 
-import "fmt"
+import (
+	"fmt"
+	"math/bits"
+	"slices"
+)
 
 // CMIS 4.0/5.x (QSFP-DD, OSFP, QSFP112, SFP-DD) memory map. Lower page:
 //
 //	0 identifier, 1 revision (major.minor nibbles), 2 bit 7 flat memory,
 //	3 bits 3-1 module state, 9 module flags (bits 0-3 temperature high alarm,
 //	low alarm, high warning, low warning; bits 4-7 the same for Vcc),
-//	14-15 temperature, 16-17 Vcc, 85 media type, 86-89 first application
-//	descriptor (host interface, media interface, lane counts)
+//	14-15 temperature, 16-17 Vcc, 85 media type, 86-117 application
+//	descriptors 1-8 (4 bytes each: host interface code, media interface
+//	code, host lane count in bits 7-4 and media lane count in bits 3-0 of
+//	the third, host lane assignment options in the fourth; a host interface
+//	code of FFh ends the list)
 //
 // Page 00h: 129-144 vendor, 145-147 OUI, 148-163 PN, 164-165 revision,
-// 166-181 SN, 182-189 date, 203 connector, 222 checksum of 128-221.
-// Page 01h: 138-139 wavelength (0.05 nm), 142 bits 1-0 banks, 159 module
-// monitors supported, 160 lane monitors supported (bit 0 TX bias, 1 TX
-// power, 2 RX power; bits 4-3 TX bias scale).
+// 166-181 SN, 182-189 date, 203 connector, 212 media interface
+// technology, 222 checksum of 128-221.
+// Page 01h: 138-139 wavelength (0.05 nm), 142 bits 1-0 banks, 151 bit 4
+// RX power is average (else OMA), 159 module monitors supported, 160
+// lane monitors supported (bit 0 TX bias, 1 TX power, 2 RX power; bits
+// 4-3 TX bias scale), 176-190 media lane assignment options of
+// applications 1-15, 223-250 application descriptors 9-15 (as 86-117,
+// without the lane assignment byte's meaning changing).
 // Page 02h: thresholds (high alarm, low alarm, high warning, low warning):
 // temperature 128-135, Vcc 136-143, TX power 176-183, TX bias 184-191,
 // RX power 192-199.
 // Page 10h (per bank): 130 TX output disabled, a bit per lane.
-// Page 11h (per bank of 8 lanes): 135 TX fault, 136 TX LOS, 137 TX CDR
-// LOL, 139-142 TX power flags, 143-146 TX bias flags, 147 RX LOS, 148 RX
-// CDR LOL, 149-152 RX power flags (each a bit per lane), 154-169 TX power,
-// 170-185 TX bias, 186-201 RX power (two bytes per lane).
+// Page 11h (per bank of 8 lanes): 128-131 data path state per host lane
+// (a nibble each, the odd lane in bits 3-0), 135 TX fault, 136 TX LOS,
+// 137 TX CDR LOL, 139-142 TX power flags, 143-146 TX bias flags, 147 RX
+// LOS, 148 RX CDR LOL, 149-152 RX power flags (each a bit per lane),
+// 154-169 TX power, 170-185 TX bias, 186-201 RX power (two bytes per
+// lane), 206-213 the active control set's data path configuration per
+// host lane (AppSel in bits 7-4, DataPathID in bits 3-1).
+//
+// Lanes: the monitors of page 11h are per media lane (the optical or
+// electrical lanes toward the far end), and so are Module.Lanes; TX LOS
+// and TX CDR LOL watch the host lanes (the NIC's SerDes). An application
+// carries HostLanes host lanes into MediaLanes media lanes; its instances
+// (data paths) start at the host lanes its host lane assignment options
+// allow, and the n-th of those feeds the media lanes from the n-th start
+// its media lane assignment options allow. A QSFP-DD 2x100G-LR4 runs two
+// instances of 100GBASE-LR4 over CAUI-4: host lanes 1-4 feed media lanes
+// 1-4 and host lanes 5-8 media lanes 5-8.
 //
 // TX bias scaling (page 01h byte 160 bits 4-3, "TxBiasCurrentScalingFactor"):
 // CMIS 5.2 defines 00b ×1, 01b ×2, 10b ×4 as a multiplier of the 2 µA
 // step, for the monitor and the thresholds alike. (ethtool 6.x shifts the
 // raw value right instead, which divides; the spec text multiplies, and
 // so does this decoder.)
+
+// Application is one entry of a CMIS module's application advertisement:
+// a host electrical interface carried into a media interface, with how
+// many lanes each takes and where its instances may start.
+type Application struct {
+	// AppSel is the application's number (1-15) in the advertisement.
+	AppSel    int    `json:"appsel"`
+	HostCode  uint8  `json:"host_code"`
+	Host      string `json:"host_interface"`
+	MediaCode uint8  `json:"media_code"`
+	Media     string `json:"media_interface"`
+	// HostLanes and MediaLanes are the lanes one instance takes.
+	HostLanes  int `json:"host_lanes"`
+	MediaLanes int `json:"media_lanes"`
+	// HostStarts and MediaStarts are the lanes (from 1) where instances
+	// may start; MediaStarts is empty when page 01h was not read.
+	HostStarts  []int `json:"host_starts"`
+	MediaStarts []int `json:"media_starts"`
+}
+
+// DataPath is an instance of an application: the host lanes that feed
+// it and the media lanes it drives.
+type DataPath struct {
+	// Number counts the data paths from 1, in host lane order.
+	Number int    `json:"number"`
+	AppSel int    `json:"appsel"`
+	Host   string `json:"host_interface"`
+	Media  string `json:"media_interface"`
+	// HostLanes and MediaLanes are lane numbers, from 1.
+	HostLanes  []int `json:"host_lanes"`
+	MediaLanes []int `json:"media_lanes"`
+	// State is the data path's state as its first host lane reports it
+	// ("activated", "deactivated", …), "" when page 11h was not read.
+	State string `json:"state,omitempty"`
+	// Configured is true when the module's active control set (page 11h)
+	// sets this data path up; false when it is the default application's
+	// instance, inferred from the advertisement alone.
+	Configured bool `json:"configured"`
+}
 
 // cmisState is lower page byte 3 bits 3-1.
 func cmisState(v uint8) string {
@@ -47,6 +110,28 @@ func cmisState(v uint8) string {
 	return fmt.Sprintf("state %d", v)
 }
 
+// dataPathState is a nibble of page 11h bytes 128-131 (CMIS 5.2 Table
+// 8-66).
+func dataPathState(v uint8) string {
+	switch v {
+	case 1:
+		return "deactivated"
+	case 2:
+		return "initializing"
+	case 3:
+		return "deinitializing"
+	case 4:
+		return "activated"
+	case 5:
+		return "TX turning on"
+	case 6:
+		return "TX turning off"
+	case 7:
+		return "initialized"
+	}
+	return fmt.Sprintf("state %d", v)
+}
+
 // cmisBiasScale is the multiplier of page 01h byte 160 bits 4-3.
 func cmisBiasScale(b uint8) float64 {
 	switch (b >> 3) & 0x03 {
@@ -58,8 +143,8 @@ func cmisBiasScale(b uint8) float64 {
 	return 1
 }
 
-// defaultLanes is the media lane count of a form factor whose first
-// application descriptor does not say.
+// defaultLanes is the media lane count of a form factor whose
+// application advertisement does not say.
 func defaultLanes(id uint8) int {
 	switch id {
 	case 0x1E: // QSFP+ with CMIS
@@ -70,6 +155,160 @@ func defaultLanes(id uint8) int {
 		return 1
 	}
 	return 8
+}
+
+// maxCMISLanes bounds the media lanes: four banks of eight.
+const maxCMISLanes = 32
+
+// laneBits returns the lanes (from 1) whose bits are set in v.
+func laneBits(v uint8) []int {
+	var out []int
+	for v != 0 {
+		i := bits.TrailingZeros8(v)
+		out = append(out, i+1)
+		v &^= 1 << i
+	}
+	return out
+}
+
+// applications reads the application advertisement: descriptors 1-8 from
+// the lower page, 9-15 from page 01h, up to the end mark (host interface
+// code FFh) or an unused descriptor (00h).
+func applications(lo, p01 *reader, mediaType uint8) []Application {
+	var apps []Application
+	for sel := 1; sel <= 15; sel++ {
+		var r *reader
+		base := 0
+		switch {
+		case sel <= 8:
+			r, base = lo, 86+4*(sel-1)
+		case p01 != nil:
+			r, base = p01, 223+4*(sel-9)
+		default:
+			return apps
+		}
+		host := r.u8(base)
+		if host == 0xFF || host == 0x00 {
+			break
+		}
+		counts := r.u8(base + 2)
+		a := Application{AppSel: sel, HostCode: host, Host: hostInterfaceName(host),
+			MediaCode: r.u8(base + 1), Media: cmisMediaName(mediaType, r.u8(base+1)),
+			HostLanes: int(counts >> 4), MediaLanes: int(counts & 0x0f),
+			HostStarts: laneBits(r.u8(base + 3)), MediaStarts: []int{}}
+		if len(a.HostStarts) == 0 {
+			a.HostStarts = []int{1}
+		}
+		if p01 != nil {
+			a.MediaStarts = laneBits(p01.u8(176 + sel - 1))
+		}
+		apps = append(apps, a)
+	}
+	return apps
+}
+
+// mediaStart returns the first media lane of the instance of a that
+// starts at host lane h: the n-th media start for the n-th host start.
+// Without media lane options (page 01h not read), instances are taken to
+// sit side by side from media lane 1.
+func (a Application) mediaStart(h int) int {
+	n := slices.Index(a.HostStarts, h)
+	if n < 0 {
+		n = (h - 1) / max(1, a.HostLanes)
+	}
+	if n < len(a.MediaStarts) {
+		return a.MediaStarts[n]
+	}
+	return 1 + n*a.MediaLanes
+}
+
+// span returns lanes from..from+n-1.
+func span(from, n int) []int {
+	out := make([]int, 0, n)
+	for i := range n {
+		out = append(out, from+i)
+	}
+	return out
+}
+
+// mediaLaneCount is the number of media lanes the module supports across
+// every application and every instance the advertisement allows.
+func mediaLaneCount(apps []Application, id uint8) int {
+	n := 0
+	for _, a := range apps {
+		if a.MediaLanes == 0 {
+			continue
+		}
+		for _, h := range a.HostStarts {
+			n = max(n, a.mediaStart(h)+a.MediaLanes-1)
+		}
+	}
+	if n == 0 {
+		return defaultLanes(id)
+	}
+	return min(n, maxCMISLanes)
+}
+
+// dataPaths reads the active control set of page 11h (every bank read):
+// host lanes with the same AppSel and DataPathID form one data path,
+// whose media lanes follow from the application. Lanes without an
+// application (AppSel 0) are unused. With no control set read, or none
+// configured (a module in low power), the default application's
+// instances are reported, marked not configured.
+func dataPaths(pages Pages, apps []Application, hostLanes int) []DataPath {
+	byApp := map[int]Application{}
+	for _, a := range apps {
+		byApp[a.AppSel] = a
+	}
+	type key struct{ bank, app, dpid int }
+	groups := map[key][]int{}
+	var order []key
+	states := map[int]string{}
+	for bank := 0; bank*8 < max(hostLanes, 8) && bank < maxCMISLanes/8; bank++ {
+		b, ok := pages[Upper(0x11, uint8(bank))]
+		if !ok || len(b) < PageSize {
+			continue
+		}
+		for i := range 8 {
+			lane := 8*bank + i + 1
+			st := b[128-128+i/2] >> (4 * uint(i%2)) & 0x0f
+			states[lane] = dataPathState(st)
+			cfg := b[206-128+i]
+			app := int(cfg >> 4)
+			if _, ok := byApp[app]; !ok {
+				continue
+			}
+			k := key{bank, app, int(cfg>>1) & 0x07}
+			if _, seen := groups[k]; !seen {
+				order = append(order, k)
+			}
+			groups[k] = append(groups[k], lane)
+		}
+	}
+	var out []DataPath
+	for _, k := range order {
+		a := byApp[k.app]
+		host := groups[k]
+		first := host[0]
+		dp := DataPath{AppSel: a.AppSel, Host: a.Host, Media: a.Media, HostLanes: host,
+			MediaLanes: span(a.mediaStart(first), a.MediaLanes), State: states[first], Configured: true}
+		out = append(out, dp)
+	}
+	if len(out) == 0 && len(apps) > 0 {
+		a := apps[0]
+		for _, h := range a.HostStarts {
+			if a.HostLanes == 0 || h+a.HostLanes-1 > maxCMISLanes {
+				continue
+			}
+			out = append(out, DataPath{AppSel: a.AppSel, Host: a.Host, Media: a.Media,
+				HostLanes: span(h, a.HostLanes), MediaLanes: span(a.mediaStart(h), a.MediaLanes), State: states[h]})
+		}
+	}
+	slices.SortFunc(out, func(x, y DataPath) int { return x.HostLanes[0] - y.HostLanes[0] })
+	for i := range out {
+		out[i].Number = i + 1
+	}
+	return out
 }
 
 func decodeCMIS(pages Pages) (*Module, error) {
@@ -83,15 +322,6 @@ func decodeCMIS(pages Pages) (*Module, error) {
 		Revision: fmt.Sprintf("CMIS %d.%d", rev>>4, rev&0x0f), State: cmisState((lo.u8(3) >> 1) & 0x07)}
 	flat := lo.bit(2, 7)
 	mediaType := lo.u8(85)
-	m.Media = cmisMediaName(mediaType, lo.u8(87))
-	if lo.u8(86) != 0xff && lo.u8(86) != 0 {
-		m.Compliance = append(m.Compliance, m.Media)
-	}
-	m.SpeedMbps = speedOf(m.Media)
-	lanes := int(lo.u8(88) & 0x0f)
-	if lanes == 0 || lanes > 8 {
-		lanes = defaultLanes(id)
-	}
 	readers := map[Page]*reader{}
 	for _, p := range []Page{Upper(0, 0), Upper(1, 0), Upper(2, 0)} {
 		r, err := pageReader(SpecCMIS, pages, p)
@@ -101,6 +331,20 @@ func decodeCMIS(pages Pages) (*Module, error) {
 		readers[p] = r
 	}
 	p00, p01, p02 := readers[Upper(0, 0)], readers[Upper(1, 0)], readers[Upper(2, 0)]
+	m.setMedia(mediaCMIS(lo, p00))
+	m.Applications = applications(lo, p01, mediaType)
+	if len(m.Applications) > 0 {
+		m.Media = m.Applications[0].Media
+		for _, a := range m.Applications {
+			if !slices.Contains(m.Compliance, a.Media) {
+				m.Compliance = append(m.Compliance, a.Media)
+			}
+		}
+	} else {
+		m.Media = cmisMediaName(mediaType, lo.u8(87))
+	}
+	m.SpeedMbps = speedOf(m.Media)
+	lanes := mediaLaneCount(m.Applications, id)
 	if p00 != nil {
 		identityCMIS(m, p00)
 	} else {
@@ -115,8 +359,12 @@ func decodeCMIS(pages Pages) (*Module, error) {
 			laneMon[k] = p01.bit(160, uint(k))
 		}
 		modMon = [2]bool{p01.bit(159, 0), p01.bit(159, 1)}
-		if wl := p01.u16(138); wl != 0 && mediaType != 0x03 {
+		if wl := p01.u16(138); wl != 0 && m.MediaClass == MediaOptical {
 			m.WavelengthNM = ptr(float64(wl) * 0.05)
+		}
+		m.RXPowerType = "OMA"
+		if p01.bit(151, 4) {
+			m.RXPowerType = "average"
 		}
 	} else {
 		traw := lo.u16(14)
@@ -128,6 +376,13 @@ func decodeCMIS(pages Pages) (*Module, error) {
 		} else {
 			m.Notes = append(m.Notes, "page 01h was not read: which monitors the module supports is unknown, lane values not decoded")
 		}
+	}
+	if m.MediaClass == MediaCopper {
+		// Copper lanes carry no light: the power and bias words mean
+		// nothing a rule could judge (a linear or active copper cable may
+		// still flag LOS and LOL, which are kept).
+		laneMon = [3]bool{false, false, false}
+		m.RXPowerType = ""
 	}
 	if modMon[0] {
 		m.TemperatureC = ptr(tempC(lo.s16(14)))
@@ -144,6 +399,15 @@ func decodeCMIS(pages Pages) (*Module, error) {
 	} else if !flat {
 		m.Notes = append(m.Notes, "page 02h was not read: the module's alarm and warning thresholds are unknown")
 	}
+	hostLanes := 0
+	for _, a := range m.Applications {
+		for _, h := range a.HostStarts {
+			hostLanes = max(hostLanes, h+a.HostLanes-1)
+		}
+	}
+	if !flat {
+		m.DataPaths = dataPaths(pages, m.Applications, hostLanes)
+	}
 	for i := range lanes {
 		l, err := laneCMIS(pages, i, scale, laneMon, flat)
 		if err != nil {
@@ -151,6 +415,7 @@ func decodeCMIS(pages Pages) (*Module, error) {
 		}
 		m.Lanes = append(m.Lanes, l)
 	}
+	assignDataPaths(m, pages)
 	if !flat {
 		for b := range (lanes + 7) / 8 {
 			if _, ok := pages[Upper(0x11, uint8(b))]; !ok {
@@ -160,6 +425,37 @@ func decodeCMIS(pages Pages) (*Module, error) {
 	}
 	finishLanes(m)
 	return m, nil
+}
+
+// assignDataPaths ties each media lane to its data path and the host
+// lanes that feed it. A transmitter's input (TX LOS, TX CDR LOL) is
+// watched on the host lanes: a media lane's TX LOS is set when any host
+// lane of its data path lost its input.
+func assignDataPaths(m *Module, pages Pages) {
+	for _, dp := range m.DataPaths {
+		var los, lol bool
+		known := false
+		for _, h := range dp.HostLanes {
+			b, ok := pages[Upper(0x11, uint8((h-1)/8))]
+			if !ok || len(b) < PageSize {
+				continue
+			}
+			known = true
+			bit := uint8(1) << ((h - 1) % 8)
+			los = los || b[136-128]&bit != 0
+			lol = lol || b[137-128]&bit != 0
+		}
+		for _, ml := range dp.MediaLanes {
+			if ml < 1 || ml > len(m.Lanes) {
+				continue
+			}
+			l := &m.Lanes[ml-1]
+			l.DataPath, l.HostLanes = dp.Number, dp.HostLanes
+			if known {
+				l.TXLOS, l.TXLOL = ptr(los), ptr(lol)
+			}
+		}
+	}
 }
 
 func identityCMIS(m *Module, p00 *reader) {
@@ -173,7 +469,8 @@ func identityCMIS(m *Module, p00 *reader) {
 	p00.checksum(m, 128, 222, "page 00h checksum")
 }
 
-// laneCMIS decodes lane i (0-based) from pages 10h and 11h of its bank.
+// laneCMIS decodes media lane i (0-based) from pages 10h and 11h of its
+// bank.
 func laneCMIS(pages Pages, i int, scale float64, mon [3]bool, flat bool) (Lane, error) {
 	l := Lane{Lane: i + 1}
 	if flat {

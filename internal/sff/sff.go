@@ -128,6 +128,14 @@ type Module struct {
 	// "25GBASE-SR", "400GBASE-DR4"); Compliance lists every code it sets.
 	Media      string   `json:"media"`
 	Compliance []string `json:"compliance"`
+	// MediaClass is what carries the signal, as the module's own media
+	// bytes say (MediaOptical, MediaCopper, MediaUnknown); Cable is
+	// "passive" or "active" for a cable assembly (a DAC, an AOC) and ""
+	// for a module with a separable connector; MediaBasis names the byte
+	// and code that decided.
+	MediaClass string `json:"media_class"`
+	Cable      string `json:"cable,omitempty"`
+	MediaBasis string `json:"media_basis"`
 	// SpeedMbps is the Ethernet rate Media implies, 0 when unknown: what
 	// the module can carry, for comparing with the link speed.
 	SpeedMbps    int      `json:"speed_mbps,omitempty"`
@@ -150,6 +158,10 @@ type Module struct {
 	// Calibration is "internal" or "external" (SFF-8472 only).
 	Calibration string `json:"calibration,omitempty"`
 	Lanes       []Lane `json:"lanes"`
+	// Applications is a CMIS module's application advertisement; DataPaths
+	// its data paths: which host lanes feed which media lanes.
+	Applications []Application `json:"applications,omitempty"`
+	DataPaths    []DataPath    `json:"data_paths,omitempty"`
 	// Alarms are the module-level alarm and warning flags that are set
 	// ("temperature_high_alarm", "voltage_low_warn").
 	Alarms     []string    `json:"alarms"`
@@ -159,9 +171,14 @@ type Module struct {
 	Notes []string `json:"notes"`
 }
 
-// Lane is one optical (media) lane's monitors and flags.
+// Lane is one media lane's monitors and flags (an optical lane, or a
+// copper one without power monitors).
 type Lane struct {
-	Lane      int      `json:"lane"`
+	Lane int `json:"lane"`
+	// DataPath is the number of the CMIS data path the lane belongs to (0:
+	// none, or not CMIS), HostLanes the host lanes that feed it.
+	DataPath  int      `json:"data_path,omitempty"`
+	HostLanes []int    `json:"host_lanes,omitempty"`
 	RXPowerMW *float64 `json:"rx_power_mw"`
 	// RXPowerDBm is nil when RXPowerMW is nil or zero (no light: −∞ dBm).
 	RXPowerDBm *float64 `json:"rx_power_dbm"`

@@ -127,6 +127,7 @@ func decode8472(pages Pages) (*Module, error) {
 	id := lo.u8(0)
 	m := &Module{Spec: SpecSFF8472, IdentifierCode: id, Identifier: identifierName(id)}
 	identity8472(m, lo)
+	m.setMedia(media8472(lo))
 	diag := lo.u8(92)
 	implemented, addrChange := diag&0x40 != 0, diag&0x04 != 0
 	m.RXPowerType = "OMA"
@@ -152,6 +153,11 @@ func decode8472(pages Pages) (*Module, error) {
 		}
 		m.Monitors = true
 		diagnostics8472(m, &l, a, lo.bit(93, 7))
+		if m.MediaClass == MediaCopper {
+			// An active cable with diagnostics: its power words are not light.
+			l.TXBiasMA, l.TXPowerMW, l.RXPowerMW = nil, nil, nil
+			m.RXPowerType = ""
+		}
 	}
 	m.Lanes = []Lane{l}
 	finishLanes(m)

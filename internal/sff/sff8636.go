@@ -65,12 +65,17 @@ func decode8636(pages Pages) (*Module, error) {
 	}
 	if up != nil {
 		identity8636(m, up)
+		m.setMedia(media8636(up))
+		if m.MediaClass == MediaCopper {
+			m.WavelengthNM = nil // bytes 186-187 of a cable are its attenuation
+		}
 		txPowerMeasured = up.bit(220, 2)
 		m.RXPowerType = "OMA"
 		if up.bit(220, 3) {
 			m.RXPowerType = "average"
 		}
 	} else {
+		m.setMedia(unknownMedia("upper page 00h (media bytes 130-192) was not read"))
 		m.Notes = append(m.Notes, "upper page 00h was not read: vendor, part and serial number unknown")
 	}
 	// ethtool's test for live diagnostics: a temperature word of 0x0000
@@ -85,8 +90,14 @@ func decode8636(pages Pages) (*Module, error) {
 	}
 	m.Alarms = append(flagNames("temperature", lo.bit(6, 7), lo.bit(6, 6), lo.bit(6, 5), lo.bit(6, 4)),
 		flagNames("voltage", lo.bit(7, 7), lo.bit(7, 6), lo.bit(7, 5), lo.bit(7, 4))...)
+	// A copper cable's power and bias words are not light: a passive DAC
+	// that reports its temperature still has no receiver to judge.
+	laneMonitors := m.Monitors && m.MediaClass != MediaCopper
+	if m.MediaClass == MediaCopper {
+		m.RXPowerType = ""
+	}
 	for i := range 4 {
-		m.Lanes = append(m.Lanes, lane8636(lo, i, m.Monitors, txPowerMeasured))
+		m.Lanes = append(m.Lanes, lane8636(lo, i, laneMonitors, txPowerMeasured))
 	}
 	switch p3, err := pageReader(SpecSFF8636, pages, Upper(3, 0)); {
 	case err != nil:

@@ -184,7 +184,7 @@ func TestSFF8636FlatAndPassive(t *testing.T) {
 	if m.Monitors || m.TemperatureC != nil || m.Lanes[0].RXPowerMW != nil || m.WavelengthNM != nil {
 		t.Errorf("a passive cable reports no monitors: %+v %+v", m, m.Lanes[0])
 	}
-	if m.Media != "100GBASE-CR4" || m.Connector != "no separable connector" || m.Thresholds != nil {
+	if m.Media != "100GBASE-CR4" || m.Connector != "No separable connector" || m.MediaClass != MediaCopper || m.Cable != CablePassive || m.Thresholds != nil {
 		t.Errorf("media %q connector %q thresholds %v", m.Media, m.Connector, m.Thresholds)
 	}
 }
