@@ -152,6 +152,7 @@ func rules() []rule {
 		irqSpansL3, irqRemoteNUMA, irqOnAppCPU, temperatureHigh,
 		rdmaPortNotActive, irqbalanceRunning,
 		transceiverUnreadable, transceiverLaneDark, transceiverRXPowerLow, transceiverTXFault, transceiverTemperatureHigh,
+		transceiverLaserOff, fecBERHigh,
 		fecOff, fecMismatch, fecUncorrectable, linkSpeedBelowMax,
 		nicRXNoBuffer, nicPHYErrors, nicPauseFrames, ringSmall,
 	}
@@ -331,8 +332,8 @@ func (v *nicView) fast() bool {
 // "first restore …" follows the finding it points to.
 func causeOrder() []string {
 	return []string{
-		"transceiver.unreadable", "transceiver.tx_fault", "transceiver.lane_dark", "transceiver.rx_power_low",
-		"transceiver.temperature_high", "fec.mismatch", "fec.off", "fec.uncorrectable", "nic.phy_errors",
+		"transceiver.unreadable", "transceiver.tx_fault", "transceiver.lane_dark", "transceiver.laser_off", "transceiver.rx_power_low",
+		"transceiver.temperature_high", "fec.mismatch", "fec.off", "fec.ber_high", "fec.uncorrectable", "nic.phy_errors",
 		"link.down", "link.speed_below_max", "pcie.link_downgraded", "pcie.bandwidth_below_line_rate",
 	}
 }

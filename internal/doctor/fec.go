@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/linerate/linerate/internal/ethtool"
 	"github.com/linerate/linerate/internal/inventory"
 	"github.com/linerate/linerate/internal/nicstats"
 )
@@ -110,14 +111,20 @@ func fecOff(d *diag) []Finding {
 	return out
 }
 
-// partnerFEC maps partner FEC names to ethtool's words (None is off).
+// partnerFEC maps link-mode FEC names, in any spelling, to ethtool's
+// words ("None" is "off").
 func partnerFEC(names []string) []string {
 	var out []string
 	for _, n := range names {
+		if k, ok := ethtool.FECModeName(n); ok {
+			n = k
+		}
 		if n == "None" {
 			n = "off"
 		}
-		out = append(out, n)
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
 	}
 	return out
 }
@@ -131,15 +138,22 @@ func fecMismatch(d *diag) []Finding {
 		if l == nil || v.Operstate == "up" || (l.Detected != nil && *l.Detected) {
 			continue
 		}
-		partner := partnerFEC(l.PartnerFEC)
+		// Names are compared in ethtool's words whatever spelling the
+		// facts used ("None" and "off", "BaseR" and "BASER"), and shown as
+		// the facts gave them.
+		partner := l.PartnerFEC
 		local := []string{}
 		auto := false
 		if v.FEC != nil {
 			local, auto = v.FEC.Configured, v.FEC.Auto
+		} else {
+			// No FEC_GET: what the port advertises is what it offers.
+			local = partnerFEC(l.AdvertisedFEC)
 		}
+		theirs, ours := partnerFEC(partner), partnerFEC(local)
 		mismatch := false
 		reason := ""
-		if len(partner) > 0 && len(local) > 0 && !auto && !slices.ContainsFunc(local, func(s string) bool { return slices.Contains(partner, s) }) {
+		if len(theirs) > 0 && len(ours) > 0 && !auto && !slices.ContainsFunc(ours, func(s string) bool { return slices.Contains(theirs, s) }) {
 			mismatch = true
 			reason = fmt.Sprintf("it is configured for %s while the partner advertises %s", strings.Join(local, "/"), strings.Join(partner, "/"))
 		}
@@ -153,8 +167,8 @@ func fecMismatch(d *diag) []Finding {
 			continue
 		}
 		want := "rs"
-		if len(partner) > 0 && !slices.Contains(partner, "RS") {
-			want = strings.ToLower(partner[0])
+		if len(theirs) > 0 && !slices.Contains(theirs, "RS") {
+			want = strings.ToLower(theirs[0])
 		}
 		ev := map[string]any{"configured": local, "partner_advertised": partner, "operstate": v.Operstate}
 		if l.ExtState != "" {
@@ -268,6 +282,91 @@ func linkSpeedBelowMax(d *diag) []Finding {
 				v.Interface, trimFloat(float64(*l.SpeedMbps)/1000), limitBy, map[bool]string{true: "s", false: ""}[limitBy == "the NIC"], trimFloat(float64(maxMbps)/1000), partner),
 			Evidence: ev, Fix: fix,
 		})
+	}
+	return out
+}
+
+// fmtBER writes a bit error ratio as engineers read it: "3.1e-05".
+func fmtBER(b float64) string { return fmt.Sprintf("%.1e", b) }
+
+// berOf returns a port's pre-FEC BER and how it was had: corrected over
+// received bits (the port's, and each FEC lane's), else a lower bound
+// from the FEC histogram. ok is false with neither.
+func berOf(v *nicView) (ber float64, lanes []float64, basis string, ok bool) {
+	f := v.FEC
+	if f == nil {
+		return 0, nil, "", false
+	}
+	if f.PreFECBER != nil {
+		basis = fmt.Sprintf("%.3g corrected bits of %.3g received since the driver loaded", float64(*f.CorrectedBits), float64(*f.ReceivedBits))
+		if f.Lanes != nil {
+			lanes = f.Lanes.PreFECBER
+		}
+		return *f.PreFECBER, lanes, basis, true
+	}
+	if len(f.Hist) == 0 || f.Active == nil || v.Link == nil || v.Link.SpeedMbps == nil {
+		return 0, nil, "", false
+	}
+	n := lanesOf(v)
+	if n == 0 {
+		return 0, nil, "", false
+	}
+	bits := ethtool.CodewordBits(*f.Active, float64(*v.Link.SpeedMbps)/1000/float64(n))
+	ber, ok = ethtool.HistBER(f.Hist, bits)
+	if !ok {
+		return 0, nil, "", false
+	}
+	return ber, nil, fmt.Sprintf("a lower bound from the FEC histogram (every errored %d-bit codeword symbol taken as one bit error)", 10), true
+}
+
+// fecBERHigh: the pre-FEC bit error ratio at or above 1e-5 (critical
+// within a factor of two of the ~2.4e-4 RS-FEC corrects): the link works
+// only because the FEC repairs it, and has little margin left.
+func fecBERHigh(d *diag) []Finding {
+	var out []Finding
+	for _, v := range d.nics {
+		ber, lanes, basis, ok := berOf(v)
+		if !ok {
+			continue
+		}
+		worst, worstLane := ber, -1
+		for i, b := range lanes {
+			if b > worst {
+				worst, worstLane = b, i
+			}
+		}
+		sev := ethtool.BERSeverity(worst)
+		if sev == "" {
+			continue
+		}
+		ev := map[string]any{"pre_fec_ber": fmtBER(ber), "basis": basis, "warn_at": fmtBER(ethtool.BERWarn), "fec_limit": fmtBER(ethtool.BERLimit)}
+		if len(lanes) > 0 {
+			var per []string
+			for _, b := range lanes {
+				per = append(per, fmtBER(b))
+			}
+			ev["pre_fec_ber_by_lane"] = per
+		}
+		where := ""
+		if worstLane >= 0 {
+			where = fmt.Sprintf(", FEC lane %d of %d the worst at %s", worstLane+1, len(lanes), fmtBER(worst))
+		}
+		summary := fmt.Sprintf("%s's pre-FEC bit error ratio is %s (%s%s): from %s the link runs on the FEC's margin; RS-FEC corrects up to about %s",
+			v.Interface, fmtBER(ber), basis, where, fmtBER(ethtool.BERWarn), fmtBER(ethtool.BERLimit))
+		if sev == "critical" {
+			summary = fmt.Sprintf("%s's pre-FEC bit error ratio is %s (%s%s), within a factor of two of the about %s RS-FEC can correct: the next degradation (heat, a dirty connector) costs frames",
+				v.Interface, fmtBER(ber), basis, where, fmtBER(ethtool.BERLimit))
+		}
+		fix := []Fix{
+			do("Watch the corrected bits grow against the bits received", shell(fmt.Sprintf("watch -n1 'ethtool -S %s | grep -e %s -e %s'", v.Interface, ethtool.DriverCorrectedBits, ethtool.DriverReceivedBits))...),
+		}
+		if t := v.Transceiver; t != nil && t.Readable && t.Module != nil {
+			fix = append(fix, do(fmt.Sprintf("Check the module's RX power per lane against its thresholds; clean both connectors, reseat, and replace %s if a lane stays weak", moduleName(t)), "linerate", "doctor", "--iface", v.Interface))
+		} else {
+			fix = append(fix, do("Clean and reseat the cable or modules at both ends; replace the cable if the ratio stays high"))
+		}
+		fix = append(fix, do("Compare the FEC lanes and the histogram of errors per codeword: one bad lane points at one fibre or one laser, all lanes at the cable or the host's SerDes", "ethtool", "-I", "--show-fec", v.Interface))
+		out = append(out, Finding{ID: "fec.ber_high", Severity: Severity(sev), Subject: v.Interface, Summary: summary, Evidence: ev, Fix: fix})
 	}
 	return out
 }

@@ -96,6 +96,25 @@ func moduleKind(t *inventory.Transceiver) string {
 	return t.Identifier
 }
 
+// Media: the module's own media bytes say what carries the signal
+// (package sff). RX power, TX bias and the fault flags describe light
+// only on optical media: a copper cable's words are not power, and a
+// passive DAC that reports a temperature has no receiver at all. A module
+// whose media bytes say nothing (unknown) is judged on what its own data
+// show: a lane dark beside a lit one, a low but non-zero power and a
+// fault flag are light's doing, while an all-zero module is not.
+
+// opticalMedia reports whether t's media bytes say optical.
+func opticalMedia(t *inventory.Transceiver) bool {
+	return t != nil && t.Readable && t.Module != nil && t.MediaClass == sff.MediaOptical
+}
+
+// maybeOptical reports whether t is optical or of unknown media: not a
+// copper cable.
+func maybeOptical(t *inventory.Transceiver) bool {
+	return t != nil && t.Readable && t.Module != nil && t.MediaClass != sff.MediaCopper
+}
+
 // transceiverUnreadable: the module's memory cannot be read (or does not
 // decode). The Chelsio T6 host with cheap CWDM4 optics: two of ten used
 // never linked, and `ethtool -m` could not read them.
@@ -171,12 +190,14 @@ func lanePowers(t *inventory.Transceiver) map[string]string {
 }
 
 // transceiverLaneDark: a lane receives no light while another does, or
-// every lane is dark on a port that should have link.
+// every lane is dark on a port with an optical module plugged in: a
+// module is plugged to carry a link, and a port without carrier is where
+// to look first, named with --iface or not.
 func transceiverLaneDark(d *diag) []Finding {
 	var out []Finding
 	for _, v := range d.nics {
 		t := v.Transceiver
-		if t == nil || !t.Readable || !t.Monitors {
+		if !maybeOptical(t) || !t.Monitors {
 			continue
 		}
 		var dark, lit []int
@@ -190,7 +211,10 @@ func transceiverLaneDark(d *diag) []Finding {
 				lit = append(lit, l.Lane)
 			}
 		}
-		if len(dark) == 0 || (len(lit) == 0 && v.Operstate != "up" && !v.named) {
+		// Every lane dark: an optical module is plugged to carry a link, so
+		// its port should have one, up or not; a module of unknown media
+		// is judged so only where the port is up or named.
+		if len(dark) == 0 || (len(lit) == 0 && !opticalMedia(t) && v.Operstate != "up" && !v.named) {
 			continue
 		}
 		name := moduleName(t)
@@ -201,6 +225,12 @@ func transceiverLaneDark(d *diag) []Finding {
 				laneList(dark), moduleKind(t), v.Interface, strings.TrimPrefix(strings.TrimPrefix(laneList(lit), "lanes "), "lane "))
 		} else {
 			summary = fmt.Sprintf("every lane of the %s module in %s is dark (no light received): nothing reaches it from the peer", moduleKind(t), v.Interface)
+			if v.Operstate != "up" {
+				summary = fmt.Sprintf("%s has no carrier and every lane of its %s module is dark (no light received): nothing reaches it from the peer", v.Interface, moduleKind(t))
+			}
+		}
+		if len(t.DataPaths) > 0 {
+			ev["data_paths"] = darkPaths(t, dark)
 		}
 		var fix []Fix
 		first := strconv.Itoa(dark[0])
@@ -231,7 +261,7 @@ func transceiverRXPowerLow(d *diag) []Finding {
 	var out []Finding
 	for _, v := range d.nics {
 		t := v.Transceiver
-		if t == nil || !t.Readable || !t.Monitors {
+		if !maybeOptical(t) || !t.Monitors {
 			continue
 		}
 		warn, alarm := rxLowThresholds(t)
@@ -286,7 +316,7 @@ func transceiverTXFault(d *diag) []Finding {
 	var out []Finding
 	for _, v := range d.nics {
 		t := v.Transceiver
-		if t == nil || !t.Readable {
+		if !maybeOptical(t) {
 			continue
 		}
 		var lanes []int
@@ -352,6 +382,142 @@ func transceiverTemperatureHigh(d *diag) []Finding {
 				do(fmt.Sprintf("If it stays hot with good airflow, replace %s", moduleName(t))),
 			},
 		})
+	}
+	return out
+}
+
+// darkPaths names, for evidence, the CMIS data paths the dark lanes
+// belong to: "2: 100GBASE-LR4 on media lanes 5-8 (host lanes 5-8)".
+func darkPaths(t *inventory.Transceiver, dark []int) []string {
+	var out []string
+	for _, dp := range t.DataPaths {
+		for _, l := range dark {
+			if slices.Contains(dp.MediaLanes, l) {
+				out = append(out, fmt.Sprintf("%d: %s on media %s (host %s)", dp.Number, dp.Media, laneSpan(dp.MediaLanes), laneSpan(dp.HostLanes)))
+				break
+			}
+		}
+	}
+	return out
+}
+
+// laneSpan writes lanes as "lanes 5-8", "lane 3" or "lanes 1, 3".
+func laneSpan(lanes []int) string {
+	switch {
+	case len(lanes) == 0:
+		return "no lanes"
+	case len(lanes) == 1:
+		return "lane " + strconv.Itoa(lanes[0])
+	}
+	contiguous := true
+	for i := 1; i < len(lanes); i++ {
+		if lanes[i] != lanes[i-1]+1 {
+			contiguous = false
+		}
+	}
+	if contiguous {
+		return fmt.Sprintf("lanes %d-%d", lanes[0], lanes[len(lanes)-1])
+	}
+	return laneList(lanes)
+}
+
+// laserOffMA is the TX bias at or below which a laser counts as off: one
+// step of the monitor (2 µA).
+const laserOffMA = 0.002
+
+// laserOff reports whether lane l's laser is off with the module's own
+// low bias alarm: its flag, or the bias under its threshold.
+func laserOff(t *inventory.Transceiver, l sff.Lane) bool {
+	if l.TXBiasMA == nil || *l.TXBiasMA > laserOffMA {
+		return false
+	}
+	if slices.Contains(l.Flags, "tx_bias_low_alarm") {
+		return true
+	}
+	th := t.Thresholds
+	return th != nil && th.TXBiasLowAlarmMA != nil && *l.TXBiasMA < *th.TXBiasLowAlarmMA
+}
+
+// shouldCarryLight says why a port's module should transmit: the port is
+// up or named, another lane of the module transmits, the peer's light
+// arrives, or a data path of the module is activated. "" when none holds
+// (a port left idle, whose lasers may well be off).
+func shouldCarryLight(v *nicView, t *inventory.Transceiver, off []int) string {
+	switch {
+	case v.Operstate == "up":
+		return "the port is up"
+	case v.named:
+		return "the port was named with --iface"
+	}
+	for _, l := range t.Lanes {
+		if slices.Contains(off, l.Lane) {
+			continue
+		}
+		if l.TXBiasMA != nil && *l.TXBiasMA > laserOffMA {
+			return fmt.Sprintf("lane %d's laser is on", l.Lane)
+		}
+	}
+	for _, l := range t.Lanes {
+		if l.RXPowerMW != nil && *l.RXPowerMW > darkMW {
+			return "the peer's light arrives on lane " + strconv.Itoa(l.Lane)
+		}
+	}
+	for _, dp := range t.DataPaths {
+		if dp.State == "activated" {
+			return fmt.Sprintf("its data path %d is activated", dp.Number)
+		}
+	}
+	return ""
+}
+
+// transceiverLaserOff: a lane's laser bias at 0 with the module's own low
+// bias alarm, on a port that should carry light. A lane that flags a TX
+// fault is left to transceiver.tx_fault, which says more.
+func transceiverLaserOff(d *diag) []Finding {
+	var out []Finding
+	for _, v := range d.nics {
+		t := v.Transceiver
+		if !opticalMedia(t) || !t.Monitors {
+			continue
+		}
+		var off, disabled []int
+		for _, l := range t.Lanes {
+			if judgeLane(t, l).txFault || !laserOff(t, l) {
+				continue
+			}
+			off = append(off, l.Lane)
+			if l.TXDisabled != nil && *l.TXDisabled {
+				disabled = append(disabled, l.Lane)
+			}
+		}
+		if len(off) == 0 {
+			continue
+		}
+		why := shouldCarryLight(v, t, off)
+		if why == "" {
+			continue
+		}
+		ev := map[string]any{"lanes": off, "module": moduleName(t), "operstate": v.Operstate, "why_light_expected": why}
+		basis := "the module's own low-bias alarm"
+		if th := t.Thresholds; th != nil && th.TXBiasLowAlarmMA != nil {
+			basis += fmt.Sprintf(" (%.1f mA)", *th.TXBiasLowAlarmMA)
+			ev["tx_bias_low_alarm_ma"] = *th.TXBiasLowAlarmMA
+		}
+		summary := fmt.Sprintf("%s of the %s module in %s %s its laser off: TX bias 0 mA, under %s, while %s; the peer receives nothing there",
+			laneList(off), moduleKind(t), v.Interface, map[bool]string{true: "has", false: "have"}[len(off) == 1], basis, why)
+		fix := []Fix{}
+		if len(disabled) > 0 {
+			ev["tx_disabled_lanes"] = disabled
+			summary += fmt.Sprintf(" (%s disabled by the host)", laneList(disabled))
+			fix = append(fix, do("The host disabled the transmitter: bring the port up, and check that nothing (a power-saving policy, a management agent) keeps the module's TX disabled",
+				"ip", "link", "set", "dev", v.Interface, "up").verify("Then read the lane's bias again", "ethtool", "-m", v.Interface))
+		}
+		fix = append(fix,
+			do("Check the module's power mode: a module held in low power keeps its lasers off", "ethtool", "--show-module", v.Interface),
+			do("Let the module power up fully", "ethtool", "--set-module", v.Interface, "power-mode-policy", "high").
+				verify("Then read the lane's bias again", "ethtool", "-m", v.Interface),
+			do(fmt.Sprintf("If the bias stays at 0 with the port up and the module in high power, the laser is dead: replace %s", moduleName(t))))
+		out = append(out, Finding{ID: "transceiver.laser_off", Severity: Warning, Subject: v.Interface, Summary: summary, Evidence: ev, Fix: fix})
 	}
 	return out
 }

@@ -44,6 +44,16 @@ func TestOpticsTrees(t *testing.T) {
 		{"cx7-qsfpdd-cmis", []string{
 			"critical transceiver.tx_fault ens5f1np1", "info nic.pause_frames ens5f0np0", "warning link.down ens5f1np1",
 			"warning link.speed_below_max ens5f0np0", "warning transceiver.temperature_high ens5f0np0"}},
+		{"cx6dx-copper-dac", []string{"warning link.down ens5f1np1"}},
+		{"cx7-qsfpdd-8lane", []string{
+			"critical transceiver.lane_dark ens5f0np0", "warning link.down ens5f0np0", "warning link.down ens5f1np1",
+			"warning transceiver.laser_off ens5f1np1"}},
+		{"cx5-fec-kernel-names", []string{
+			"critical fec.mismatch ens5f0np0", "critical transceiver.lane_dark ens5f1np1",
+			"warning link.down ens5f0np0", "warning link.down ens5f1np1"}},
+		{"cx7-prefec-ber", []string{
+			"critical fec.ber_high ens5f1np1", "warning fec.ber_high ens5f0np0", "warning fec.uncorrectable ens5f1np1",
+			"warning nic.phy_errors ens5f1np1", "warning pcie.bandwidth_below_line_rate ens5f0np0"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.host, func(t *testing.T) {

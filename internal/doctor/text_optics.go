@@ -2,9 +2,11 @@ package doctor
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/linerate/linerate/internal/ethtool"
 	"github.com/linerate/linerate/internal/inventory"
 	"github.com/linerate/linerate/internal/nicstats"
 	"github.com/linerate/linerate/internal/sff"
@@ -91,6 +93,85 @@ func writeFEC(t *textWriter, f *inventory.FEC) {
 		line += "; blocks " + strings.Join(c, ", ") + " since the driver loaded"
 	}
 	t.field("fec", line)
+	if f.PreFECBER != nil {
+		b := fmt.Sprintf("pre-FEC BER %s (corrected bits over bits received since the driver loaded)", fmtBER(*f.PreFECBER))
+		if f.Lanes != nil && len(f.Lanes.PreFECBER) > 0 {
+			var per []string
+			for i, v := range f.Lanes.PreFECBER {
+				per = append(per, fmt.Sprintf("%d: %s", i, fmtBER(v)))
+			}
+			b += "; by FEC lane " + strings.Join(per, ", ")
+		}
+		switch ethtool.BERSeverity(*f.PreFECBER) {
+		case "critical":
+			b = st.Red(b)
+		case "warning":
+			b = st.Yellow(b)
+		}
+		t.field("", b)
+	}
+	writeFECHist(t, f.Hist)
+}
+
+// writeFECHist writes the FEC histogram as a small table: codewords per
+// bin of symbol errors, in total and per FEC lane, with a bar of the
+// total's order of magnitude (one mark per factor of ten).
+func writeFECHist(t *textWriter, hist []ethtool.FECHistBin) {
+	if len(hist) == 0 {
+		return
+	}
+	lanes := 0
+	for _, b := range hist {
+		lanes = max(lanes, len(b.PerLane))
+	}
+	const pad = "    "
+	head := fmt.Sprintf("%-15s %-9s", "symbol errors", "codewords")
+	for l := range lanes {
+		head += fmt.Sprintf(" %-8s", fmt.Sprintf("lane %d", l))
+	}
+	t.para(pad, pad, t.st.Dim("FEC histogram (codewords by symbol errors, since the driver loaded)"))
+	t.para(pad, pad, t.st.Dim(strings.TrimRight(head, " ")))
+	for _, b := range hist {
+		bin := strconv.FormatUint(uint64(b.BinLow), 10)
+		if b.BinHigh != b.BinLow {
+			bin += "-" + strconv.FormatUint(uint64(b.BinHigh), 10)
+		}
+		row := fmt.Sprintf("%-15s %-9s", bin, countText(b.Val))
+		for l := range lanes {
+			v := "-"
+			if l < len(b.PerLane) {
+				v = countText(b.PerLane[l])
+			}
+			row += fmt.Sprintf(" %-8s", v)
+		}
+		row = strings.TrimRight(row, " ") + "  " + strings.Repeat("▮", magnitude(b.Val))
+		t.para(pad, pad, strings.TrimRight(row, " "))
+	}
+}
+
+// countText writes a count in at most 7 characters: exact below 10000,
+// then with an SI prefix ("8.59G").
+func countText(v uint64) string {
+	if v < 10000 {
+		return strconv.FormatUint(v, 10)
+	}
+	f := float64(v)
+	for _, p := range []string{"k", "M", "G", "T", "P", "E"} {
+		f /= 1000
+		if f < 1000 {
+			return strconv.FormatFloat(f, 'f', 2, 64) + p
+		}
+	}
+	return strconv.FormatUint(v, 10)
+}
+
+// magnitude is the number of decimal digits of v: 0 for 0, 1 for 1-9 …
+func magnitude(v uint64) int {
+	n := 0
+	for ; v > 0; v /= 10 {
+		n++
+	}
+	return n
 }
 
 // writeModule writes the module the way a person reads `ethtool -m`:
@@ -138,9 +219,20 @@ func writeModule(tw *textWriter, t *inventory.Transceiver) {
 	if len(env) > 0 {
 		tw.field("", strings.Join(env, ", "))
 	}
+	if t.MediaClass == sff.MediaCopper {
+		kind := "copper"
+		if t.Cable != "" {
+			kind = t.Cable + " copper cable"
+		}
+		tw.field("", st.Dim(fmt.Sprintf("%s (%s): no light, so no optical lanes to judge", kind, t.MediaBasis)))
+		return
+	}
 	if !t.Monitors {
 		tw.field("", st.Dim("no optical monitors (passive cable, or not implemented)"))
 		return
+	}
+	if t.MediaClass == sff.MediaUnknown {
+		tw.field("", st.Dim("media not said by the module ("+t.MediaBasis+"): judged on its own values"))
 	}
 	writeLaneTable(tw, t)
 }
@@ -152,37 +244,13 @@ func writeLaneTable(tw *textWriter, t *inventory.Transceiver) {
 	const pad = "    "
 	hang := pad + strings.Repeat(" ", 6) // under the rx power column
 	tw.para(pad, hang, st.Dim(fmt.Sprintf("%-5s %-21s %-21s %-10s %s", "lane", "rx power", "tx power", "bias", "flags")))
-	for _, l := range t.Lanes {
-		s := judgeLane(t, l)
-		var flags []string
-		if l.RXLOS != nil && *l.RXLOS {
-			flags = append(flags, "RX LOS")
+	for _, g := range laneGroups(t) {
+		if g.head != "" {
+			tw.para(pad, hang, st.Bold(g.head))
 		}
-		if l.TXFault != nil && *l.TXFault {
-			flags = append(flags, "TX fault")
+		for _, l := range g.lanes {
+			writeLaneRow(tw, t, l, pad, hang)
 		}
-		if l.TXLOS != nil && *l.TXLOS {
-			flags = append(flags, "TX LOS")
-		}
-		if l.TXDisabled != nil && *l.TXDisabled {
-			flags = append(flags, "TX off")
-		}
-		for _, f := range l.Flags {
-			flags = append(flags, flagText(f))
-		}
-		row := fmt.Sprintf("%-5d %-21s %-21s %-10s %s", l.Lane, power(l.RXPowerMW), power(l.TXPowerMW), bias(l.TXBiasMA), strings.Join(flags, ", "))
-		row = strings.TrimRight(row, " ")
-		switch {
-		case s.dark:
-			row = st.Red(row + "   ◀ dark")
-		case s.txFault:
-			row = st.Red(row + "   ◀ TX fault")
-		case s.lowAlarm:
-			row = st.Red(row + "   ◀ below alarm")
-		case s.low:
-			row = st.Yellow(row + "   ◀ low")
-		}
-		tw.para(pad, hang, row)
 	}
 	warn, alarm := rxLowThresholds(t)
 	th := fmt.Sprintf("rx low warning %s", fmtDBm(&warn))
@@ -192,7 +260,98 @@ func writeLaneTable(tw *textWriter, t *inventory.Transceiver) {
 	if t.Thresholds == nil || t.Thresholds.RXPowerLowWarnMW == nil {
 		th = fmt.Sprintf("no thresholds from the module; judged against %.0f dBm", defaultLowDBm)
 	}
+	if t.RXPowerType == "OMA" {
+		th += " (RX power is OMA, not average)"
+	}
 	tw.para(pad, pad, st.Dim(th))
+}
+
+// laneGroup is lanes shown together under a heading: a CMIS data path,
+// or every lane of a module without data paths (no heading).
+type laneGroup struct {
+	head  string
+	lanes []sff.Lane
+}
+
+// laneGroups groups a module's lanes by data path: "data path 2:
+// 100GBASE-LR4 from host lanes 5-8 (CAUI-4 C2M), activated". Lanes in no
+// data path come last, under their own heading.
+func laneGroups(t *inventory.Transceiver) []laneGroup {
+	if len(t.DataPaths) == 0 {
+		return []laneGroup{{lanes: t.Lanes}}
+	}
+	var out []laneGroup
+	seen := map[int]bool{}
+	for _, dp := range t.DataPaths {
+		g := laneGroup{head: dataPathHead(dp)}
+		for _, l := range t.Lanes {
+			if slices.Contains(dp.MediaLanes, l.Lane) && !seen[l.Lane] {
+				g.lanes = append(g.lanes, l)
+				seen[l.Lane] = true
+			}
+		}
+		out = append(out, g)
+	}
+	rest := laneGroup{head: "not in a data path"}
+	for _, l := range t.Lanes {
+		if !seen[l.Lane] {
+			rest.lanes = append(rest.lanes, l)
+		}
+	}
+	if len(rest.lanes) > 0 {
+		out = append(out, rest)
+	}
+	return out
+}
+
+// dataPathHead words a data path for the lane table.
+func dataPathHead(dp sff.DataPath) string {
+	s := fmt.Sprintf("data path %d: %s on media %s, from host %s (%s)", dp.Number, dp.Media, laneSpan(dp.MediaLanes), laneSpan(dp.HostLanes), dp.Host)
+	if dp.State != "" {
+		s += ", " + dp.State
+	}
+	if !dp.Configured {
+		s += ", not configured (the module's default application)"
+	}
+	return s
+}
+
+// writeLaneRow writes one lane: RX power, TX power, bias, flags, and the
+// mark of what is wrong with it.
+func writeLaneRow(tw *textWriter, t *inventory.Transceiver, l sff.Lane, pad, hang string) {
+	st := tw.st
+	s := judgeLane(t, l)
+	var flags []string
+	if l.RXLOS != nil && *l.RXLOS {
+		flags = append(flags, "RX LOS")
+	}
+	if l.TXFault != nil && *l.TXFault {
+		flags = append(flags, "TX fault")
+	}
+	if l.TXLOS != nil && *l.TXLOS {
+		flags = append(flags, "TX LOS")
+	}
+	if l.TXDisabled != nil && *l.TXDisabled {
+		flags = append(flags, "TX off")
+	}
+	for _, f := range l.Flags {
+		flags = append(flags, flagText(f))
+	}
+	row := fmt.Sprintf("%-5d %-21s %-21s %-10s %s", l.Lane, power(l.RXPowerMW), power(l.TXPowerMW), bias(l.TXBiasMA), strings.Join(flags, ", "))
+	row = strings.TrimRight(row, " ")
+	switch {
+	case s.dark:
+		row = st.Red(row + "   ◀ dark")
+	case s.txFault:
+		row = st.Red(row + "   ◀ TX fault")
+	case s.lowAlarm:
+		row = st.Red(row + "   ◀ below alarm")
+	case opticalMedia(t) && laserOff(t, l):
+		row = st.Yellow(row + "   ◀ laser off")
+	case s.low:
+		row = st.Yellow(row + "   ◀ low")
+	}
+	tw.para(pad, hang, row)
 }
 
 // flagText words a module flag as ethtool -m does: "rx_power_low_warn"

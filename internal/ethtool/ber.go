@@ -77,3 +77,39 @@ func BERSeverity(ber float64) string {
 	}
 	return ""
 }
+
+// CodewordBits is the size of one RS-FEC codeword of the given FEC
+// ("RS", "LLRS") at a lane rate: RS(544,514) on PAM4 lanes of 50 Gb/s
+// and up, RS(528,514) on 25 Gb/s NRZ lanes, RS(272,257) for LLRS; 10-bit
+// symbols. 0 for BASE-R (a Fire code of 2112-bit blocks has no symbol
+// histogram) and off.
+func CodewordBits(fec string, laneGbps float64) int {
+	switch fec {
+	case "RS":
+		if laneGbps > 30 {
+			return 5440
+		}
+		return 5280
+	case "LLRS":
+		return 2720
+	}
+	return 0
+}
+
+// HistBER estimates the pre-FEC BER from the FEC histogram: symbol
+// errors over the bits of the codewords counted, with every codeword of
+// a bin taken at the bin's lowest count and every errored symbol at one
+// bit. It is a lower bound (a 10-bit symbol may carry up to 10 errored
+// bits), for a port whose driver counts no corrected bits; ok is false
+// without codewords or without a codeword size.
+func HistBER(hist []FECHistBin, codewordBits int) (ber float64, ok bool) {
+	var words, symbols float64
+	for _, b := range hist {
+		words += float64(b.Val)
+		symbols += float64(b.Val) * float64(b.BinLow)
+	}
+	if words == 0 || codewordBits <= 0 {
+		return 0, false
+	}
+	return symbols / (words * float64(codewordBits)), true
+}

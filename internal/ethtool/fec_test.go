@@ -169,3 +169,30 @@ func TestPreFECBER(t *testing.T) {
 		}
 	}
 }
+
+// TestHistBER: the histogram's lower bound on the BER, and the codeword
+// sizes it divides by.
+func TestHistBER(t *testing.T) {
+	// 1e9 codewords: 9.99e8 clean, 9e5 with 1 error, 1e5 with 2-3 (taken
+	// as 2): 1.1e6 errored symbols over 1e9 × 5440 bits = 2.022e-7.
+	hist := []FECHistBin{{0, 0, 999_000_000, nil}, {1, 1, 900_000, nil}, {2, 3, 100_000, nil}}
+	ber, ok := HistBER(hist, 5440)
+	if !ok || math.Abs(ber-1.1e6/(1e9*5440)) > 1e-15 {
+		t.Errorf("HistBER = %v %v", ber, ok)
+	}
+	if _, ok := HistBER(nil, 5440); ok {
+		t.Error("no codewords: no BER")
+	}
+	if _, ok := HistBER(hist, 0); ok {
+		t.Error("no codeword size: no BER")
+	}
+	for _, tt := range []struct {
+		fec  string
+		lane float64
+		want int
+	}{{"RS", 25, 5280}, {"RS", 53.125, 5440}, {"RS", 100, 5440}, {"LLRS", 50, 2720}, {"BASER", 25, 0}, {"off", 25, 0}} {
+		if got := CodewordBits(tt.fec, tt.lane); got != tt.want {
+			t.Errorf("CodewordBits(%s, %v) = %d, want %d", tt.fec, tt.lane, got, tt.want)
+		}
+	}
+}

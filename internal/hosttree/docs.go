@@ -173,3 +173,89 @@ A correct doctor must raise:
 It must not raise transceiver.lane_dark or transceiver.rx_power_low (every lane is lit), nor
 pcie.bandwidth_below_line_rate (only one port has link).
 `
+
+const docCX6DxCopperDAC = `# cx6dx-copper-dac
+
+A tuned dual-socket Xeon Gold 6530 (as xeon-6530-t6-healthy) with a dual-port ConnectX-6 Dx
+(15b3:101d, mlx5_core, 16 GT/s x16) cabled with copper, as racks are within a few metres:
+ens5f0np0 runs 40 Gb/s over a Mellanox MC2210130-003 passive 40G QSFP+ DAC (SFF-8636,
+identifier 0Dh, byte 131 40GBASE-CR4, byte 147 = A0h "copper cable, unequalized", no
+separable connector, flat memory); ens5f1np1 holds the QSFP28 end of a Mellanox
+MCP7F00-A003R 100G-to-4x25G breakout DAC (byte 192 100GBASE-CR4/25GBASE-CR CA-L, byte 147
+A0h) whose SFP28 ends are not plugged yet, so it has no link.
+Both module ends report a temperature (31.2 and 29.8 °C) and zero in every "RX power" word,
+as such cables do: a tool that takes a temperature for optical monitors sees four dark lanes.
+` + opticsProvenance + `
+A correct doctor must raise only:
+- link.down (warning) on ens5f1np1
+
+It must not raise transceiver.lane_dark, transceiver.rx_power_low, transceiver.tx_fault or
+transceiver.laser_off on either port (copper carries no light: the media bytes say so), nor
+fec.off (40 Gb/s runs 10 Gb/s lanes, which need no RS-FEC), nor link.speed_below_max (the
+40G cable is the limit). Both modules' identity and temperature are still reported.
+`
+
+const docCX7QSFPDD8Lane = `# cx7-qsfpdd-8lane
+
+The same tuned Xeon with a dual-port ConnectX-7 (15b3:1021, mlx5_core, 32 GT/s x16) and two
+CMIS 5.0 QSFP-DD modules, both ports down.
+ens5f0np0: an ACME QDD-400G-LR8 400GBASE-LR8 (eight 50G PAM4 wavelengths on one duplex LC
+pair; it also advertises 2x200GBASE-LR4), configured as one data path: host lanes 1-8
+(400GAUI-8) into media lanes 1-8, activated. Media lane 7 receives no light (RX LOS, RX power
+0; the others -2.4 to -1.8 dBm): one wavelength dies at the peer's laser or in a mux, and an
+LR8 cannot run on seven.
+ens5f1np1: an ACME QDD-400G-DR4 400GBASE-DR4 whose lane 3 laser is off: TX bias 0 mA and TX
+power 0, under the module's own 20 mA low-bias alarm (its flag set), while the peer's light
+arrives on all four lanes and lanes 1, 2 and 4 transmit.
+` + opticsProvenance + `
+A correct doctor must raise:
+- transceiver.lane_dark (critical) on ens5f0np0, for lane 7 of 8, naming its data path
+- transceiver.laser_off (warning) on ens5f1np1, for lane 3
+- link.down (warning) on both ports
+
+It must not raise transceiver.tx_fault (no fault flag is set) or transceiver.rx_power_low.
+`
+
+const docCX5FECKernelNames = `# cx5-fec-kernel-names
+
+The same tuned Xeon with a dual-port ConnectX-5 (15b3:1017, mlx5_core, 8 GT/s x16) and two
+Finisar FTLC1157RGPL6FB1 100G CWDM4 QSFP28 modules. Its live facts were written by another
+version of linerate (or by hand): linkmodes.json lists the FEC bits among the link modes under
+the kernel's link-mode names ("None", "RS", "BASER") and its *_fec lists are empty.
+ens5f0np0 has no link: its FEC was set to off (fec.json configured off) while the switch port
+advertises 100000baseLR4_ER4 and RS; mlx5 reported no extended state. Its module is healthy
+(-1.84 to -1.28 dBm).
+ens5f1np1 has no link and no light: every lane of its module flags RX LOS at 0 mW (no fibre,
+or the peer's port is off), and nobody named the port with --iface.
+` + opticsProvenance + `
+A correct doctor must raise:
+- fec.mismatch (critical) on ens5f0np0: configured off, the partner advertises RS
+- transceiver.lane_dark (critical) on ens5f1np1: every lane dark on a port without carrier
+- link.down (warning) on both ports
+
+It must not raise transceiver.* on ens5f0np0 or fec.mismatch on ens5f1np1 (its partner
+advertises nothing).
+`
+
+const docCX7PreFECBER = `# cx7-prefec-ber
+
+The same tuned Xeon on Linux 6.18 with a dual-port ConnectX-7 (15b3:1021, mlx5_core, 32 GT/s
+x16), both ports linked at 400 Gb/s with RS(544,514) over ACME QDD-400G-DR4 modules, three
+days after the driver loaded (mlx5 rx_bits_phy 1.04e17 on each).
+ens5f0np0: pre-FEC BER 3.1e-5 (rx_corrected_bits_phy 3.21e12), even over its four FEC lanes
+(2.9e-5 to 3.3e-5), no uncorrectable block: it works, on the FEC's margin.
+ens5f1np1: pre-FEC BER 1.6e-4 (1.66e13 corrected bits), FEC lane 1 (0-based) at 5.5e-4,
+past what the FEC corrects on its own: 12 uncorrectable blocks and 12 FCS errors.
+fec.json holds each port's FEC histogram as the 6.18 kernel gives it
+(ETHTOOL_A_FEC_STAT_HIST, IEEE 802.3ck bins 0, 1, 2, 3, 4-5, 6-8, 9-11, 12-14, 15): the
+codewords of random errors at the port's BER (Poisson, 5440-bit codewords), split over the
+lanes by their share of the errors, with bin 15 holding the uncorrectable ones.
+` + opticsProvenance + `
+A correct doctor must raise:
+- fec.ber_high (warning) on ens5f0np0 and (critical) on ens5f1np1
+- fec.uncorrectable (warning) and nic.phy_errors (warning) on ens5f1np1
+- pcie.bandwidth_below_line_rate (warning) on ens5f0np0: 457.6 Gbit/s of PCIe for two linked
+  400G ports
+
+It must not raise any transceiver.* finding (every lane is lit and within its thresholds).
+`

@@ -33,6 +33,10 @@ func Trees() []Tree {
 		{Name: "cx6dx-cwdm4-low-rx", Host: CX6DxLowRX(), Doc: docCX6DxLowRX},
 		{Name: "cx4lx-sfp28-a2h", Host: CX4LxSFP28(), Doc: docCX4LxSFP28},
 		{Name: "cx7-qsfpdd-cmis", Host: CX7QSFPDD(), Doc: docCX7QSFPDD},
+		{Name: "cx6dx-copper-dac", Host: CX6DxCopperDAC(), Doc: docCX6DxCopperDAC},
+		{Name: "cx7-qsfpdd-8lane", Host: CX7QSFPDD8Lane(), Doc: docCX7QSFPDD8Lane},
+		{Name: "cx5-fec-kernel-names", Host: CX5FECKernelNames(), Doc: docCX5FECKernelNames},
+		{Name: "cx7-prefec-ber", Host: CX7PreFECBER(), Doc: docCX7PreFECBER},
 	}
 }
 

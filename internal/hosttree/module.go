@@ -34,6 +34,37 @@ type Optic struct {
 	// TX bias multiplier (1, 2 or 4).
 	State, MediaType, HostCode, MediaCode byte
 	BiasScale                             int
+	// SFF-8636: the identifier (0 is 0x11, QSFP28), byte 131's
+	// compliance bits (0 is 0x80: the extended code of byte 192), byte
+	// 147's transmitter technology (nil is 0x40, 1310 nm DFB) and flat
+	// memory (no page 03h, as passive cables have).
+	Identifier byte
+	Comp131    byte
+	Tech       *byte
+	FlatMem    bool
+	// CMIS: the application advertisement (nil: one application of
+	// HostCode into MediaCode over every lane), the data paths the active
+	// control set configures (nil: none, as a module in low power), and
+	// the media interface technology of page 00h byte 212.
+	Apps      []OpticApp
+	Paths     []OpticPath
+	MediaTech byte
+}
+
+// OpticApp is a CMIS application descriptor: host and media interface
+// codes (SFF-8024 Tables 4-5 to 4-10), the lanes one instance takes, and
+// the lanes where instances may start (bit i: lane i+1).
+type OpticApp struct {
+	Host, Media             byte
+	HostLanes, MediaLanes   int
+	HostStarts, MediaStarts byte
+}
+
+// OpticPath is a configured CMIS data path: an application (AppSel, from
+// 1) on host lanes (from 1), activated.
+type OpticPath struct {
+	AppSel    int
+	HostLanes []int
 }
 
 // OpticLane is one lane's monitors and flags.
@@ -124,8 +155,12 @@ func (p *pg) quad(n int, l Limits, enc func(float64) uint16) {
 }
 
 // flags returns the high alarm, low alarm, high warning and low warning
-// bits a module sets for value v against l.
+// bits a module sets for value v against l; a module without limits (all
+// zero: a passive cable) sets none.
 func flags(v float64, l Limits) (ha, la, hw, lw bool) {
+	if l == (Limits{}) {
+		return false, false, false, false
+	}
 	return v >= l.HighAlarm, v <= l.LowAlarm, v >= l.HighWarn, v <= l.LowWarn
 }
 
@@ -153,8 +188,21 @@ func (o Optic) identity(p *pg, vendor, oui, pn, rev, sn, date int, revWidth int)
 // QSFP28 encodes an SFF-8636 QSFP28 (identifier 0x11): lower page, upper
 // page 00h and threshold page 03h.
 func (o Optic) QSFP28() sff.Pages {
+	id, comp, tech, status := byte(0x11), byte(0x80), byte(0x40), byte(0x00)
+	if o.Identifier != 0 {
+		id = o.Identifier
+	}
+	if o.Comp131 != 0 {
+		comp = o.Comp131
+	}
+	if o.Tech != nil {
+		tech = *o.Tech
+	}
+	if o.FlatMem {
+		status = 0x04
+	}
 	lo := newPg(0)
-	lo.set(0, 0x11, 0x08, 0x00) // QSFP28, rev 2.8-2.10, paged memory
+	lo.set(0, id, 0x08, status) // rev 2.8-2.10, paged or flat memory
 	var los, fault byte
 	var rxf, biasf, txf [2]byte
 	t := o.Thresholds
@@ -183,9 +231,9 @@ func (o Optic) QSFP28() sff.Pages {
 	lo.u16(26, rawVolt(o.VccV))
 
 	up := newPg(128)
-	up.set(128, 0x11, 0xDC, o.Connector, 0x80) // identifier, power class 4+, connector, extended compliance
-	up.set(139, 0x05, 0xFF)                    // 64B/66B; bit rate in byte 222
-	up.set(147, 0x40)                          // 1310 nm DFB
+	up.set(128, id, 0xDC, o.Connector, comp) // identifier, power class 4+, connector, compliance
+	up.set(139, 0x05, 0xFF)                  // 64B/66B; bit rate in byte 222
+	up.set(147, tech)                        // transmitter technology
 	o.identity(up, 148, 165, 168, 184, 196, 212, 2)
 	up.u16(186, uint16(math.Round(o.WavelengthNM/0.05)))
 	up.sum(128, 191)
@@ -194,6 +242,9 @@ func (o Optic) QSFP28() sff.Pages {
 	up.set(222, 0x67)       // 103 × 250 MBd = 25.78 GBd
 	up.sum(192, 223)
 
+	if o.FlatMem {
+		return sff.Pages{sff.Lower: lo.b, sff.Upper(0, 0): up.b}
+	}
 	p3 := newPg(128)
 	p3.quad(128, t.Temp, rawTemp)
 	p3.quad(144, t.Vcc, rawVolt)
@@ -321,17 +372,30 @@ func (o Optic) CMIS(id byte) sff.Pages {
 	lo.u16(14, rawTemp(o.TempC))
 	lo.u16(16, rawVolt(o.VccV))
 	n := len(o.Lanes)
-	lo.set(85, o.MediaType, o.HostCode, o.MediaCode, byte(n)<<4|byte(n), 0x01, 0xFF) // one application, then the end mark
+	apps := o.Apps
+	if apps == nil {
+		apps = []OpticApp{{o.HostCode, o.MediaCode, n, n, 0x01, 0x01}}
+	}
+	lo.set(85, o.MediaType)
+	p01 := newPg(128)
+	for i, a := range apps[:min(len(apps), 8)] {
+		lo.set(86+4*i, a.Host, a.Media, byte(a.HostLanes<<4|a.MediaLanes), a.HostStarts)
+		p01.set(176+i, a.MediaStarts)
+	}
+	if len(apps) < 8 {
+		lo.set(86+4*len(apps), 0xFF) // the end of the list
+	}
 
 	p00 := newPg(128)
 	p00.set(128, id)
 	o.identity(p00, 129, 145, 148, 164, 166, 182, 2)
 	p00.set(200, 0xC0, 0x30, 0x00, o.Connector) // power class 7, 12 W max, cable length, connector
+	p00.set(212, o.MediaTech)
 	p00.sum(128, 222)
 
-	p01 := newPg(128)
 	p01.u16(138, uint16(math.Round(o.WavelengthNM/0.05)))
 	p01.set(142, 0x00) // one bank
+	p01.set(151, 0x10) // RX power is average
 	code := map[int]byte{1: 0, 2: 1, 4: 2}[scale]
 	p01.set(159, 0x03, 0x07|code<<3)
 
@@ -369,6 +433,15 @@ func (o Optic) CMIS(id byte) sff.Pages {
 		p11.u16(186+2*i, rawPow(l.RXmW))
 	}
 	p11.set(135, f[:]...)
+	// The active control set (bytes 206-213: AppSel, DataPathID = first
+	// host lane - 1) and each configured host lane's data path state
+	// (bytes 128-131, a nibble a lane: 4 is activated).
+	for _, dp := range o.Paths {
+		for _, h := range dp.HostLanes {
+			p11.set(206+h-1, byte(dp.AppSel)<<4|byte(dp.HostLanes[0]-1)<<1)
+			p11.b[(h-1)/2] |= 0x04 << (4 * ((h - 1) % 2))
+		}
+	}
 	return sff.Pages{sff.Lower: lo.b, sff.Upper(0, 0): p00.b, sff.Upper(1, 0): p01.b, sff.Upper(2, 0): p02.b,
 		sff.Upper(0x10, 0): p10.b, sff.Upper(0x11, 0): p11.b}
 }

@@ -2,6 +2,8 @@ package hosttree
 
 import (
 	"fmt"
+	"math"
+	"slices"
 
 	"github.com/linerate/linerate/internal/ethtool"
 	"github.com/linerate/linerate/internal/sff"
@@ -311,7 +313,7 @@ func CX4LxSFP28() *Host {
 // qsfpdd400 is a QSFP-DD 400GBASE-DR4 (CMIS 5.0, TX bias reported ×2).
 func qsfpdd400(sn string, temp float64) Optic {
 	return Optic{Vendor: "ACME OPTICS", PN: "QDD-400G-DR4", SN: sn, Rev: "01", OUI: [3]byte{0x00, 0x11, 0x22}, Date: "220115",
-		Connector: 0x0C, WavelengthNM: 1311, TempC: temp, VccV: 3.302, State: 3, MediaType: 0x02, HostCode: 0x11, MediaCode: 0x1C,
+		Connector: 0x0C, WavelengthNM: 1311, TempC: temp, VccV: 3.302, State: 3, MediaType: 0x02, MediaTech: 0x06, HostCode: 0x11, MediaCode: 0x1C,
 		BiasScale: 2, Lanes: []OpticLane{{RXmW: 1.05, TXmW: 1.2, BiasMA: 61}, {RXmW: 0.98, TXmW: 1.18, BiasMA: 60.4},
 			{RXmW: 1.11, TXmW: 1.22, BiasMA: 62}, {RXmW: 1.02, TXmW: 1.19, BiasMA: 60.8}},
 		Thresholds: OpticThresholds{Temp: Limits{75, -5, 70, 0}, Vcc: Limits{3.63, 2.97, 3.465, 3.135},
@@ -350,4 +352,213 @@ func largeFacts(k int) *ethtool.Facts {
 	return mlx5Port{speed: 400000, supported: mlx5Supported400, advertised: "400000baseDR4/Full", fecConf: "RS", fecActive: "RS",
 		corrected: []uint64{8_021, 2_004, 1_996, 2_011, 2_010}, uncorr: []uint64{0, 0, 0, 0, 0},
 		rxFrames: 9_004_118_223, queues: 64, ringRX: 8192, downEvents: 1, module: o.CMIS(0x1E)}.facts()
+}
+
+func bytep(v byte) *byte { return &v }
+
+// passiveDAC is a passive copper cable's module end (SFF-8636, flat
+// memory): no lasers, no optical monitors, but a temperature sensor, as
+// some vendors fit one. tech 0xA0 is byte 147's "copper cable,
+// unequalized".
+func passiveDAC(id, comp131, ext byte, pn, sn string, temp float64) Optic {
+	return Optic{Vendor: "Mellanox", PN: pn, SN: sn, Rev: "A3", OUI: [3]byte{0x00, 0x02, 0xc9}, Date: "190611",
+		Connector: 0x23, Identifier: id, Comp131: comp131, Compliance: ext, Tech: bytep(0xA0), FlatMem: true,
+		TempC: temp, VccV: 3.297, Lanes: make([]OpticLane, 4)}
+}
+
+// CX6DxCopperDAC is a ConnectX-6 Dx with two copper cables whose module
+// ends report a temperature: ens5f0np0 runs 40 Gb/s over a passive 40G
+// QSFP+ DAC (40GBASE-CR4); ens5f1np1 holds the QSFP28 end of a 100G to
+// 4x25G breakout DAC whose far ends are not cabled yet, so it has no
+// link. Their "RX power" words read 0: copper carries no light.
+func CX6DxCopperDAC() *Host {
+	dac40 := passiveDAC(0x0D, 0x08, 0x00, "MC2210130-003", "MT1921VS04412", 31.2)
+	breakout := passiveDAC(0x11, 0x80, 0x0B, "MCP7F00-A003R", "MT1937VS00218", 29.8)
+	p0 := mlx5Port{speed: 40000, supported: mlx5Supported100, advertised: "40000baseCR4/Full", fecConf: "off", fecActive: "off",
+		corrected: []uint64{0}, uncorr: []uint64{0}, rxFrames: 301_422_907, queues: 16, downEvents: 1, module: dac40.QSFP28()}.facts()
+	p1 := mlx5Port{speed: 0, supported: mlx5Supported100, advertised: "100000baseCR4/Full", fecConf: "RS",
+		queues: 16, downEvents: 0, module: breakout.QSFP28()}.facts()
+	return xeonMLX5("heron", 0x101d, 16, 16, [2]int{40000, 0}, 16, [2]*ethtool.Facts{p0, p1})
+}
+
+// mlx5Supported400 with the 400G eight-lane modes a ConnectX-7 lists.
+var mlx5Supported400x8 = append(slices.Clone(mlx5Supported400), "400000baseKR8/Full", "400000baseSR8/Full",
+	"400000baseLR8_ER8_FR8/Full", "400000baseDR8/Full", "400000baseCR8/Full")
+
+// qsfpddLR8 is a QSFP-DD 400GBASE-LR8 (CMIS 5.0): eight wavelengths of
+// 50 Gb/s PAM4 on one fibre pair, fed by 400GAUI-8; it also advertises
+// 2x200GBASE-LR4 (two data paths of four lanes). Configured as one
+// 400GBASE-LR8 data path on all eight lanes.
+func qsfpddLR8(sn string, rx ...float64) Optic {
+	o := Optic{Vendor: "ACME OPTICS", PN: "QDD-400G-LR8", SN: sn, Rev: "02", OUI: [3]byte{0x00, 0x11, 0x22}, Date: "230412",
+		Connector: 0x07, WavelengthNM: 1295.56, TempC: 47.5, VccV: 3.296, State: 3, MediaType: 0x02, MediaTech: 0x04,
+		Apps:  []OpticApp{{0x11, 0x1B, 8, 8, 0x01, 0x01}, {0x0F, 0x19, 4, 4, 0x11, 0x11}},
+		Paths: []OpticPath{{AppSel: 1, HostLanes: []int{1, 2, 3, 4, 5, 6, 7, 8}}},
+		Thresholds: OpticThresholds{Temp: Limits{75, -5, 70, 0}, Vcc: Limits{3.63, 2.97, 3.465, 3.135},
+			Bias: Limits{110, 15, 100, 20}, TX: Limits{dbmToMW(6.3), dbmToMW(-7.4), dbmToMW(5.3), dbmToMW(-6.4)},
+			RX: Limits{dbmToMW(6.3), dbmToMW(-13.5), dbmToMW(5.3), dbmToMW(-12.5)}}}
+	for i, r := range rx {
+		o.Lanes = append(o.Lanes, OpticLane{RXmW: r, TXmW: 1.05 + 0.02*float64(i), BiasMA: 52 + 0.7*float64(i), RXLOS: r == 0})
+	}
+	return o
+}
+
+// CX7QSFPDD8Lane is a ConnectX-7 whose ports hold eight-lane and
+// four-lane CMIS modules, both down: ens5f0np0 a QSFP-DD 400GBASE-LR8
+// whose media lane 7 receives no light (one wavelength dead at the peer
+// or in a mux), ens5f1np1 a QSFP-DD 400GBASE-DR4 whose lane 3 laser is
+// off (bias 0 mA, the module's own low-bias alarm set) while the peer's
+// light arrives on all four lanes.
+func CX7QSFPDD8Lane() *Host {
+	lr8 := qsfpddLR8("AC2304000417", 0.62, 0.58, 0.66, 0.61, 0.59, 0.64, 0, 0.60)
+	dr4 := qsfpdd400("AC2201000431", 45.1)
+	dr4.Paths = []OpticPath{{AppSel: 1, HostLanes: []int{1, 2, 3, 4}}}
+	dr4.Lanes[2].TXmW, dr4.Lanes[2].BiasMA = 0, 0
+	p0 := mlx5Port{speed: 0, supported: mlx5Supported400x8, advertised: "400000baseLR8_ER8_FR8/Full", fecConf: "RS",
+		queues: 32, downEvents: 4, module: lr8.CMIS(0x18)}.facts()
+	p1 := mlx5Port{speed: 0, supported: mlx5Supported400, advertised: "400000baseDR4/Full", fecConf: "RS",
+		queues: 32, downEvents: 2, module: dr4.CMIS(0x18)}.facts()
+	return xeonMLX5("kite", 0x1021, 32, 16, [2]int{0, 0}, 32, [2]*ethtool.Facts{p0, p1})
+}
+
+// CX5FECKernelNames is a ConnectX-5 host whose live facts were written by
+// another linerate version (or by hand): linkmodes.json lists the FEC
+// bits among the link modes under the kernel's names ("None", "RS",
+// "BASER"), with no *_fec lists of their own. ens5f0np0 has no link: its
+// FEC was turned off while the switch port advertises RS. ens5f1np1 has
+// no link either, and its CWDM4 module receives no light on any lane.
+func CX5FECKernelNames() *Host {
+	ok := finisarCWDM4("X7TB22C", 0.681, 0.702, 0.655, 0.744)
+	dark := finisarCWDM4("X7TB22K", 0, 0, 0, 0)
+	for i := range dark.Lanes {
+		dark.Lanes[i].RXLOS = true
+	}
+	facts := func(o Optic, partner []string) *ethtool.Facts {
+		f := mlx5Port{speed: 0, supported: mlx5Supported100, advertised: "100000baseLR4_ER4/Full", fecConf: "off",
+			queues: 16, downEvents: 3, module: o.QSFP28()}.facts()
+		lm := f.LinkModes
+		lm.Supported = append(slices.Clone(lm.Supported), "None", "RS", "BASER")
+		lm.Advertised = append(lm.Advertised, "None")
+		lm.PartnerAdvertised = partner
+		lm.SupportedFEC, lm.AdvertisedFEC, lm.PartnerFEC = []string{}, []string{}, []string{}
+		f.LinkState.ExtState, f.LinkState.ExtSubstate = "", ""
+		return f
+	}
+	p0 := facts(ok, []string{"100000baseLR4_ER4/Full", "RS"})
+	p1 := facts(dark, []string{})
+	h := xeonMLX5("plover", 0x1017, 8, 16, [2]int{0, 0}, 16, [2]*ethtool.Facts{p0, p1})
+	h.NICs[0].Hwmon.Input = 52000
+	return h
+}
+
+// berPort is a 400G ConnectX-7 port linked with RS-FEC whose PHY counted
+// bits for three days at line rate, laneBER the pre-FEC BER of each of
+// its four FEC lanes (corrected bits, per lane and in total, and mlx5's
+// rx_corrected_bits_phy and rx_bits_phy follow from them), with the FEC
+// histogram of Linux 6.18 that errors at that BER give.
+func berPort(sn string, laneBER [4]float64, uncorr uint64) *ethtool.Facts {
+	const seconds = 3 * 24 * 3600
+	bits := uint64(400e9 * seconds)
+	perLane := bits / 4
+	corrected := []uint64{0}
+	for _, b := range laneBER {
+		c := uint64(b * float64(perLane))
+		corrected = append(corrected, c)
+		corrected[0] += c
+	}
+	hist := histBins(bits/5440, float64(corrected[0])/float64(bits), laneBER, uncorr)
+	// Corrected blocks are the codewords with 1 to 14 errored symbols,
+	// uncorrectable ones those of the last bin, per lane and in total.
+	blocks, lost := make([]uint64, 5), make([]uint64, 5)
+	for _, b := range hist {
+		for l, v := range b.PerLane {
+			if b.BinLow == 15 {
+				lost[l+1] += v
+				lost[0] += v
+			} else if b.BinLow > 0 {
+				blocks[l+1] += v
+				blocks[0] += v
+			}
+		}
+	}
+	o := qsfpdd400(sn, 51.5)
+	o.Paths = []OpticPath{{AppSel: 1, HostLanes: []int{1, 2, 3, 4}}}
+	f := mlx5Port{speed: 400000, supported: mlx5Supported400, advertised: "400000baseDR4/Full", fecConf: "RS", fecActive: "RS",
+		corrected: blocks, uncorr: lost, rxFrames: 9_211_004_532, fcs: uncorr,
+		queues: 32, downEvents: 1, module: o.CMIS(0x18)}.facts()
+	f.FEC.Stats.CorrectedBits = corrected
+	f.FEC.Hist = hist
+	f.Stats.Driver[ethtool.DriverCorrectedBits] = corrected[0]
+	f.Stats.Driver[ethtool.DriverReceivedBits] = bits
+	f.Stats.Driver[ethtool.DriverPCSSymbolErrors] = uncorr * 4
+	return f
+}
+
+// histBins returns the FEC histogram of a port whose errors are random
+// at its pre-FEC BER: over codewords of 5440 bits (RS(544,514), 10-bit
+// symbols) a codeword holds k errored symbols with the Poisson
+// probability of mean BER × 5440, binned as IEEE 802.3ck bins them (0,
+// 1, 2, 3, 4-5, 6-8, 9-11, 12-14, and 15 or more, which RS(544,514)
+// cannot correct: the uncorrectable blocks, bursts a Poisson model does
+// not give). A bin's errored codewords are split over the four FEC lanes
+// by each lane's share of the errors, the clean ones evenly.
+func histBins(codewords uint64, ber float64, laneBER [4]float64, uncorr uint64) []ethtool.FECHistBin {
+	lambda := ber * 5440
+	p := make([]float64, 15)
+	p[0] = math.Exp(-lambda)
+	for k := 1; k < len(p); k++ {
+		p[k] = p[k-1] * lambda / float64(k)
+	}
+	bounds := [][2]uint32{{0, 0}, {1, 1}, {2, 2}, {3, 3}, {4, 5}, {6, 8}, {9, 11}, {12, 14}}
+	var sum float64
+	for _, b := range laneBER {
+		sum += b
+	}
+	var out []ethtool.FECHistBin
+	split := func(b ethtool.FECHistBin, even bool) ethtool.FECHistBin {
+		var given uint64
+		for l, w := range laneBER {
+			x := b.Val / 4
+			if !even {
+				x = uint64(float64(b.Val) * w / sum)
+			}
+			if l == 3 {
+				x = b.Val - given
+			}
+			given += x
+			b.PerLane = append(b.PerLane, x)
+		}
+		return b
+	}
+	for i, bd := range bounds {
+		var q float64
+		for k := bd[0]; k <= bd[1]; k++ {
+			q += p[k]
+		}
+		out = append(out, split(ethtool.FECHistBin{BinLow: bd[0], BinHigh: bd[1], Val: uint64(math.Round(q * float64(codewords)))}, i == 0))
+	}
+	// The uncorrectable codewords: bursts on the worst lane.
+	worst := 0
+	for l, b := range laneBER {
+		if b > laneBER[worst] {
+			worst = l
+		}
+	}
+	last := ethtool.FECHistBin{BinLow: 15, BinHigh: 15, Val: uncorr, PerLane: make([]uint64, 4)}
+	last.PerLane[worst] = uncorr
+	return append(out, last)
+}
+
+// CX7PreFECBER is a ConnectX-7 host on Linux 6.18 with two 400G ports
+// linked with RS(544,514): ens5f0np0 at a pre-FEC BER of about 3.1e-5
+// spread over its four FEC lanes (working, but on the FEC's margin);
+// ens5f1np1 at 1.6e-4, FEC lane 1 at 5.5e-4 (past what the FEC corrects:
+// 12 uncorrectable blocks, 12 FCS errors), within a factor of two of the
+// ~2.4e-4 RS-FEC's limit.
+func CX7PreFECBER() *Host {
+	p0 := berPort("AC2301000911", [4]float64{3.0e-5, 3.3e-5, 2.9e-5, 3.2e-5}, 0)
+	p1 := berPort("AC2301000952", [4]float64{3.0e-5, 5.5e-4, 3.2e-5, 2.8e-5}, 12)
+	h := xeonMLX5("merlin", 0x1021, 32, 16, [2]int{400000, 400000}, 32, [2]*ethtool.Facts{p0, p1})
+	h.Kernel = "6.18.2-061802-generic"
+	return h
 }

@@ -27,6 +27,7 @@ type Link struct {
 	Advertised        []string `json:"advertised"`
 	PartnerAdvertised []string `json:"partner_advertised"`
 	SupportedFEC      []string `json:"supported_fec"`
+	AdvertisedFEC     []string `json:"advertised_fec"`
 	PartnerFEC        []string `json:"partner_fec"`
 	Detected          *bool    `json:"link_detected"`
 	ExtState          string   `json:"ext_state,omitempty"`
@@ -36,21 +37,34 @@ type Link struct {
 
 // FEC is the port's forward error correction and its counters (totals
 // since the driver loaded), with the per-lane split where the driver
-// gives one.
+// gives one, the FEC histogram where the kernel gives it, and the
+// pre-FEC bit error ratio where the driver counts the bits received.
 type FEC struct {
-	Active              *string   `json:"active"`
-	Configured          []string  `json:"configured"`
-	Auto                bool      `json:"auto"`
-	CorrectedBlocks     *uint64   `json:"corrected_blocks"`
-	UncorrectableBlocks *uint64   `json:"uncorrectable_blocks"`
-	CorrectedBits       *uint64   `json:"corrected_bits"`
-	Lanes               *FECLanes `json:"lanes,omitempty"`
+	Active              *string  `json:"active"`
+	Configured          []string `json:"configured"`
+	Auto                bool     `json:"auto"`
+	CorrectedBlocks     *uint64  `json:"corrected_blocks"`
+	UncorrectableBlocks *uint64  `json:"uncorrectable_blocks"`
+	// CorrectedBits are the bits the FEC decoder corrected: FEC_GET's
+	// counter, else the driver's (mlx5 rx_corrected_bits_phy).
+	CorrectedBits *uint64 `json:"corrected_bits"`
+	// ReceivedBits are the bits the PHY received (mlx5 rx_bits_phy).
+	ReceivedBits *uint64 `json:"received_bits"`
+	// PreFECBER is CorrectedBits over ReceivedBits since the driver
+	// loaded, nil where either is unknown.
+	PreFECBER *float64             `json:"pre_fec_ber"`
+	Lanes     *FECLanes            `json:"lanes,omitempty"`
+	Hist      []ethtool.FECHistBin `json:"hist,omitempty"`
 }
 
-// FECLanes are FEC counters per lane.
+// FECLanes are FEC counters per FEC lane (numbered from 0 as ethtool
+// prints them), and each lane's pre-FEC BER where the bits received are
+// known (the port's bits, shared evenly by its lanes).
 type FECLanes struct {
-	CorrectedBlocks     []uint64 `json:"corrected_blocks,omitempty"`
-	UncorrectableBlocks []uint64 `json:"uncorrectable_blocks,omitempty"`
+	CorrectedBlocks     []uint64  `json:"corrected_blocks,omitempty"`
+	UncorrectableBlocks []uint64  `json:"uncorrectable_blocks,omitempty"`
+	CorrectedBits       []uint64  `json:"corrected_bits,omitempty"`
+	PreFECBER           []float64 `json:"pre_fec_ber,omitempty"`
 }
 
 // Transceiver is the plugged module, decoded from its memory. Readable is
@@ -177,12 +191,12 @@ func link(f *ethtool.Facts) *Link {
 		return nil
 	}
 	l := &Link{Duplex: "unknown", Supported: []string{}, Advertised: []string{}, PartnerAdvertised: []string{},
-		SupportedFEC: []string{}, PartnerFEC: []string{}}
+		SupportedFEC: []string{}, AdvertisedFEC: []string{}, PartnerFEC: []string{}}
 	if lm != nil {
 		l.SpeedMbps, l.Duplex, l.Lanes = lm.SpeedMbps, lm.Duplex, lm.Lanes
 		l.Autoneg = &lm.Autoneg
 		l.Supported, l.Advertised, l.PartnerAdvertised = nonNilS(lm.Supported), nonNilS(lm.Advertised), nonNilS(lm.PartnerAdvertised)
-		l.SupportedFEC, l.PartnerFEC = nonNilS(lm.SupportedFEC), nonNilS(lm.PartnerFEC)
+		l.SupportedFEC, l.AdvertisedFEC, l.PartnerFEC = nonNilS(lm.SupportedFEC), nonNilS(lm.AdvertisedFEC), nonNilS(lm.PartnerFEC)
 		best := 0
 		for _, m := range lm.Supported {
 			best = max(best, ModeSpeed(m))
@@ -208,24 +222,49 @@ func fec(f *ethtool.Facts) *FEC {
 	if f.FEC == nil {
 		return nil
 	}
-	out := &FEC{Active: f.FEC.Active, Configured: nonNilS(f.FEC.Configured), Auto: f.FEC.Auto}
+	out := &FEC{Active: f.FEC.Active, Configured: nonNilS(f.FEC.Configured), Auto: f.FEC.Auto, Hist: f.FEC.Hist}
+	total := func(v []uint64) *uint64 {
+		if len(v) == 0 {
+			return nil
+		}
+		return &v[0]
+	}
+	lanes := &FECLanes{}
 	if s := f.FEC.Stats; s != nil {
-		total := func(v []uint64) *uint64 {
-			if len(v) == 0 {
-				return nil
-			}
-			return &v[0]
-		}
 		out.CorrectedBlocks, out.UncorrectableBlocks, out.CorrectedBits = total(s.CorrectedBlocks), total(s.UncorrectableBlocks), total(s.CorrectedBits)
-		if len(s.CorrectedBlocks) > 1 || len(s.UncorrectableBlocks) > 1 {
-			out.Lanes = &FECLanes{}
-			if len(s.CorrectedBlocks) > 1 {
-				out.Lanes.CorrectedBlocks = s.CorrectedBlocks[1:]
-			}
-			if len(s.UncorrectableBlocks) > 1 {
-				out.Lanes.UncorrectableBlocks = s.UncorrectableBlocks[1:]
+		if len(s.CorrectedBlocks) > 1 {
+			lanes.CorrectedBlocks = s.CorrectedBlocks[1:]
+		}
+		if len(s.UncorrectableBlocks) > 1 {
+			lanes.UncorrectableBlocks = s.UncorrectableBlocks[1:]
+		}
+		if len(s.CorrectedBits) > 1 {
+			lanes.CorrectedBits = s.CorrectedBits[1:]
+		}
+	}
+	if f.Stats != nil {
+		if v, ok := f.Stats.Driver[ethtool.DriverCorrectedBits]; ok && out.CorrectedBits == nil {
+			out.CorrectedBits = &v
+		}
+		if v, ok := f.Stats.Driver[ethtool.DriverReceivedBits]; ok {
+			out.ReceivedBits = &v
+		}
+	}
+	// With FEC off (or no link) there is nothing to correct: no ratio.
+	if out.CorrectedBits != nil && out.ReceivedBits != nil && out.Active != nil && *out.Active != "off" {
+		if ber, ok := ethtool.PreFECBER(*out.CorrectedBits, *out.ReceivedBits); ok {
+			out.PreFECBER = &ber
+		}
+		// The PHY counts the port's bits; its FEC lanes share them evenly.
+		if n := len(lanes.CorrectedBits); n > 0 {
+			for _, c := range lanes.CorrectedBits {
+				ber, _ := ethtool.PreFECBER(c, *out.ReceivedBits/uint64(n))
+				lanes.PreFECBER = append(lanes.PreFECBER, ber)
 			}
 		}
+	}
+	if lanes.CorrectedBlocks != nil || lanes.UncorrectableBlocks != nil || lanes.CorrectedBits != nil {
+		out.Lanes = lanes
 	}
 	return out
 }

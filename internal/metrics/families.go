@@ -47,7 +47,7 @@ var (
 	pcieSlotMaxWidth = newDesc("pcie_slot_max_width_lanes", "The widest PCIe link of the port above the device (the slot).", lIface)
 	pcieDowngraded   = newDesc("pcie_link_downgraded", "1 when the PCIe link runs slower or narrower than the device supports.", lIface)
 
-	xcvrInfo     = newDesc("transceiver_info", "The plugged module's identity; always 1.", lIface, "spec", "identifier", "media", "vendor", "pn", "sn", "rev", "date")
+	xcvrInfo     = newDesc("transceiver_info", "The plugged module's identity; always 1. media_class is optical, copper or unknown, as the module's media bytes say: optical power means nothing on copper.", lIface, "spec", "identifier", "media", "media_class", "vendor", "pn", "sn", "rev", "date")
 	xcvrReadable = newDesc("transceiver_readable", "1 when the module's memory was read and decoded, 0 when the module does not answer (a dead or badly seated module).", lIface)
 	xcvrReadAt   = newDesc("transceiver_read_timestamp_seconds", "When the module values served were read (Unix time); module memory is read less often than other facts.", lIface)
 	xcvrTemp     = newDesc("transceiver_temperature_celsius", "The module's temperature.", lIface)
@@ -68,10 +68,16 @@ var (
 	xcvrTXThreshold      = newDesc("transceiver_tx_power_threshold_watts", "The module's own transmitted power limits (one set for all lanes).", lIface, "threshold")
 	xcvrRXThreshold      = newDesc("transceiver_rx_power_threshold_watts", "The module's own received power limits (one set for all lanes).", lIface, "threshold")
 
-	fecMode              = newDesc("fec_mode", "1 for the FEC mode the link runs (RS, BASER, LLRS or off).", lIface, "mode")
-	fecCorrected         = newDesc("fec_corrected_blocks_total", "FEC blocks corrected since the driver loaded: a noisy but working link.", lIface)
-	fecUncorrectable     = newDesc("fec_uncorrectable_blocks_total", "FEC blocks the decoder could not correct since the driver loaded: lost frames.", lIface)
-	fecCorrectedBits     = newDesc("fec_corrected_bits_total", "Bits corrected by FEC since the driver loaded.", lIface)
+	fecMode          = newDesc("fec_mode", "1 for the FEC mode the link runs (RS, BASER, LLRS or off).", lIface, "mode")
+	fecCorrected     = newDesc("fec_corrected_blocks_total", "FEC blocks corrected since the driver loaded: a noisy but working link.", lIface)
+	fecUncorrectable = newDesc("fec_uncorrectable_blocks_total", "FEC blocks the decoder could not correct since the driver loaded: lost frames.", lIface)
+	// The pre-FEC bit error ratio is a rate of two counters, taken in
+	// Prometheus: corrected bit errors over the bits the PHY received
+	// (8 × its bytes). The names say "bit errors", a count of events, and
+	// bytes, a base unit, as promlint asks.
+	fecCorrectedBits     = newDesc("fec_corrected_bit_errors_total", "Bit errors the FEC decoder corrected since the driver loaded (FEC_GET's corrected bits, or the driver's rx_corrected_bits_phy): the pre-FEC BER's numerator.", lIface)
+	fecLaneCorrectedBits = newDesc("fec_lane_corrected_bit_errors_total", "Bit errors the FEC decoder corrected on one FEC lane (numbered from 0).", lIface, lLane)
+	nicPHYReceived       = newDesc("nic_phy_received_bytes_total", "Bytes the PHY received since the driver loaded, framing and idles included (mlx5 rx_bits_phy / 8): 8 times this is the pre-FEC BER's denominator.", lIface)
 	fecLaneCorrected     = newDesc("fec_lane_corrected_blocks_total", "FEC blocks corrected on one FEC lane (numbered from 0 as ethtool prints them; not the module's optical lanes).", lIface, lLane)
 	fecLaneUncorrectable = newDesc("fec_lane_uncorrectable_blocks_total", "FEC blocks not correctable on one FEC lane (numbered from 0).", lIface, lLane)
 

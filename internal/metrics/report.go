@@ -106,7 +106,7 @@ func emitTransceiver(e *emitter, iface string, t *inventory.Transceiver, s *Snap
 	if !t.Readable || m == nil {
 		return
 	}
-	e.gauge(xcvrInfo, 1, iface, m.Spec, m.Identifier, m.Media, m.VendorName, m.VendorPN, m.VendorSN, m.VendorRev, m.Date)
+	e.gauge(xcvrInfo, 1, iface, m.Spec, m.Identifier, m.Media, m.MediaClass, m.VendorName, m.VendorPN, m.VendorSN, m.VendorRev, m.Date)
 	e.gaugeP(xcvrTemp, m.TemperatureC, same, iface)
 	e.gaugeP(xcvrVoltage, m.VoltageV, same, iface)
 	for _, l := range m.Lanes {
@@ -159,7 +159,13 @@ func emitFEC(e *emitter, iface string, f *inventory.FEC) {
 	counterP(e, fecCorrected, f.CorrectedBlocks, iface)
 	counterP(e, fecUncorrectable, f.UncorrectableBlocks, iface)
 	counterP(e, fecCorrectedBits, f.CorrectedBits, iface)
+	if f.ReceivedBits != nil {
+		e.counter(nicPHYReceived, float64(*f.ReceivedBits)/8, iface)
+	}
 	if l := f.Lanes; l != nil {
+		for i, v := range l.CorrectedBits {
+			e.counter(fecLaneCorrectedBits, float64(v), iface, strconv.Itoa(i))
+		}
 		for i, v := range l.CorrectedBlocks {
 			e.counter(fecLaneCorrected, float64(v), iface, strconv.Itoa(i))
 		}

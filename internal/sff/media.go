@@ -1,6 +1,9 @@
 package sff
 
-import "fmt"
+import (
+	"fmt"
+	"math/bits"
+)
 
 // Media classes, as Module.MediaClass gives them: what carries the signal
 // between this module and the far end, as the module's own media bytes
@@ -51,7 +54,10 @@ var transmitterTech = map[uint8]string{
 // "others/undefined" and reserved codes, which leave the decision to the
 // compliance codes.
 func byTechnology(code uint8, where string) (media, bool) {
-	basis := fmt.Sprintf("%s 0x%02x (%s)", where, code, transmitterTech[code])
+	basis := fmt.Sprintf("%s: %s", where, transmitterTech[code])
+	if _, ok := transmitterTech[code]; !ok {
+		basis = fmt.Sprintf("%s: reserved code 0x%02x", where, code)
+	}
 	switch {
 	case code <= 0x7 || code == 0x9 || code == 0x10 || code == 0x11:
 		return media{MediaOptical, "", basis}, true
@@ -78,7 +84,7 @@ var (
 
 // byExtCompliance classifies an extended compliance code.
 func byExtCompliance(code uint8, where string) (media, bool) {
-	basis := fmt.Sprintf("%s 0x%02x (%s)", where, code, extComplianceName(code, true))
+	basis := fmt.Sprintf("%s: %s", where, extComplianceName(code, true))
 	switch {
 	case extPassiveCopper[code]:
 		return media{MediaCopper, CablePassive, basis}, true
@@ -106,7 +112,7 @@ var (
 
 // byConnector classifies a connector code: the last resort.
 func byConnector(code uint8, where string) (media, bool) {
-	basis := fmt.Sprintf("%s 0x%02x (%s)", where, code, connectorName(code))
+	basis := fmt.Sprintf("%s: %s", where, connectorName(code))
 	switch {
 	case code == 0x21: // a copper pigtail is a cable assembly
 		return media{MediaCopper, CablePassive, basis}, true
@@ -144,9 +150,9 @@ func media8636(up *reader) media {
 	if !codesOK {
 		switch {
 		case comp&0x08 != 0:
-			byCodes, codesOK = media{MediaCopper, CablePassive, "SFF-8636 byte 131 bit 3 (40GBASE-CR4)"}, true
+			byCodes, codesOK = media{MediaCopper, CablePassive, "SFF-8636 byte 131 compliance: 40GBASE-CR4"}, true
 		case comp&0x76 != 0:
-			byCodes, codesOK = media{MediaOptical, "", fmt.Sprintf("SFF-8636 byte 131 0x%02x (an optical 10G/40G compliance code)", comp)}, true
+			byCodes, codesOK = media{MediaOptical, "", "SFF-8636 byte 131 compliance: " + sff8636Compliance[bits.Len8(comp&0x76)-1]}, true
 		}
 	}
 	byConn, connOK := byConnector(up.u8(130), "SFF-8636 byte 130 connector")
