@@ -320,7 +320,6 @@ func dataPathHead(dp sff.DataPath) string {
 // mark of what is wrong with it.
 func writeLaneRow(tw *textWriter, t *inventory.Transceiver, l sff.Lane, pad, hang string) {
 	st := tw.st
-	s := judgeLane(t, l)
 	var flags []string
 	if l.RXLOS != nil && *l.RXLOS {
 		flags = append(flags, "RX LOS")
@@ -339,19 +338,37 @@ func writeLaneRow(tw *textWriter, t *inventory.Transceiver, l sff.Lane, pad, han
 	}
 	row := fmt.Sprintf("%-5d %-21s %-21s %-10s %s", l.Lane, power(l.RXPowerMW), power(l.TXPowerMW), bias(l.TXBiasMA), strings.Join(flags, ", "))
 	row = strings.TrimRight(row, " ")
-	switch {
-	case s.dark:
-		row = st.Red(row + "   ◀ dark")
-	case s.txFault:
-		row = st.Red(row + "   ◀ TX fault")
-	case s.lowAlarm:
-		row = st.Red(row + "   ◀ below alarm")
-	case opticalMedia(t) && laserOff(t, l):
-		row = st.Yellow(row + "   ◀ laser off")
-	case s.low:
-		row = st.Yellow(row + "   ◀ low")
+	switch mark, sev := LaneMark(t, l); sev {
+	case Critical:
+		row = st.Red(row + "   ◀ " + mark)
+	case Warning:
+		row = st.Yellow(row + "   ◀ " + mark)
 	}
 	tw.para(pad, hang, row)
+}
+
+// LaneMark says what is wrong with lane l of module t, as doctor's lane
+// table marks it ("dark", "TX fault", "below alarm", "laser off", "low")
+// with the severity of the finding it feeds; "" for a healthy lane, or
+// any lane of a copper cable.
+func LaneMark(t *inventory.Transceiver, l sff.Lane) (string, Severity) {
+	if !maybeOptical(t) {
+		return "", ""
+	}
+	s := judgeLane(t, l)
+	switch {
+	case s.dark:
+		return "dark", Critical
+	case s.txFault:
+		return "TX fault", Critical
+	case s.lowAlarm:
+		return "below alarm", Critical
+	case opticalMedia(t) && laserOff(t, l):
+		return "laser off", Warning
+	case s.low:
+		return "low", Warning
+	}
+	return "", ""
 }
 
 // flagText words a module flag as ethtool -m does: "rx_power_low_warn"

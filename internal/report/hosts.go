@@ -28,6 +28,7 @@ func (b *builder) hostsSection() (*section, error) {
 		s.Blocks = append(s.Blocks, block{Code: arith})
 	}
 	s.addTable(b.topologyTable())
+	b.opticsTables(s)
 	return s, nil
 }
 

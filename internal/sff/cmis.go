@@ -465,7 +465,7 @@ func identityCMIS(m *Module, p00 *reader) {
 	m.VendorRev = p00.text(164, 165)
 	m.VendorSN = p00.text(166, 181)
 	m.Date = p00.date(182)
-	m.Connector = connectorName(p00.u8(203))
+	m.Connector, m.ConnectorCode = connectorName(p00.u8(203)), p00.u8(203)
 	p00.checksum(m, 128, 222, "page 00h checksum")
 }
 

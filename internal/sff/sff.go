@@ -124,6 +124,8 @@ type Module struct {
 	// Revision is the spec revision the module claims ("SFF-8636 rev 2.7", "CMIS 5.0").
 	Revision  string `json:"revision,omitempty"`
 	Connector string `json:"connector"`
+	// ConnectorCode is the SFF-8024 connector code Connector names.
+	ConnectorCode uint8 `json:"connector_code"`
 	// Media is the one name a person would give the module ("100G CWDM4",
 	// "25GBASE-SR", "400GBASE-DR4"); Compliance lists every code it sets.
 	Media      string   `json:"media"`

@@ -165,7 +165,7 @@ func decode8472(pages Pages) (*Module, error) {
 }
 
 func identity8472(m *Module, lo *reader) {
-	m.Connector = connectorName(lo.u8(2))
+	m.Connector, m.ConnectorCode = connectorName(lo.u8(2)), lo.u8(2)
 	if ext := lo.u8(36); ext != 0 {
 		m.Compliance = append(m.Compliance, extComplianceName(ext, false))
 	}
@@ -228,6 +228,13 @@ func diagnostics8472(m *Module, l *Lane, a a2, flags bool) {
 		l.Flags = append(l.Flags, flagNames("tx_bias", al(0, 3), al(0, 2), wa(0, 3), wa(0, 2))...)
 		l.Flags = append(l.Flags, flagNames("tx_power", al(0, 1), al(0, 0), wa(0, 1), wa(0, 0))...)
 		l.Flags = append(l.Flags, flagNames("rx_power", al(1, 7), al(1, 6), wa(1, 7), wa(1, 6))...)
+	}
+	if !flags {
+		// Byte 93 bit 7 clear: the module implements no alarm and warning
+		// flags, and its threshold bytes mean nothing (ethtool prints none
+		// either).
+		m.Notes = append(m.Notes, "no alarm or warning thresholds: A0h byte 93 bit 7 says the module implements none")
+		return
 	}
 	t := &Thresholds{}
 	four := func(base int, f func(int) float64) (p [4]*float64) {

@@ -114,7 +114,7 @@ func decode8636(pages Pages) (*Module, error) {
 }
 
 func identity8636(m *Module, up *reader) {
-	m.Connector = connectorName(up.u8(130))
+	m.Connector, m.ConnectorCode = connectorName(up.u8(130)), up.u8(130)
 	comp := up.u8(131)
 	for bit := 6; bit >= 0; bit-- {
 		if comp&(1<<bit) != 0 {
