@@ -142,13 +142,16 @@ func fecMismatch(d *diag) []Finding {
 		// facts used ("None" and "off", "BaseR" and "BASER"), and shown as
 		// the facts gave them.
 		partner := l.PartnerFEC
-		local := []string{}
+		var local []string
 		auto := false
 		if v.FEC != nil {
 			local, auto = v.FEC.Configured, v.FEC.Auto
 		} else {
 			// No FEC_GET: what the port advertises is what it offers.
 			local = partnerFEC(l.AdvertisedFEC)
+		}
+		if local == nil {
+			local = []string{}
 		}
 		theirs, ours := partnerFEC(partner), partnerFEC(local)
 		mismatch := false

@@ -271,7 +271,7 @@ func dataPaths(pages Pages, apps []Application, hostLanes int) []DataPath {
 		}
 		for i := range 8 {
 			lane := 8*bank + i + 1
-			st := b[128-128+i/2] >> (4 * uint(i%2)) & 0x0f
+			st := b[i/2] >> (4 * uint(i%2)) & 0x0f // byte 128 + i/2 of the page
 			states[lane] = dataPathState(st)
 			cfg := b[206-128+i]
 			app := int(cfg >> 4)

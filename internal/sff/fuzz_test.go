@@ -70,7 +70,8 @@ func fuzzDecode(t *testing.T, pages Pages) {
 }
 
 func FuzzDecode(f *testing.F) {
-	for _, p := range []Pages{qsfp28CWDM4(), sfp28(), qsfpDD()} {
+	for _, p := range []Pages{qsfp28CWDM4(), sfp28(), qsfpDD(),
+		cmis8(0x18, 0x02, []cmisApp{{0x0B, 0x0D, 4, 4, 0x11, 0x11}}, twoByFour, dark7)} {
 		f.Add(flatten(p))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzDecode(t, unflatten(data)) })
@@ -92,7 +93,11 @@ func fuzzSpec(f *testing.F, id byte, seed Pages) {
 
 func FuzzSFF8472(f *testing.F) { fuzzSpec(f, 0x03, sfp28()) }
 func FuzzSFF8636(f *testing.F) { fuzzSpec(f, 0x11, qsfp28CWDM4()) }
-func FuzzCMIS(f *testing.F)    { fuzzSpec(f, 0x18, qsfpDD()) }
+func FuzzCMIS(f *testing.F) {
+	f.Add(flatten(cmis8(0x18, 0x02, []cmisApp{{0x11, 0x1C, 8, 4, 0x01, 0x01}, {0x0D, 0x14, 2, 1, 0x55, 0x0F}},
+		[8]byte{0x20, 0x20, 0x24, 0x24, 0x28, 0x28, 0x2C, 0x2C}, lit8)))
+	fuzzSpec(f, 0x18, qsfpDD())
+}
 
 func FuzzParsePageName(f *testing.F) {
 	for _, s := range []string{"50-00-0-0", "50-11-3-128", "51-00-0-128", "x"} {

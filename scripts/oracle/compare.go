@@ -52,7 +52,7 @@ func number(v string) (float64, bool) {
 	if len(f) == 0 {
 		return 0, false
 	}
-	w := strings.TrimRight(f[0], "mAVnmW%")
+	w := strings.TrimRight(f[0], "mAVnW%")
 	if strings.HasPrefix(w, "0x") {
 		u, err := strconv.ParseUint(w[2:], 16, 16)
 		return float64(u), err == nil
