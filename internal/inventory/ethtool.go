@@ -27,7 +27,7 @@ type Link struct {
 	Advertised        []string `json:"advertised"`
 	PartnerAdvertised []string `json:"partner_advertised"`
 	SupportedFEC      []string `json:"supported_fec"`
-	AdvertisedFEC     []string `json:"advertised_fec"`
+	AdvertisedFEC     []string `json:"advertised_fec,omitempty"`
 	PartnerFEC        []string `json:"partner_fec"`
 	Detected          *bool    `json:"link_detected"`
 	ExtState          string   `json:"ext_state,omitempty"`
