@@ -65,6 +65,18 @@ type Start struct {
 	// (telemetry.LookTime), as automatic placement saw it: all of it
 	// other work, the test had not started.
 	LoadBefore HostLoads `json:"load_before,omitzero"`
+
+	// Mode is "rr" or "crr" for a transaction run, "" for streams;
+	// Threads how many threads each end ran the flows on (0: one per
+	// stream); Size a transaction's request and response bytes and
+	// Depth the requests a flow keeps outstanding; SkipRxCopy how the
+	// receivers were asked to take their data (end.rx_copy says what
+	// they did).
+	Mode       Mode       `json:"mode,omitempty"`
+	Threads    int        `json:"threads,omitempty"`
+	Size       int        `json:"size,omitempty"`
+	Depth      int        `json:"depth,omitempty"`
+	SkipRxCopy SkipRxCopy `json:"skip_rx_copy,omitempty"`
 }
 
 // HostLoads is a per-CPU share (%) of each end, keyed by CPU number.
@@ -124,6 +136,8 @@ type Interval struct {
 	// Latency is a native ping-pong's round trips over the interval: those
 	// sent in it, in every phase.
 	Latency *IntervalLatency `json:"latency,omitempty"`
+	// Transactions is a transaction run's (rr, crr) interval.
+	Transactions *IntervalTransactions `json:"transactions,omitempty"`
 }
 
 // IntervalLatency is the round-trip distribution of one interval. Its
@@ -169,6 +183,13 @@ type StreamInterval struct {
 	// RxCPU is the CPU whose softirq served the stream's receiving socket
 	// at the end of the interval (SO_INCOMING_CPU); absent when unknown.
 	RxCPU *int `json:"rx_cpu,omitempty"`
+	// TCP is TCP's own account of the stream over the interval
+	// (TCPStats), from the native engine; absent where TCP_INFO was not
+	// read.
+	TCP *TCPStats `json:"tcp,omitempty"`
+	// Transactions is what the flow completed over the interval in a
+	// transaction run (by the client's count).
+	Transactions uint64 `json:"transactions,omitempty"`
 
 	Packets uint64 `json:"packets,omitempty"` // UDP datagrams
 }
@@ -231,6 +252,11 @@ type End struct {
 	// NICCounters is how both ends' NIC counters grew during the run;
 	// nil when neither was read.
 	NICCounters *NICCounters `json:"nic_counters,omitempty"`
+	// Transactions is a transaction run's (rr, crr); nil otherwise.
+	Transactions *Transactions `json:"transactions,omitempty"`
+	// RxCopy is what the receivers' copy cost, and what they did when
+	// asked to skip it; the native engine's stream runs.
+	RxCopy *RxCopyReport `json:"rx_copy,omitempty"`
 }
 
 // HostForeign is the other load on each end; Notes say why an end's is
