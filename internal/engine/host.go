@@ -192,6 +192,20 @@ func Assign(n int, cpus []int) []int {
 	return out
 }
 
+// AssignThreads places n connections carried by threads threads on cpus:
+// connection i runs on its thread's CPU (Thread), the threads
+// round-robin over cpus. With a thread per connection it is Assign.
+func AssignThreads(n, threads int, cpus []int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = -1
+		if len(cpus) > 0 {
+			out[i] = cpus[Thread(i, threads)%len(cpus)]
+		}
+	}
+	return out
+}
+
 // Used returns the distinct CPUs of an assignment, in first-use order.
 func Used(assigned []int) []int {
 	out := []int{}

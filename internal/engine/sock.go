@@ -19,6 +19,7 @@ type SockOpts struct {
 	Congestion string // TCP_CONGESTION; "" keeps the default
 	Pacing     uint64 // SO_MAX_PACING_RATE in bytes per second; 0 none
 	ZeroCopy   bool   // SO_ZEROCOPY, for MSG_ZEROCOPY sends
+	NoDelay    bool   // TCP_NODELAY
 }
 
 // Apply sets the options on fd. The window must be set before connect on
@@ -50,6 +51,11 @@ func (o SockOpts) Apply(fd int) error {
 	if o.ZeroCopy {
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ZEROCOPY, 1); err != nil {
 			return fmt.Errorf("enabling SO_ZEROCOPY: %w (MSG_ZEROCOPY needs Linux 4.14)", err)
+		}
+	}
+	if o.NoDelay {
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
+			return fmt.Errorf("setting TCP_NODELAY: %w", err)
 		}
 	}
 	return nil
@@ -134,27 +140,6 @@ func Detach(c net.Conn) (int, error) {
 		return -1, fmt.Errorf("making the socket blocking: %w", err)
 	}
 	return fd, nil
-}
-
-// tcpInfo is the part of TCP_INFO a report shows.
-type tcpInfo struct {
-	RTT, RTTVar  uint32 // microseconds
-	Cwnd         uint64 // bytes: snd_cwnd × snd_mss
-	TotalRetrans uint32
-	DeliveryRate uint64 // bytes per second
-}
-
-func readTCPInfo(fd int) (tcpInfo, error) {
-	ti, err := unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
-	if err != nil {
-		return tcpInfo{}, err
-	}
-	return tcpInfo{
-		RTT: ti.Rtt, RTTVar: ti.Rttvar,
-		Cwnd:         uint64(ti.Snd_cwnd) * uint64(ti.Snd_mss),
-		TotalRetrans: ti.Total_retrans,
-		DeliveryRate: ti.Delivery_rate,
-	}, nil
 }
 
 // pinThread binds the calling OS thread to cpu (-1: leave it). The caller

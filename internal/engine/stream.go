@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/linerate/linerate/internal/result"
 )
 
 // What one system call moves: 128 KiB, iperf3's TCP default (-l), so the
@@ -28,8 +30,12 @@ type Stream struct {
 	FD   int  // blocking descriptor (Detach), owned by the Side once it has it
 
 	bytes atomic.Uint64 // moved so far; read by the sampler
+	txns  atomic.Uint64 // transactions completed (client) or answered (agent)
+	seq   atomic.Uint32 // the agent's crr flows: the last connection admitted
 	zc    zcStats
-	err   error // set by the stream's goroutine before it is done
+	rx    rxStats    // a zerocopy receiver's mapped and copied bytes
+	zr    *zcReceive // its mapping, while it receives
+	err   error      // set by the stream's goroutine before it is done
 }
 
 // zcStats counts MSG_ZEROCOPY sends and what the kernel did with them.
@@ -49,33 +55,53 @@ type sender interface {
 // is never unlocked, so it exits with the goroutine and its affinity and
 // name go with it instead of leaking to other goroutines.
 func (s *Stream) run(wg *sync.WaitGroup, snd sender, stop *atomic.Bool, name string) {
-	wg.Add(1)
-	goLocked(func() { s.thread(wg, snd, stop, name) })
+	s.runAs(wg, snd, result.RxCopy, stop, &worker{cpu: s.CPU, name: name})
 }
 
-func (s *Stream) thread(wg *sync.WaitGroup, snd sender, stop *atomic.Bool, name string) {
+// runAs is run with the receive method and the worker that records the
+// thread for the sampler.
+func (s *Stream) runAs(wg *sync.WaitGroup, snd sender, rx result.SkipRxCopy, stop *atomic.Bool, w *worker) {
+	wg.Add(1)
+	goLocked(func() { s.thread(wg, snd, rx, stop, w) })
+}
+
+func (s *Stream) thread(wg *sync.WaitGroup, snd sender, rx result.SkipRxCopy, stop *atomic.Bool, w *worker) {
 	defer wg.Done()
 	if err := pinThread(s.CPU); err != nil {
 		s.err = err
 		return
 	}
-	nameThread(name)
+	nameThread(w.name)
+	w.tid.Store(int32(unix.Gettid()))
 	if s.Send {
 		s.err = snd.loop(s, stop)
 		// Tell the receiver no more is coming; it reads to EOF.
 		_ = unix.Shutdown(s.FD, unix.SHUT_WR)
 		return
 	}
-	s.err = s.recvLoop()
+	s.err = s.recvLoop(rx)
 }
 
-// recvLoop reads until the peer closes.
-func (s *Stream) recvLoop() error {
+// recvLoop reads until the peer closes, copying, discarding (MSG_TRUNC)
+// or mapping (TCP_ZEROCOPY_RECEIVE) what comes.
+func (s *Stream) recvLoop(rx result.SkipRxCopy) error {
 	buf := make([]byte, recvSize)
+	read := func() (int, error) { return unix.Read(s.FD, buf) }
+	switch rx {
+	case result.MsgTrunc:
+		read = func() (int, error) { return recvFlags(s.FD, buf, unix.MSG_TRUNC) }
+	case result.ZerocopyReceive:
+		z, err := newZCReceive(s.FD)
+		if err != nil {
+			return fmt.Errorf("stream %d: %w", s.ID, err)
+		}
+		defer z.close()
+		read = func() (int, error) { return z.recv(s.FD, &s.rx, true) }
+	}
 	var y yielder
 	for {
 		y.tick()
-		n, err := unix.Read(s.FD, buf)
+		n, err := read()
 		switch {
 		case n > 0:
 			s.bytes.Add(uint64(n))
