@@ -30,8 +30,25 @@ func TestRequestBounds(t *testing.T) {
 	}{
 		{"good", func(*requestMsg) {}, ""},
 		{"streams 0", func(r *requestMsg) { r.Streams = 0 }, "streams 0"},
-		{"streams over the cap", func(r *requestMsg) { r.Streams = engine.MaxStreams + 1 }, "streams 129: must be 1 to 128"},
-		{"streams at the cap", func(r *requestMsg) { r.Streams = engine.MaxStreams }, ""},
+		{"streams over the cap", func(r *requestMsg) { r.Streams = engine.MaxFlows + 1 }, "streams 4097: must be 1 to 4096"},
+		{"streams at the cap", func(r *requestMsg) { r.Streams = engine.MaxFlows }, ""},
+		{"own threads over the cap", func(r *requestMsg) { r.Streams, r.Threads = engine.MaxStreams+1, engine.MaxStreams+1 }, "threads 129: must be 0"},
+		{"own threads at the cap", func(r *requestMsg) { r.Streams, r.Threads = engine.MaxStreams, engine.MaxStreams }, ""},
+		{"bidir over the flows", func(r *requestMsg) { r.Streams, r.Direction = engine.MaxFlows/2+1, result.Bidir }, "4098 connections: at most 4096"},
+		{"more threads than flows", func(r *requestMsg) { r.Streams, r.Threads = 2, 3 }, "3 threads for 2 flows"},
+		{"negative threads", func(r *requestMsg) { r.Threads = -1 }, "threads -1"},
+		{"mode", func(r *requestMsg) { r.Mode = "ping" }, `test mode "ping"`},
+		{"rr", func(r *requestMsg) { r.Mode, r.Size, r.Depth, r.Streams, r.Threads = result.RR, 1, 8, 1000, 2 }, ""},
+		{"rr without a size", func(r *requestMsg) { r.Mode = result.RR }, "transaction size 0"},
+		{"rr size over", func(r *requestMsg) { r.Mode, r.Size = result.RR, engine.MaxSize+1 }, "size 1048577"},
+		{"rr depth over", func(r *requestMsg) { r.Mode, r.Size, r.Depth = result.RR, 1, engine.MaxDepth+1 }, "depth 65"},
+		{"negative depth", func(r *requestMsg) { r.Mode, r.Size, r.Depth = result.RR, 1, -1 }, "depth -1"},
+		{"crr depth", func(r *requestMsg) { r.Mode, r.Size, r.Depth = result.CRR, 1, 2 }, "1 with crr"},
+		{"stream with a size", func(r *requestMsg) { r.Size = 10 }, "for transaction tests"},
+		{"rr with zero copy", func(r *requestMsg) { r.Mode, r.Size, r.ZeroCopy = result.RR, 1, result.Sendfile }, "are for streams"},
+		{"skip rx copy", func(r *requestMsg) { r.SkipRxCopy = "dma" }, `receive method "dma"`},
+		{"skip rx copy known", func(r *requestMsg) { r.SkipRxCopy = result.ZerocopyReceive }, ""},
+		{"msg_zerocopy on shared threads", func(r *requestMsg) { r.Streams, r.Threads, r.ZeroCopy = 4, 2, result.MsgZeroCopy }, "needs a thread per stream"},
 		{"negative streams", func(r *requestMsg) { r.Streams = -1 }, "streams -1"},
 		{"duration short", func(r *requestMsg) { r.DurationMS = 99 }, "duration 99 ms"},
 		{"duration over the agent's", func(r *requestMsg) { r.DurationMS = 2001 }, "over this agent's limit of 2s"},
@@ -51,7 +68,7 @@ func TestRequestBounds(t *testing.T) {
 		{"congestion long", func(r *requestMsg) { r.Congestion = strings.Repeat("a", 16) }, "longer than 15 bytes"},
 		{"server CPU huge", func(r *requestMsg) { r.ServerCPUs = []int{1 << 40} }, "server CPU 1099511627776: out of range"},
 		{"server CPU negative", func(r *requestMsg) { r.ServerCPUs = []int{-1} }, "server CPU -1: out of range"},
-		{"server CPUs many", func(r *requestMsg) { r.ServerCPUs = make([]int, 2*engine.MaxStreams+1) }, "at most one per connection"},
+		{"server CPUs many", func(r *requestMsg) { r.ServerCPUs = make([]int, engine.MaxFlows+1) }, "at most one per connection"},
 	}
 	for _, tt := range tests {
 		r := goodRequest()
@@ -84,7 +101,7 @@ func TestAgentEnforcesRequestBounds(t *testing.T) {
 		mod  func(*requestMsg)
 		want string
 	}{
-		{func(r *requestMsg) { r.Streams = engine.MaxStreams + 1 }, "streams 129"},
+		{func(r *requestMsg) { r.Streams = engine.MaxFlows + 1 }, "streams 4097"},
 		{func(r *requestMsg) { r.ServerCPUs = []int{1 << 40} }, "out of range"},
 	} {
 		r := goodRequest()

@@ -41,6 +41,16 @@ type Config struct {
 	FQRate     uint64          // SO_MAX_PACING_RATE per stream, bits per second (needs the fq qdisc); 0 none
 	ZeroCopy   result.ZeroCopy // how senders send
 
+	// Mode, Size, Depth, Threads, SkipRxCopy and NoTCPInfo are
+	// engine.Params's: transactions instead of streams, the flows'
+	// threads, how receivers take their data.
+	Mode       result.Mode
+	Size       int
+	Depth      int
+	Threads    int
+	SkipRxCopy result.SkipRxCopy
+	NoTCPInfo  bool
+
 	// ClientCPUs and ServerCPUs pin the stream threads of each end,
 	// round-robin (-A CLIENT,SERVER). Nil lets the engine choose.
 	ClientCPUs, ServerCPUs []int
@@ -63,7 +73,8 @@ type Config struct {
 // Params returns the test with its defaults filled in.
 func (c *Config) Params() engine.Params {
 	p := engine.Params{Streams: c.Streams, Duration: c.Duration, Omit: c.Omit, Interval: c.Interval,
-		Direction: c.Direction, Window: c.Window, Congestion: c.Congestion, FQRate: c.FQRate, ZeroCopy: c.ZeroCopy}
+		Direction: c.Direction, Window: c.Window, Congestion: c.Congestion, FQRate: c.FQRate, ZeroCopy: c.ZeroCopy,
+		Mode: c.Mode, Size: c.Size, Depth: c.Depth, Threads: c.Threads, SkipRxCopy: c.SkipRxCopy, NoTCPInfo: c.NoTCPInfo}
 	if p.Streams == 0 {
 		p.Streams = 1
 	}
@@ -76,6 +87,9 @@ func (c *Config) Params() engine.Params {
 	if p.Direction == "" {
 		p.Direction = result.Send
 	}
+	if p.Mode != result.Stream && p.Size == 0 {
+		p.Size = 1 // neper's default request and response
+	}
 	return p
 }
 
@@ -83,14 +97,16 @@ func (c *Config) Params() engine.Params {
 func newRequest(p engine.Params, serverCPUs []int) requestMsg {
 	return requestMsg{Type: msgRequest, Streams: p.Streams, DurationMS: p.Duration.Milliseconds(),
 		OmitMS: p.Omit.Milliseconds(), IntervalMS: p.Interval.Milliseconds(), Direction: p.Direction,
-		Window: p.Window, Congestion: p.Congestion, FQRate: p.FQRate, ZeroCopy: p.ZeroCopy, ServerCPUs: serverCPUs}
+		Window: p.Window, Congestion: p.Congestion, FQRate: p.FQRate, ZeroCopy: p.ZeroCopy, ServerCPUs: serverCPUs,
+		Mode: p.Mode, Size: p.Size, Depth: p.Depth, Threads: p.Threads, SkipRxCopy: p.SkipRxCopy, NoTCPInfo: p.NoTCPInfo}
 }
 
 // params is the request as the engine runs it; validate it first.
 func (r requestMsg) params() engine.Params {
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 	return engine.Params{Streams: r.Streams, Duration: ms(r.DurationMS), Omit: ms(r.OmitMS), Interval: ms(r.IntervalMS),
-		Direction: r.Direction, Window: r.Window, Congestion: r.Congestion, FQRate: r.FQRate, ZeroCopy: r.ZeroCopy}
+		Direction: r.Direction, Window: r.Window, Congestion: r.Congestion, FQRate: r.FQRate, ZeroCopy: r.ZeroCopy,
+		Mode: r.Mode, Size: r.Size, Depth: r.Depth, Threads: r.Threads, SkipRxCopy: r.SkipRxCopy, NoTCPInfo: r.NoTCPInfo}
 }
 
 // checkCongestion accepts what the kernel could name a congestion

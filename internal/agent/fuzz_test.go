@@ -30,6 +30,9 @@ func FuzzRequest(f *testing.F) {
 		`{"type":"request","streams":1,"duration_ms":9223372036854775807,"interval_ms":1000,"direction":"receive"}`,
 		`{"type":"request","streams":2,"duration_ms":500,"interval_ms":100,"direction":"send","server_cpus":[1099511627776,-1]}`,
 		`{"type":"request","streams":1,"duration_ms":1000,"interval_ms":1000,"direction":"send","congestion":"bbr","zerocopy":"msg_zerocopy","window":4194304}`,
+		`{"type":"request","streams":1000,"threads":2,"mode":"rr","size":1,"depth":8,"duration_ms":1000,"interval_ms":1000,"direction":"send"}`,
+		`{"type":"request","streams":30000,"threads":200,"mode":"crr","size":-1,"depth":2,"duration_ms":1000,"interval_ms":1000,"direction":"send"}`,
+		`{"type":"request","streams":100,"threads":2,"skip_rx_copy":"zerocopy_receive","no_tcp_info":true,"duration_ms":1000,"interval_ms":1000,"direction":"bidir"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -43,9 +46,14 @@ func FuzzRequest(f *testing.F) {
 			return
 		}
 		p := r.params()
+		if err := p.Check(); err != nil {
+			t.Fatalf("passed validate, not the engine's check: %v", err)
+		}
 		switch {
-		case p.Streams < 1 || p.Streams > engine.MaxStreams:
+		case p.Streams < 1 || p.Connections() > engine.MaxFlows:
 			t.Fatalf("streams %d passed", p.Streams)
+		case p.Threads < 0 || p.Threads > engine.MaxThreads || p.Size < 0 || p.Size > engine.MaxSize || p.Depth < 0 || p.Depth > engine.MaxDepth:
+			t.Fatalf("threads %d, size %d, depth %d passed", p.Threads, p.Size, p.Depth)
 		case p.Duration < minDuration || p.Duration > time.Hour || p.Omit < 0 || p.Omit > time.Hour:
 			t.Fatalf("duration %s, omit %s passed", p.Duration, p.Omit)
 		case p.Interval < MinInterval || p.Interval > MaxInterval:

@@ -164,6 +164,18 @@ type requestMsg struct {
 	FQRate     uint64           `json:"fq_rate,omitempty"`
 	ZeroCopy   result.ZeroCopy  `json:"zerocopy,omitempty"`
 	ServerCPUs []int            `json:"server_cpus,omitempty"`
+
+	// Mode is stream (""), rr or crr; Size a transaction's request and
+	// response bytes, Depth its requests outstanding per flow; Threads
+	// the threads each end carries the flows on (0: the agent chooses);
+	// SkipRxCopy how receivers take their data; NoTCPInfo skips TCP_INFO
+	// (engine.Params).
+	Mode       result.Mode       `json:"mode,omitempty"`
+	Size       int               `json:"size,omitempty"`
+	Depth      int               `json:"depth,omitempty"`
+	Threads    int               `json:"threads,omitempty"`
+	SkipRxCopy result.SkipRxCopy `json:"skip_rx_copy,omitempty"`
+	NoTCPInfo  bool              `json:"no_tcp_info,omitempty"`
 }
 
 // validate checks r against the bounds; maxDuration is the agent's. Times
@@ -171,8 +183,20 @@ type requestMsg struct {
 // before any becomes a time.Duration (which a large one would overflow).
 func (r requestMsg) validate(maxDuration time.Duration) error {
 	maxMS := maxDuration.Milliseconds()
-	if r.Streams < 1 || r.Streams > engine.MaxStreams {
-		return fmt.Errorf("streams %d: must be 1 to %d", r.Streams, engine.MaxStreams)
+	if r.Streams < 1 || r.Streams > engine.MaxFlows {
+		return fmt.Errorf("streams %d: must be 1 to %d", r.Streams, engine.MaxFlows)
+	}
+	if r.Threads < 0 || r.Threads > engine.MaxThreads {
+		return fmt.Errorf("threads %d: must be 0 (the agent chooses) to %d", r.Threads, engine.MaxThreads)
+	}
+	if r.Size < 0 || r.Size > engine.MaxSize || r.Depth < 0 || r.Depth > engine.MaxDepth {
+		return fmt.Errorf("size %d, depth %d: must be up to %d bytes and %d requests", r.Size, r.Depth, engine.MaxSize, engine.MaxDepth)
+	}
+	if _, err := result.ParseMode(string(r.Mode)); err != nil {
+		return err
+	}
+	if _, err := result.ParseSkipRxCopy(string(r.SkipRxCopy)); err != nil {
+		return err
 	}
 	if r.DurationMS < minDuration.Milliseconds() {
 		return fmt.Errorf("duration %d ms: must be at least %s", r.DurationMS, minDuration)
@@ -192,8 +216,8 @@ func (r requestMsg) validate(maxDuration time.Duration) error {
 	if r.Window < 0 || r.Window > engine.MaxWindow {
 		return fmt.Errorf("window %d: must be 0 to %d bytes (2 GiB - 1)", r.Window, engine.MaxWindow)
 	}
-	if len(r.ServerCPUs) > engine.MaxStreams*2 {
-		return fmt.Errorf("%d server CPUs: at most one per connection (%d)", len(r.ServerCPUs), engine.MaxStreams*2)
+	if len(r.ServerCPUs) > engine.MaxFlows {
+		return fmt.Errorf("%d server CPUs: at most one per connection (%d)", len(r.ServerCPUs), engine.MaxFlows)
 	}
 	for _, c := range r.ServerCPUs {
 		if c < 0 || c >= maxCPUs {
@@ -206,7 +230,12 @@ func (r requestMsg) validate(maxDuration time.Duration) error {
 	if _, err := result.ParseZeroCopy(string(r.ZeroCopy)); err != nil {
 		return err
 	}
-	return checkCongestion(r.Congestion)
+	if err := checkCongestion(r.Congestion); err != nil {
+		return err
+	}
+	// Every integer is in range: the test's shape (streams on threads,
+	// each mode's options) in the engine's own terms.
+	return r.params().Check()
 }
 
 // msText writes milliseconds from the wire as a duration, or as

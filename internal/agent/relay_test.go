@@ -111,7 +111,7 @@ func TestRelayRefuses(t *testing.T) {
 		{func(m *relayMsg) { m.Peer = "127.0.0.1:0" }, "port 0"},
 		{func(m *relayMsg) { m.Peer = strings.Repeat("1", 100) }, "peer of 100 bytes"},
 		{func(m *relayMsg) { m.DurationMS = 5000 }, "over this agent's limit of 2s"},
-		{func(m *relayMsg) { m.Streams = 129 }, "streams 129"},
+		{func(m *relayMsg) { m.Streams = 4097 }, "streams 4097"},
 		{func(m *relayMsg) { m.IntervalMS = 10 }, "interval 10 ms"},
 		{func(m *relayMsg) { m.Direction = "sideways" }, "direction"},
 	} {
