@@ -50,6 +50,8 @@ type client struct {
 	// route is the path to the agent as the test started (fault.go); nil
 	// when the kernel could not say.
 	route *pathwatch.Route
+	// testID names the test in a crr connection's proof.
+	testID []byte
 }
 
 // Run runs one test against the agent at cfg.Peer and returns its result.
@@ -125,6 +127,9 @@ func (c *client) run(ctx context.Context) (*result.Result, error) {
 	var notes []string
 	c.me, notes = engine.HostFacts(c.fs, local.Addr())
 	c.load, c.loadNote = lk.wait()
+	if c.p.Threads == 0 { // both ends run what this end chooses
+		c.p.Threads = c.p.ThreadsFor(len(c.me.CPUs))
+	}
 	ch, err := c.placement()
 	if err != nil {
 		return nil, err
@@ -136,10 +141,11 @@ func (c *client) run(ctx context.Context) (*result.Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the agent did not accept the test: %w", err)
 	}
-	streams, err := c.openStreams(ctx, *acc, engine.Assign(c.p.Connections(), ch.client))
+	streams, err := c.openStreams(ctx, *acc, engine.AssignThreads(c.p.Connections(), c.p.Threads, ch.client))
 	if err != nil {
 		return nil, err
 	}
+	c.testID = acc.TestID
 	c.res = c.startResult(*acc, streams, ch, notes)
 	ready, err := expect(c.ctrl, msgReady, setupTimeout, (*readyMsg).check)
 	if err != nil {
@@ -194,6 +200,12 @@ func (c *client) openStreams(ctx context.Context, acc acceptMsg, cpus []int) ([]
 	remote := engine.AddrPort(c.ctrl.c.RemoteAddr())
 	addr := netip.AddrPortFrom(remote.Addr(), uint16(acc.Port)).String()
 	var streams []*engine.Stream
+	if c.p.Mode == result.CRR { // each transaction makes its own (engine.CRR)
+		for i := range c.p.Connections() {
+			streams = append(streams, &engine.Stream{ID: i + 1, Send: true, CPU: cpus[i], FD: -1})
+		}
+		return streams, nil
+	}
 	for i := range c.p.Connections() {
 		d := net.Dialer{Timeout: dialTimeout, Control: c.p.SockOpts(c.p.ClientSends(i)).Control}
 		nc, err := d.DialContext(ctx, "tcp", addr)
@@ -227,6 +239,12 @@ func (c *client) measure(ctx context.Context, streams []*engine.Stream) (*result
 		return nil, err
 	}
 	defer c.side.Close()
+	if c.p.Mode == result.CRR {
+		peer := netip.AddrPortFrom(engine.AddrPort(c.ctrl.c.RemoteAddr()).Addr(), uint16(c.res.Start.Port))
+		c.side.SetCRR(engine.CRR{Peer: peer, NewAdmission: newCRRAdmission(c.keys.data, c.testID)})
+	}
+	// A test of many flows reports them all every interval.
+	c.ctrl.limit = max(c.ctrl.limit, intervalFrame(c.p.Connections()))
 	c.side.WatchForeign(c.fs)
 	c.emit(result.Event{Event: "start", Data: &c.res.Start})
 	rd := newReader(c.ctrl, c.p)

@@ -24,6 +24,13 @@ func (c *client) startResult(acc acceptMsg, streams []*engine.Stream, ch choice,
 	st.Streams, st.Direction = c.p.Streams, c.p.Direction
 	st.DurationS, st.OmitS, st.IntervalS = c.p.Duration.Seconds(), c.p.Omit.Seconds(), c.p.Interval.Seconds()
 	st.Congestion, st.FQRate, st.ZeroCopy = c.p.Congestion, c.p.FQRate, c.p.ZeroCopy
+	st.Mode, st.Size, st.SkipRxCopy = c.p.Mode, c.p.Size, c.p.SkipRxCopy
+	if c.p.Mode != result.Stream {
+		st.Depth = c.p.Requests()
+	}
+	if !c.p.OwnThreads() {
+		st.Threads = c.p.Threads
+	}
 	st.Client, st.Server = c.me, c.peer
 	st.Notes = notes
 	st.LoadBefore = result.HostLoads{Client: engine.LoadKeys(c.load), Server: acc.Load}
@@ -126,7 +133,9 @@ func (c *client) merge(mine engine.Sample, theirs *engine.Sample) result.Interva
 		}
 		si := result.StreamInterval{ID: ms.ID, Sender: senderName(send), Bytes: ms.Bytes,
 			BitsPerSecond: bps(ms.Bytes, secs), RTTus: tcp.RTT, RTTVarUs: tcp.RTTVar, CwndBytes: tcp.Cwnd,
-			Retransmits: uint64(tcp.Retransmits), DeliveryRateBps: float64(tcp.DeliveryRate) * 8}
+			Retransmits: uint64(tcp.Retransmits), DeliveryRateBps: float64(tcp.DeliveryRate) * 8,
+			Transactions: ms.Transactions}
+		si.TCP = c.tcpOf(send, ms, peer)
 		if peer != nil {
 			b := peer.Bytes
 			si.PeerBytes = &b
@@ -137,7 +146,41 @@ func (c *client) merge(mine engine.Sample, theirs *engine.Sample) result.Interva
 		iv.Sum.Retransmits += si.Retransmits
 	}
 	iv.Sum.BitsPerSecond = bps(iv.Sum.Bytes, secs)
+	if tx := mine.Transactions; tx != nil {
+		it := &result.IntervalTransactions{Count: tx.Count, PerSecond: perSecond(tx.Count, secs)}
+		if tx.RTT != nil {
+			it.RTTUs = *tx.RTT
+		}
+		iv.Transactions = it
+	}
 	return iv
+}
+
+// tcpOf is a stream's TCP account over an interval: the sending socket's,
+// with the receiving socket's rcv_* fields. Both ends of a transaction
+// flow send; its account is the client's socket's own.
+func (c *client) tcpOf(send bool, mine engine.StreamSample, peer *engine.StreamSample) *result.TCPStats {
+	snd, rcv := &mine, peer
+	if c.p.Mode != result.Stream {
+		rcv = &mine
+	} else if !send {
+		snd, rcv = peer, &mine
+	}
+	if snd == nil || snd.TCP == nil {
+		return nil
+	}
+	t := *snd.TCP
+	if rcv != nil {
+		rcv.Rcv.Fill(&t)
+	}
+	return &t
+}
+
+func perSecond(n uint64, secs float64) float64 {
+	if secs <= 0 {
+		return 0
+	}
+	return float64(n) / secs
 }
 
 // totals computes the measured bytes of each stream: the sender's count
@@ -196,7 +239,75 @@ func (c *client) totals(em *endMsg) result.End {
 	}
 	e.Unread = result.HostUnread{Client: c.smp.Unread(), Server: em.Unread}
 	c.otherLoad(&e, em)
+	if c.p.Mode != result.Stream {
+		e.Transactions = c.transactions(e, em)
+	} else {
+		e.RxCopy = c.rxCopy(em, rcvClient, rcvServer)
+	}
 	return e
+}
+
+// transactions is end.transactions: the client's count and latency over
+// its window, the agent's count over its own, both ends' CPU time per
+// transaction.
+func (c *client) transactions(e result.End, em *endMsg) *result.Transactions {
+	count, lat, cerrs := c.side.Transactions()
+	t := &result.Transactions{Mode: c.p.Mode, Count: count, PerSecond: perSecond(count, e.Seconds),
+		Samples: lat.Samples, RTTUs: lat.RTTUs, Notes: lat.Notes, Size: c.p.Size, Depth: c.p.Requests(),
+		Flows: c.p.Streams, Threads: c.p.Threads, ConnectErrors: cerrs}
+	for _, st := range em.Streams {
+		t.ServerCount += st.Transactions
+	}
+	if count > 0 {
+		t.CPUUsPerTransaction.Client = e.CPU.ClientSeconds * 1e6 / float64(count)
+	}
+	if t.ServerCount > 0 {
+		t.CPUUsPerTransaction.Server = e.CPU.ServerSeconds * 1e6 / float64(t.ServerCount)
+	}
+	return t
+}
+
+// rxCopy is end.rx_copy: what the receiving ends did of the copy, and
+// their receiving threads' CPU time per 10^9 bytes received (rcvClient,
+// rcvServer: what each end received over its window).
+func (c *client) rxCopy(em *endMsg, rcvClient, rcvServer uint64) *result.RxCopyReport {
+	r := &result.RxCopyReport{Asked: c.p.SkipRxCopy}
+	type end struct {
+		method result.SkipRxCopy
+		note   string
+		bytes  uint64
+	}
+	var ends []end
+	if rcvServer > 0 || c.p.Direction != result.Receive {
+		ends = append(ends, end{em.RxMethod, em.RxNote, rcvServer})
+		r.MappedBytes += em.RxMapped
+		r.CopiedBytes += em.RxCopied
+		r.ReceiverThreadCPUSeconds += em.RxThreadCPU
+	}
+	if c.p.Direction != result.Send {
+		m, note, mapped, copied, cpu := c.side.RxCopy()
+		ends = append(ends, end{m, note, rcvClient})
+		r.MappedBytes += mapped
+		r.CopiedBytes += copied
+		r.ReceiverThreadCPUSeconds += cpu
+	}
+	var bytes uint64
+	for i, e := range ends {
+		bytes += e.bytes
+		if i == 0 || e.method == r.Method {
+			r.Method = e.method
+		} else {
+			r.Method = result.RxCopy
+		}
+		if e.note != "" && !strings.Contains(r.Note, e.note) {
+			r.Note = strings.TrimPrefix(r.Note+"; "+e.note, "; ")
+		}
+	}
+	r.ReceiverThreadCPUSeconds = result.Round3(r.ReceiverThreadCPUSeconds)
+	if bytes > 0 {
+		r.ReceiverCPUSecondsPerGB = r.ReceiverThreadCPUSeconds / (float64(bytes) / 1e9)
+	}
+	return r
 }
 
 // otherLoad puts both ends' other load on the end: with both ends on one

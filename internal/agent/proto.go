@@ -334,9 +334,44 @@ func (m intervalMsg) check(n int) error {
 		if c := st.RxCPU; c != nil && (*c < 0 || *c >= maxCPUs) {
 			return fmt.Errorf("%w: interval names RX CPU %d", errBadMessage, *c)
 		}
+		if err := checkTCP(st.TCP); err != nil {
+			return err
+		}
+	}
+	if tx := m.Transactions; tx != nil && (tx.RTT != nil || tx.Samples != 0) {
+		return fmt.Errorf("%w: the agent's interval carries latency samples", errBadMessage)
 	}
 	return nil
 }
+
+// Bounds of a stream's TCP account over one interval: the chrono stats
+// grow by at most the interval (the longest, and as much again for the
+// kernel's jiffies and the two ends' clocks), the limited times are
+// parts of the busy time, and no rate is above 10^15 bit/s.
+const (
+	maxIntervalUs = 2 * 60 * 1_000_000
+	maxRateBps    = 1e15
+)
+
+// checkTCP bounds a sender's TCP account of one interval.
+func checkTCP(t *result.TCPStats) error {
+	if t == nil {
+		return nil
+	}
+	if t.BusyUs > maxIntervalUs || t.RwndLimitedUs > t.BusyUs || t.SndbufLimitedUs > t.BusyUs-t.RwndLimitedUs {
+		return fmt.Errorf("%w: interval with %d µs busy, %d rwnd- and %d sndbuf-limited", errBadMessage, t.BusyUs, t.RwndLimitedUs, t.SndbufLimitedUs)
+	}
+	if !(t.DeliveryRateBps >= 0 && t.DeliveryRateBps <= maxRateBps && t.PacingRateBps >= 0 && t.PacingRateBps <= maxRateBps) {
+		return fmt.Errorf("%w: interval with a delivery rate of %g and a pacing rate of %g bit/s", errBadMessage, t.DeliveryRateBps, t.PacingRateBps)
+	}
+	return nil
+}
+
+// intervalFrame bounds an interval or end frame of a test of n
+// connections: room for a large host's CPUs (maxFrame) and some 600
+// bytes a connection more, a stream's sample with its TCP account and
+// its total being about 450.
+func intervalFrame(n int) int { return min(maxFrame+n*600, maxDoctorFrame) }
 
 type endMsg struct {
 	Type       string               `json:"type"`
@@ -364,6 +399,14 @@ type endMsg struct {
 	ForeignNote string             `json:"foreign_note,omitempty"`
 	// Unread are the agent's telemetry sources it could not read, and why.
 	Unread map[string]string `json:"unread,omitempty"`
+	// What the agent's receivers did of the copy (engine.Side.RxCopy):
+	// the method used, why it is not the one asked, the bytes a zerocopy
+	// receiver mapped and copied, the receiving threads' CPU seconds.
+	RxMethod    result.SkipRxCopy `json:"rx_method,omitempty"`
+	RxNote      string            `json:"rx_note,omitempty"`
+	RxMapped    uint64            `json:"rx_mapped,omitempty"`
+	RxCopied    uint64            `json:"rx_copied,omitempty"`
+	RxThreadCPU float64           `json:"rx_thread_cpu_seconds,omitempty"`
 }
 
 // check bounds an end of a test of n connections.
@@ -385,8 +428,11 @@ func (m endMsg) check(n int) error {
 	if m.Seconds < 0 || m.Seconds > maxSeconds {
 		return fmt.Errorf("%w: end with a window of %g s", errBadMessage, m.Seconds)
 	}
-	if len(m.ForeignNote) > maxErrorText {
-		return fmt.Errorf("%w: end with a note of %d bytes", errBadMessage, len(m.ForeignNote))
+	if len(m.ForeignNote) > maxErrorText || len(m.RxNote) > maxErrorText {
+		return fmt.Errorf("%w: end with a note of %d bytes", errBadMessage, max(len(m.ForeignNote), len(m.RxNote)))
+	}
+	if _, err := result.ParseSkipRxCopy(string(m.RxMethod)); err != nil || m.RxThreadCPU < 0 || m.RxThreadCPU > maxSeconds*engine.MaxThreads {
+		return fmt.Errorf("%w: end with receive method %.20q, %g s of receiving threads", errBadMessage, m.RxMethod, m.RxThreadCPU)
 	}
 	if len(m.Unread) > 3 {
 		return fmt.Errorf("%w: end with %d unread sources", errBadMessage, len(m.Unread))

@@ -379,6 +379,10 @@ type session struct {
 	serverCPUs []int
 	// nic is this end's NIC counters from before the test (nic.go).
 	nic *nicstats.Span
+	// testKey is the test's ID, which a crr connection's proof names;
+	// crrLns its listeners until a Side takes them.
+	testKey []byte
+	crrLns  []int
 
 	// Guarded by srv.mu: the data connections expected and received.
 	testID []byte

@@ -10,6 +10,7 @@ import (
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/nicstats"
+	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
 )
 
@@ -98,6 +99,9 @@ func (ss *session) request(typ string, body []byte) error {
 		}
 	}
 	ss.p = req.params()
+	if ss.p.Threads == 0 { // a client that left it to the agent
+		ss.p.Threads = ss.p.ThreadsFor(len(ss.host.CPUs))
+	}
 	ss.serverCPUs = req.ServerCPUs
 	return nil
 }
@@ -111,29 +115,48 @@ func (ss *session) setup(ctx context.Context, load *telemetry.Looked) ([]*engine
 		cpus = engine.Free(ss.host.Candidates, load)
 		why = engine.BusyWhy(ss.host.Candidates, cpus, load)
 	}
-	place := engine.Assign(ss.p.Connections(), cpus)
+	place := engine.AssignThreads(ss.p.Connections(), ss.p.Threads, cpus)
 	testID, err := randomBytes(testIDSize)
 	if err != nil {
 		return nil, err
 	}
+	ss.testKey = testID
 	ss.expectData(testID)
 	defer ss.expectData(nil) // late or extra data connections are refused
-	port := engine.AddrPort(ss.ctrl.c.LocalAddr()).Port()
-	if err := ss.ctrl.send(acceptMsg{Type: msgAccept, Port: int(port), TestID: testID, Placement: place, Load: engine.LoadKeys(load), Why: why}, handshakeTimeout); err != nil {
+	port := int(engine.AddrPort(ss.ctrl.c.LocalAddr()).Port())
+	if ss.p.Mode == result.CRR {
+		// A listener of the test's own, for its length only: the
+		// client's connections come to it, not to the agent's port.
+		if ss.crrLns, port, err = engine.ListenCRR(engine.AddrPort(ss.ctrl.c.LocalAddr()).Addr(), ss.p.Threads); err != nil {
+			return nil, err
+		}
+	}
+	if err := ss.ctrl.send(acceptMsg{Type: msgAccept, Port: port, TestID: testID, Placement: place, Load: engine.LoadKeys(load), Why: why}, handshakeTimeout); err != nil {
+		ss.closeCRR()
 		return nil, fmt.Errorf("sending accept: %w", err)
 	}
 	streams, err := ss.collect(ctx, place)
 	if err != nil {
 		engine.CloseStreams(streams)
+		ss.closeCRR()
 		return nil, err
 	}
 	win := engine.Buffers(ss.srv.fs(), streams[0].FD, ss.p.Window)
 	ss.nic = nicstats.Begin(ss.counterIface()) // before any payload moves
 	if err := ss.ctrl.send(readyMsg{Type: msgReady, Window: win}, handshakeTimeout); err != nil {
 		engine.CloseStreams(streams)
+		ss.closeCRR()
 		return nil, fmt.Errorf("sending ready: %w", err)
 	}
 	return streams, nil
+}
+
+// closeCRR closes a crr test's listeners that no Side took.
+func (ss *session) closeCRR() {
+	for _, fd := range ss.crrLns {
+		engine.CloseFD(fd)
+	}
+	ss.crrLns = nil
 }
 
 // collect waits for every data connection and prepares its socket.
@@ -142,6 +165,12 @@ func (ss *session) collect(ctx context.Context, place []int) ([]*engine.Stream, 
 	out := make([]*engine.Stream, n)
 	for i := range out {
 		out[i] = &engine.Stream{FD: -1}
+	}
+	if ss.p.Mode == result.CRR { // no data connection lasts: flows, counted
+		for i := range out {
+			out[i] = &engine.Stream{ID: i + 1, CPU: place[i], FD: -1}
+		}
+		return out, nil
 	}
 	t := time.NewTimer(setupTimeout)
 	defer t.Stop()
@@ -220,9 +249,15 @@ func (ss *session) measure(ctx context.Context, streams []*engine.Stream) error 
 	smp := telemetry.NewSampler(ss.srv.fs(), ss.host.NICIRQs)
 	sd, err := engine.NewSide(ss.p, streams, smp, "lrs")
 	if err != nil {
+		ss.closeCRR()
 		return err
 	}
 	defer sd.Close()
+	if ss.p.Mode == result.CRR {
+		sd.SetCRR(engine.CRR{Listeners: ss.crrLns, Client: engine.AddrPort(ss.ctrl.c.RemoteAddr()).Addr(),
+			NewAdmission: newCRRAdmission(ss.keys.data, ss.testKey)})
+		ss.crrLns = nil // the Side's now
+	}
 	sd.WatchForeign(ss.srv.fs())
 	var start bareMsg
 	if err := ss.ctrl.expect(msgStart, &start, setupTimeout); err != nil {
@@ -245,6 +280,7 @@ func (ss *session) measure(ctx context.Context, streams []*engine.Stream) error 
 	end.CPUUser, end.CPUSystem = sd.MeasuredCPUSplit()
 	end.Streams, end.Errors, end.Seconds, end.Unread = sd.Totals(), sd.Errors(), sd.MeasuredSeconds(), smp.Unread()
 	end.ZCSends, end.ZCCompletions, end.ZCCopied = zs, zc, zcp
+	end.RxMethod, end.RxNote, end.RxMapped, end.RxCopied, end.RxThreadCPU = sd.RxCopy()
 	end.NICCounters = ss.nic.End()
 	end.Foreign, end.ForeignNote = foreignOrNote(sd.Foreign())
 	ss.free()

@@ -124,8 +124,17 @@ func senderStats(prev, cur tcpInfo) *result.TCPStats {
 		Retrans:         grew(prev.TotalRetrans, cur.TotalRetrans),
 		SndCwnd:         cur.SndCwnd,
 		SndSsthresh:     cur.SndSsthresh,
-		PacingRateBps:   float64(cur.PacingRate) * 8,
+		PacingRateBps:   pacingBps(cur.PacingRate),
 	}
+}
+
+// pacingBps is a pacing rate in bits/s; the kernel's "no rate yet"
+// (~0, until the first RTT sample) is 0.
+func pacingBps(bytesPerSec uint64) float64 {
+	if bytesPerSec == ^uint64(0) || bytesPerSec == 1<<32-1 {
+		return 0
+	}
+	return float64(bytesPerSec) * 8
 }
 
 // RcvTCP is a receiving socket's account of one interval: what TCP_INFO

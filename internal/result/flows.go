@@ -38,7 +38,7 @@ type TCPStats struct {
 	// an ssthresh of 2147483647 is the kernel's "infinite": no loss or
 	// ECN signal has lowered it yet. PacingRateBps is the socket's
 	// current pacing rate (bits/s; the kernel computes one even without
-	// the fq qdisc).
+	// the fq qdisc; 0 before it has, with no RTT sample yet).
 	SndCwnd       uint32  `json:"snd_cwnd"`
 	SndSsthresh   uint32  `json:"snd_ssthresh"`
 	PacingRateBps float64 `json:"pacing_rate_bps"`
