@@ -6,6 +6,12 @@
 // Markdown table; scripts/bench-engine.sh runs it. Needs root and iperf3.
 //
 //	go run ./cmd/benchengine -linerate ./linerate
+//
+// -mode tcpinfo compares the engine reading TCP_INFO at every interval
+// with the engine not reading it, and with iperf3; -mode neper compares
+// its rr, crr and 100-streams-on-2-threads tests with neper's tcp_rr,
+// tcp_crr and tcp_stream (scripts/bench-neper.sh). Both run the engine
+// through package agent, this program being both ends (flows.go).
 package main
 
 import (
@@ -36,11 +42,29 @@ func main() {
 	pairs := flag.Int("pairs", 5, "interleaved pairs per comparison in healthy")
 	capped := flag.Duration("capped", 10*time.Second, "length of the capped-10g runs")
 	healthy := flag.Duration("t", 5*time.Second, "length of each healthy run")
+	ff := addFlowFlags(flag.CommandLine)
+	role := flag.String("role", "", "internal: run as one end of a test in a lab host (serve, client)")
+	bind := flag.String("bind", "", "internal: -role serve's address")
+	peer := flag.String("peer", "", "internal: -role client's agent")
+	tokenFile := flag.String("token-file", "", "internal: the token of both roles")
+	config := flag.String("config", "", "internal: -role client's test (agent.Config as JSON)")
 	flag.Parse()
+	if ran, err := roles(*role, *bind, *peer, *tokenFile, *config); ran {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchengine:", err)
+			os.Exit(2)
+		}
+		return
+	}
 	// Ctrl-C ends the run in progress and still removes the lab.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := run(ctx, *bin, *name, *pairs, *capped, *healthy)
+	var err error
+	if ff.mode == "engine" {
+		err = run(ctx, *bin, *name, *pairs, *capped, *healthy)
+	} else {
+		err = runFlows(ctx, ff, *name, *pairs, *healthy)
+	}
 	if _, derr := lab.Down(context.Background(), *name); derr != nil {
 		err = errors.Join(err, derr)
 	}
@@ -114,6 +138,7 @@ func run(ctx context.Context, bin, name string, pairs int, capped, healthy time.
 type bencher struct {
 	ctx             context.Context
 	bin, lab, token string
+	lastServer      []byte // the server's stdout of the last pair (flows.go)
 }
 
 func (b *bencher) up(s lab.Scenario) error {

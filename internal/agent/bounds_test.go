@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +103,11 @@ func TestAgentEnforcesRequestBounds(t *testing.T) {
 		want string
 	}{
 		{func(r *requestMsg) { r.Streams = engine.MaxFlows + 1 }, "streams 4097"},
+		// Threads left to the agent, which shares them above 16 streams:
+		// msg_zerocopy needs one each, and the refusal comes first.
+		{func(r *requestMsg) {
+			r.Streams, r.ZeroCopy = max(engine.OwnThreadsUpTo, runtime.NumCPU())+1, result.MsgZeroCopy
+		}, "needs a thread per stream"},
 		{func(r *requestMsg) { r.ServerCPUs = []int{1 << 40} }, "out of range"},
 	} {
 		r := goodRequest()

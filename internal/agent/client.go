@@ -129,6 +129,9 @@ func (c *client) run(ctx context.Context) (*result.Result, error) {
 	c.load, c.loadNote = lk.wait()
 	if c.p.Threads == 0 { // both ends run what this end chooses
 		c.p.Threads = c.p.ThreadsFor(len(c.me.CPUs))
+		if err := c.p.Check(); err != nil {
+			return nil, err
+		}
 	}
 	ch, err := c.placement()
 	if err != nil {
@@ -180,7 +183,16 @@ func (c *client) placement() (choice, error) {
 	default:
 		ch.source = "user+auto"
 	}
-	if c.me.BootID != "" && c.me.BootID == c.peer.BootID {
+	sameHost := c.me.BootID != "" && c.me.BootID == c.peer.BootID
+	if sameHost && c.p.Mode != result.Stream && c.cfg.ClientCPUs == nil && c.cfg.ServerCPUs == nil {
+		// Transactions on one machine: both halves of a flow on one CPU
+		// (thread k of each end on the same one), so that a transaction
+		// never waits for a wake-up on another CPU.
+		free := engine.Free(c.me.Candidates, c.load)
+		ch.client, ch.server, ch.why = free, free, engine.BusyWhy(c.me.Candidates, free, c.load)
+		return ch, nil
+	}
+	if sameHost {
 		ch.client, ch.server, ch.why = engine.SplitFree(c.cfg.ClientCPUs, c.cfg.ServerCPUs, c.me.Candidates, c.me.CPUs, c.load)
 		return ch, nil
 	}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -81,6 +82,20 @@ func TestManyFlowsDefault(t *testing.T) {
 	res := run(t, Config{Streams: engine.OwnThreadsUpTo + 4})
 	if want := min(len(cpus), engine.OwnThreadsUpTo+4); res.Start.Threads != want {
 		t.Errorf("start.threads %d, want %d", res.Start.Threads, want)
+	}
+}
+
+// TestSharedThreadsRefuseMsgZeroCopy: the client refuses, before it
+// connects anything, msg_zerocopy on streams that would share threads.
+func TestSharedThreadsRefuseMsgZeroCopy(t *testing.T) {
+	cpus, err := engine.AllowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := agent(t, &Server{})
+	_, err = Run(t.Context(), Config{Peer: addr, Token: testToken, Streams: max(engine.OwnThreadsUpTo, len(cpus)) + 1, ZeroCopy: result.MsgZeroCopy, Duration: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "needs a thread per stream") {
+		t.Errorf("%v, want a refusal", err)
 	}
 }
 

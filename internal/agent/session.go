@@ -101,6 +101,9 @@ func (ss *session) request(typ string, body []byte) error {
 	ss.p = req.params()
 	if ss.p.Threads == 0 { // a client that left it to the agent
 		ss.p.Threads = ss.p.ThreadsFor(len(ss.host.CPUs))
+		if err := ss.p.Check(); err != nil {
+			return err
+		}
 	}
 	ss.serverCPUs = req.ServerCPUs
 	return nil

@@ -15,7 +15,7 @@ import (
 // the client's and the agent's, as package agent would make them: the
 // client's streams send where p.ClientSends says, the agent's the other
 // way; flows on thread k go to CPU -1 (unpinned).
-func sides(t *testing.T, p Params) (client, agent *Side) {
+func sides(t testing.TB, p Params) (client, agent *Side) {
 	t.Helper()
 	var cs, as []*Stream
 	n := p.Connections()
