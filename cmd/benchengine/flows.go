@@ -76,12 +76,13 @@ type testConfig struct {
 	Streams, Threads, Size int
 	Duration, Interval     time.Duration
 	NoTCPInfo              bool
+	SkipRxCopy             result.SkipRxCopy
 	ClientCPUs, ServerCPUs []int
 }
 
 func (t testConfig) config() agent.Config {
 	return agent.Config{Mode: t.Mode, Streams: t.Streams, Threads: t.Threads, Size: t.Size, Duration: t.Duration,
-		Interval: t.Interval, NoTCPInfo: t.NoTCPInfo, ClientCPUs: t.ClientCPUs, ServerCPUs: t.ServerCPUs}
+		Interval: t.Interval, NoTCPInfo: t.NoTCPInfo, SkipRxCopy: t.SkipRxCopy, ClientCPUs: t.ClientCPUs, ServerCPUs: t.ServerCPUs}
 }
 
 // flowFlags are the engine-level modes' own flags.
@@ -93,7 +94,7 @@ type flowFlags struct {
 
 func addFlowFlags(fs *flag.FlagSet) *flowFlags {
 	f := &flowFlags{}
-	fs.StringVar(&f.mode, "mode", "engine", "engine: native vs iperf3 (bench-engine.sh); tcpinfo: native with and without TCP_INFO per interval, against iperf3; neper: rr, crr and 100 streams on 2 threads against neper")
+	fs.StringVar(&f.mode, "mode", "engine", "engine: native vs iperf3 (bench-engine.sh); tcpinfo: native with and without TCP_INFO per interval, against iperf3; neper: rr, crr and 100 streams on 2 threads against neper; rxcopy: the receiver's copy, kept, skipped (msg_trunc) and mapped (zerocopy_receive)")
 	fs.StringVar(&f.neper, "neper", os.Getenv("NEPER_DIR"), "directory of a neper build (tcp_rr, tcp_crr, tcp_stream) for -mode neper")
 	return f
 }
@@ -234,8 +235,10 @@ func neperSide(label, dir, prog string, args []string, fromServer bool, key stri
 	return side{label: label, run: func(b *bencher, d time.Duration) (sample2, error) {
 		bin := filepath.Join(dir, prog)
 		l := strconv.Itoa(int(d.Seconds()))
-		srv := exec.CommandContext(b.ctx, bin, append([]string{"-l", l}, args...)...)
-		cli := exec.CommandContext(b.ctx, bin, append([]string{"-c", "-H", lab.AddrB, "-l", l}, args...)...)
+		// --nolog: neper otherwise writes a log file into its working
+		// directory every run.
+		srv := exec.CommandContext(b.ctx, bin, append([]string{"--nolog", "-l", l}, args...)...)
+		cli := exec.CommandContext(b.ctx, bin, append([]string{"--nolog", "-c", "-H", lab.AddrB, "-l", l}, args...)...)
 		out, err := b.pair(srv, cli, "")
 		if err != nil {
 			return sample2{}, err
@@ -271,6 +274,48 @@ func txnRate(r *result.Result) float64 {
 
 func gbps(r *result.Result) float64 { return r.End.SumReceived.BitsPerSecond / 1e9 }
 
+// rxCopy runs one stream with the receiver copying, skipping the copy
+// (msg_trunc) and mapping (zerocopy_receive), in rotating order, and
+// prints the medians of the goodput and of the receiving thread's CPU per
+// 10^9 bytes, and the share of it the copy took.
+func (b *bencher) rxCopy(pairs int, d time.Duration) error {
+	methods := []result.SkipRxCopy{result.RxCopy, result.MsgTrunc, result.ZerocopyReceive}
+	gb := map[result.SkipRxCopy][]float64{}
+	cpu := map[result.SkipRxCopy][]float64{}
+	var mapped, copied uint64
+	for i := range pairs {
+		for j := range methods {
+			m := methods[(i+j)%len(methods)]
+			var rc *result.RxCopyReport
+			s := native(string(m), testConfig{Streams: 1, SkipRxCopy: m, ClientCPUs: []int{0}, ServerCPUs: []int{1}},
+				func(r *result.Result) float64 { rc = r.End.RxCopy; return gbps(r) })
+			r, err := s.run(b, d)
+			if err != nil {
+				return fmt.Errorf("rxcopy %q: %w", m, err)
+			}
+			if rc == nil || rc.Method != m {
+				return fmt.Errorf("rxcopy %q: the receiver did %+v", m, rc)
+			}
+			fmt.Fprintf(os.Stderr, "rxcopy %q run %d: %.2f Gbit/s, receiver %.3f CPU s/GB, %d mapped, %d copied\n", m, i+1, r.value, rc.ReceiverCPUSecondsPerGB, rc.MappedBytes, rc.CopiedBytes)
+			gb[m], cpu[m] = append(gb[m], r.value), append(cpu[m], rc.ReceiverCPUSecondsPerGB)
+			if m == result.ZerocopyReceive {
+				mapped, copied = mapped+rc.MappedBytes, copied+rc.CopiedBytes
+			}
+		}
+	}
+	fmt.Printf("| receiver | Gbit/s (median) | receiving thread CPU s/GB (median) | share of the copying receiver's | runs, Gbit/s |\n|---|---|---|---|---|\n")
+	base := med(cpu[result.RxCopy])
+	for _, m := range methods {
+		name := string(m)
+		if m == result.RxCopy {
+			name = "copy (read)"
+		}
+		fmt.Printf("| %s | %.2f | %.3f | %.2f | %s |\n", name, med(gb[m]), med(cpu[m]), med(cpu[m])/base, runs(gb[m]))
+	}
+	fmt.Printf("\nzerocopy_receive: %d bytes mapped, %d copied by the kernel over all its runs\n", mapped, copied)
+	return nil
+}
+
 // runFlows runs the engine-level modes.
 func runFlows(ctx context.Context, f *flowFlags, name string, pairs int, d time.Duration) error {
 	dir, err := os.MkdirTemp("", "benchengine-")
@@ -286,7 +331,9 @@ func runFlows(ctx context.Context, f *flowFlags, name string, pairs int, d time.
 	if err := b.up(lab.Healthy); err != nil {
 		return err
 	}
-	fmt.Printf("| comparison | engine | median | reference | median | ratio | engine runs | reference runs |\n|---|---|---|---|---|---|---|---|\n")
+	if f.mode != "rxcopy" {
+		fmt.Printf("| comparison | engine | median | reference | median | ratio | engine runs | reference runs |\n|---|---|---|---|---|---|---|---|\n")
+	}
 	switch f.mode {
 	case "tcpinfo":
 		if _, err := exec.LookPath("iperf3"); err != nil {
@@ -313,6 +360,8 @@ func runFlows(ctx context.Context, f *flowFlags, name string, pairs int, d time.
 			}
 		}
 		return nil
+	case "rxcopy":
+		return b.rxCopy(pairs, d)
 	case "neper":
 		if f.neper == "" {
 			return errors.New("-mode neper needs a neper build: -neper DIR (or NEPER_DIR)")

@@ -20,9 +20,10 @@
 //	client → auth{nonce: 32 random bytes, mac: HMAC-SHA256(token, "linerate/2 client" ‖ agent nonce ‖ client nonce)}
 //	agent  → welcome{mac: HMAC-SHA256(token, "linerate/2 server" ‖ agent nonce ‖ client nonce ‖ host), host}
 //	(from here on, every frame is body ‖ HMAC-SHA256(key of its direction, sequence number ‖ body))
-//	client → request{streams, duration_ms, …}
+//	client → request{streams, duration_ms, …, mode, threads, size, depth}
 //	agent  → accept{port, test_id, placement} | busy | error
-//	(data connections: "LRDATA02" ‖ test ID ‖ stream index ‖ HMAC-SHA256(data key, test ID ‖ index), then payload)
+//	(data connections: "LRDATA02" ‖ test ID ‖ stream index ‖ HMAC-SHA256(data key, test ID ‖ index), then payload;
+//	 crr: a connection per transaction to the accept's port, a listener of the test's own, its proof in crr.go)
 //	agent  → ready{window}
 //	client → start
 //	agent  → interval{…} every interval

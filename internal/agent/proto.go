@@ -28,12 +28,12 @@ const protoVersion = 2
 //	challenge      agent   after hello              nonce: 32 bytes
 //	auth           client  after challenge          nonce: 32 bytes (first of all), MAC
 //	welcome        agent   after auth               MAC over the nonces and the host facts
-//	request        client  a native test            requestMsg.validate: every field (milliseconds, CPUs, caps)
+//	request        client  a native test            requestMsg.validate: every field (milliseconds, CPUs, caps), then engine.Params.Check
 //	accept         agent   after request            acceptMsg.check: port, test ID, one CPU per connection, per-CPU load
 //	ready          agent   data connections in      readyMsg.check: buffer sizes, sysctl names
 //	start, stop    client  the test's clock         none (type only)
-//	interval       agent   every interval           intervalMsg.check: index, one sample per connection, CPU count, RX CPUs
-//	end            agent   after stop               endMsg.check: one total per connection, errors, window, other load, unread sources, NIC counters (checkNIC)
+//	interval       agent   every interval           intervalMsg.check: index, one sample per connection, CPU count, RX CPUs, TCP accounts (checkTCP), no latency
+//	end            agent   after stop               endMsg.check: one total per connection, errors, window, other load, unread sources, NIC counters (checkNIC), receive method
 //	tool           client  a tool session           toolMsg.check: description size, milliseconds
 //	tool_started   agent   after tool               toolStartedMsg.check: argv and credentials sizes
 //	tool_end       agent   after stop               toolEndMsg.check: output size, NIC counters (checkNIC)
@@ -48,7 +48,9 @@ const protoVersion = 2
 //
 // Every frame is bounded before it is read (frame.go): 4 KiB before
 // authentication, 1 MiB after, 16 MiB for a doctor report the client
-// asked for.
+// asked for; a test of n connections reads its interval and end frames
+// with a bound of intervalFrame(n). A crr test's connections carry the
+// proof of crr.go.
 const (
 	msgHello        = "hello"
 	msgChallenge    = "challenge"
