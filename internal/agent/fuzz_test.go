@@ -119,6 +119,10 @@ func FuzzClientMessages(f *testing.F) {
 		`{"type":"end","streams":[{"id":1},{"id":2}],"seconds":1e300,"foreign":{"pid":-1,"top":[{"pid":1,"name":"x","cpu_pct":1e9,"cpu":99999999}]},"unread":{"etc/shadow":"x"},"foreign_note":"other load unknown"}`,
 		`{"type":"error","reason":"authentication failed"}`,
 		`{"type":"busy","reason":"a test from 198.18.0.1:40000 is running"}`,
+		`{"type":"interval","index":1,"start":0,"end":1,"streams":[{"id":1,"bytes":100,"tcp":{"busy_us":1000000,"rwnd_limited_us":400000,"sndbuf_limited_us":100000,"delivery_rate_bps":2e10,"app_limited":false,"reord_seen":0,"lost":0,"retrans":3,"snd_cwnd":700,"snd_ssthresh":2147483647,"pacing_rate_bps":4e10}},{"id":2,"bytes":5,"rcv":{"rtt_us":40,"space":1000000,"wnd":65535,"ooopack":0},"transactions":9}],"cpu":{},"total":{},"transactions":{"count":9}}`,
+		`{"type":"interval","index":1,"streams":[{"id":1,"tcp":{"busy_us":10,"rwnd_limited_us":20}},{"id":2,"tcp":{"busy_us":999999999999,"delivery_rate_bps":-1}}],"transactions":{"count":1,"samples":5,"rtt_us":{"p50":1}}}`,
+		`{"type":"end","streams":[{"id":1,"transactions":100},{"id":2}],"cpu_seconds":1,"rx_method":"msg_trunc","rx_thread_cpu_seconds":0.5,"rx_mapped":0,"rx_copied":12}`,
+		`{"type":"end","streams":[{"id":1},{"id":2}],"cpu_seconds":1,"rx_method":"dma","rx_thread_cpu_seconds":-2}`,
 	} {
 		f.Add([]byte(s), uint8(2))
 	}
@@ -138,9 +142,17 @@ func FuzzClientMessages(f *testing.F) {
 			if len(m.Streams) != conns || m.Index < 0 {
 				t.Fatalf("interval passed: %+v", m)
 			}
+			for _, st := range m.Streams {
+				if tcp := st.TCP; tcp != nil && (tcp.BusyUs > maxIntervalUs || tcp.RwndLimitedUs+tcp.SndbufLimitedUs > tcp.BusyUs || tcp.DeliveryRateBps < 0 || tcp.PacingRateBps > maxRateBps) {
+					t.Fatalf("a tcp block passed: %+v", *tcp)
+				}
+			}
+			if m.Transactions != nil && m.Transactions.RTT != nil {
+				t.Fatal("latency from the agent passed")
+			}
 		}
 		if m, err := decode(typ, body, msgEnd, func(m *endMsg) error { return m.check(conns) }); err == nil {
-			if len(m.Streams) != conns || len(m.Errors) > conns || m.Seconds < 0 || m.Seconds > maxSeconds || len(m.Unread) > 3 || !nicBounded(m.NICCounters) {
+			if len(m.Streams) != conns || len(m.Errors) > conns || m.Seconds < 0 || m.Seconds > maxSeconds || len(m.Unread) > 3 || !nicBounded(m.NICCounters) || m.RxThreadCPU < 0 || len(m.RxNote) > maxErrorText {
 				t.Fatalf("end passed: %+v", m)
 			}
 			if f := m.Foreign; f != nil && (len(f.Top) > telemetry.MaxTop || len(f.CPU) > maxCPUMap || len(f.Own) > maxCPUMap) {
@@ -159,6 +171,33 @@ func FuzzClientMessages(f *testing.F) {
 			if pe, ok := err.(*PeerError); ok && len(pe.Reason) > maxReason+len("…") {
 				t.Fatalf("a reason of %d bytes passed", len(pe.Reason))
 			}
+		}
+	})
+}
+
+// FuzzCRRProof feeds a crr connection's proof to the agent's check:
+// whatever holds is exactly the proof the key makes for the flow and the
+// connection it names, and no flow beyond the engine's bound.
+func FuzzCRRProof(f *testing.F) {
+	key, id := bytes.Repeat([]byte{7}, keySize), bytes.Repeat([]byte{9}, testIDSize)
+	a := newCRRAdmission(key, id)()
+	good := make([]byte, crrProofLen)
+	a.Sign(good, 3, 1)
+	f.Add(good)
+	f.Add(append([]byte("LRCR"), make([]byte, crrProofLen-4)...))
+	f.Add([]byte("LRDATA02"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		flow, seq, ok := a.Verify(b)
+		if !ok {
+			return
+		}
+		want := make([]byte, crrProofLen)
+		a.Sign(want, flow, seq)
+		if !bytes.Equal(b, want) || flow < 0 || flow > engine.MaxFlows {
+			t.Fatalf("proof %x passed for flow %d, connection %d", b, flow, seq)
+		}
+		if _, _, ok := newCRRAdmission(bytes.Repeat([]byte{8}, keySize), id)().Verify(b); ok {
+			t.Fatal("a proof passed under another key")
 		}
 	})
 }
