@@ -88,8 +88,6 @@ func (t testConfig) config() agent.Config {
 // flowFlags are the engine-level modes' own flags.
 type flowFlags struct {
 	mode, neper string
-	pairs       int
-	length      time.Duration
 }
 
 func addFlowFlags(fs *flag.FlagSet) *flowFlags {
@@ -112,7 +110,7 @@ type side struct {
 // comparePairs runs n interleaved pairs of a and c, alternating which
 // goes first, and prints the medians and their ratio.
 func (b *bencher) comparePairs(what, unit string, a, c side, n int, d time.Duration) error {
-	var va, vc, ca, cc []float64
+	var va, vc []float64
 	for i := range n {
 		order := []int{0, 1}
 		if i%2 == 1 {
@@ -126,16 +124,14 @@ func (b *bencher) comparePairs(what, unit string, a, c side, n int, d time.Durat
 			}
 			fmt.Fprintf(os.Stderr, "%s: %s run %d: %.4g %s, %.2f CPU s\n", what, s.label, i+1, r.value, unit, r.cpu)
 			if k == 0 {
-				va, ca = append(va, r.value), append(ca, r.cpu/r.value)
+				va = append(va, r.value)
 			} else {
-				vc, cc = append(vc, r.value), append(cc, r.cpu/r.value)
+				vc = append(vc, r.value)
 			}
 		}
 	}
 	ma, mc := med(va), med(vc)
 	fmt.Printf("| %s | %s | %.4g | %s | %.4g | %.3f | %s | %s |\n", what, a.label, ma, c.label, mc, ma/mc, runs(va), runs(vc))
-	_ = ca
-	_ = cc
 	return nil
 }
 
