@@ -42,7 +42,7 @@ trap 'rm -rf "$work"' EXIT
 go build -o "$work/benchengine" ./cmd/benchengine
 
 echo "machine: $(nproc) CPUs, kernel $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "neper: $NEPER_DIR ($("$NEPER_DIR/tcp_rr" --version 2>/dev/null | head -1 || echo 'version unknown'))"
+echo "neper: $NEPER_DIR ($("$NEPER_DIR/tcp_rr" --nolog --version 2>/dev/null | head -1 || echo 'version unknown'))"
 echo
 "$work/benchengine" -mode neper -neper "$NEPER_DIR" -lab neper "$@"
 echo
