@@ -4,5 +4,5 @@
 // campaigns store and the report reads. It is data only: Go types whose
 // JSON field names are the contract (docs/architecture.md, "JSON
 // documents"), and the few names that cross the agent's wire too
-// (Direction, ZeroCopy, HostInfo).
+// (Direction, ZeroCopy, Mode, SkipRxCopy, TCPStats, HostInfo).
 package result
