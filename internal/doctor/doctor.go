@@ -92,6 +92,14 @@ type Options struct {
 	// interface (nicstats.Delta of snapshots before and after). Without
 	// them the counter rules judge totals since the driver loaded.
 	CounterDeltas map[string]nicstats.Counters
+	// RoCEPriority is the priority RoCE traffic is meant to use
+	// (--roce-priority); nil lets doctor work it out from the trust mode
+	// and the APP table (DSCP 26's priority).
+	RoCEPriority *int
+	// RDMADeltas are RDMA ports' hw_counters growth during a bench, by
+	// "device/port" (hostfs.RDMACounters before and after). Without them
+	// rdma.errors judges totals since the driver loaded.
+	RDMADeltas map[string]map[string]uint64
 }
 
 // DefaultRTT is the RTT assumed without --rtt: a data-centre path.
@@ -104,6 +112,7 @@ type Report struct {
 	CPU      inventory.CPU   `json:"cpu"`
 	NICs     []NICReport     `json:"nics"`
 	Virtual  []inventory.NIC `json:"virtual_interfaces"`
+	GPUs     []inventory.GPU `json:"gpus"`
 	Sysctl   map[string]any  `json:"sysctl"`
 	PathMTU  *PathMTU        `json:"path_mtu,omitempty"`
 	Options  ReportOptions   `json:"options"`
@@ -155,6 +164,8 @@ func rules() []rule {
 		transceiverLaserOff, fecBERHigh,
 		fecOff, fecMismatch, fecUncorrectable, linkSpeedBelowMax,
 		nicRXNoBuffer, nicPHYErrors, nicPauseFrames, ringSmall,
+		rocePFCOff, roceECNOff, roceTrustMismatch, roceNoV2GID, roceMTUSmall, rdmaErrors,
+		pcieMRRSSmall, pcieACSRedirect, gpuNICFar, iommuTranslated,
 	}
 }
 
@@ -167,10 +178,13 @@ func Diagnose(inv *inventory.Inventory, opts Options) (*Report, error) {
 	if err := checkAppCPUs(inv, opts.AppCPUs); err != nil {
 		return nil, err
 	}
+	if p := opts.RoCEPriority; p != nil && (*p < 0 || *p > 7) {
+		return nil, fmt.Errorf("--roce-priority %d: a priority is 0 to 7 (RoCE usually rides 3)", *p)
+	}
 	d := &diag{inv: inv, opts: opts}
 	rep := &Report{
 		Schema: Schema, Host: inv.Host, CPU: inv.CPU, Sysctl: inv.Sysctl,
-		NICs: []NICReport{}, Virtual: []inventory.NIC{}, Notes: inv.Notes,
+		NICs: []NICReport{}, Virtual: []inventory.NIC{}, GPUs: nonNilGPUs(inv.GPUs), Notes: inv.Notes,
 		PathMTU: opts.PathMTU, Findings: []Finding{},
 		Options: ReportOptions{Ifaces: nonNil(opts.Ifaces), AppCPUs: nonNilInts(opts.AppCPUs), RTTMs: float64(opts.RTT) / float64(time.Millisecond)},
 	}
@@ -187,6 +201,13 @@ func Diagnose(inv *inventory.Inventory, opts Options) (*Report, error) {
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}
+	}
+	return s
+}
+
+func nonNilGPUs(s []inventory.GPU) []inventory.GPU {
+	if s == nil {
+		return []inventory.GPU{}
 	}
 	return s
 }

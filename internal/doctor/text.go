@@ -62,6 +62,7 @@ func WriteText(out io.Writer, r *Report, st termui.Style, width int) error {
 		t.blank()
 		writeNIC(t, n)
 	}
+	writeGPUs(t, r.GPUs)
 	if len(r.Virtual) > 0 {
 		t.blank()
 		var vs []string
@@ -229,6 +230,7 @@ func writeNIC(t *textWriter, n NICReport) {
 		}
 		t.field("rdma", fmt.Sprintf("%s/%d %s %s Gb/s %s  fw %s", p.Device, p.Port, s, trimFloat(p.RateGbps), p.LinkLayer, p.Firmware))
 	}
+	writeRoCE(t, n)
 	writeEthtool(t, n)
 	writeCeiling(t, n.Limits, n.Kind == "pci")
 }

@@ -7,7 +7,8 @@ import (
 
 // Offsets of the capabilities written in every config space: power
 // management at 0x40, PCI Express at 0x60 (a version-2 capability is 0x3c
-// bytes long), MSI-X at 0x9c for endpoints.
+// bytes long), MSI-X at 0x9c for endpoints; the only extended capability
+// ever written is ACS, at 0x100.
 const (
 	capPM   = 0x40
 	capPCIe = 0x60
@@ -32,8 +33,9 @@ const (
 // bus are sec's bus), the capability-list bit set, the capability pointer
 // at 0x34, and a PCI Express capability whose DevCap/DevCtl carry the max
 // payload and read request sizes and whose LnkCap/LnkSta carry the same max
-// and current speed and width as the sysfs files. Extended capabilities are
-// left out (0x100 reads zero: no extended capability).
+// and current speed and width as the sysfs files. The one extended
+// capability written is ACS, where d.ACS asks for it; otherwise 0x100
+// reads zero (no extended capability).
 func configSpace(d PCIDevice, isBridge bool, self, sec bdf, vectors int) ([]byte, error) {
 	maxCode, err := speedCode(d.MaxSpeed)
 	if err != nil {
@@ -110,8 +112,14 @@ func configSpace(d PCIDevice, isBridge bool, self, sec bdf, vectors int) ([]byte
 	lnkSta := curCode | uint16(d.CurWidth)<<4 | 1<<12 // slot clock configuration
 	if isBridge {
 		portType, slot = 4, 1 // root port with a slot
-		lnkCap |= 1 << 20     // data link layer link active reporting
-		lnkSta |= 1 << 13     // data link layer link active
+		switch d.PortType {
+		case 5: // switch upstream port: no slot
+			portType, slot = 5, 0
+		case 6: // switch downstream port
+			portType = 6
+		}
+		lnkCap |= 1 << 20 // data link layer link active reporting
+		lnkSta |= 1 << 13 // data link layer link active
 		devCtl = mps<<5 | mrrs<<12 | 0x0010
 		le32(p+expSltCap, uint32(d.Port)<<19)
 		c[p+1] = 0x00
@@ -127,6 +135,14 @@ func configSpace(d PCIDevice, isBridge bool, self, sec bdf, vectors int) ([]byte
 	le16(p+expLnkSta, lnkSta)
 	le32(p+expLnkCap2, uint32((1<<maxCode)-1)<<1) // supported link speeds vector
 	le16(p+expLnkCtl2, maxCode)                   // target link speed
+
+	if a := d.ACS; a != nil {
+		// ACS extended capability (ID 0x000d, version 1), the last in
+		// the list.
+		le32(0x100, 0x0001000d)
+		le16(0x104, a.Cap)
+		le16(0x106, a.Ctl)
+	}
 
 	if !isBridge {
 		// MSI-X: enabled, table in BAR0 at 0x2000, PBA at 0x3000.

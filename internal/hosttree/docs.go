@@ -14,8 +14,9 @@ A correct doctor must raise:
 - link.down on enp1s0f1np1, saying that its RoCE port rocep1s0f1/1 is down with it (one finding: a RoCE port follows its netdev), with a fix naming enp1s0f0np0 as the port in use
 - nic.temperature_high (warning: 74 °C, crit 105 °C), sysctl.socket_buffers_small, cpu.governor_not_performance
 - irq.spans_l3_domains (IRQs affine to 3 and 7-11, served on 0-11), irqbalance.running (info)
+- pcie.mrrs_small (info: MRRS 512 on a 100 Gb/s RDMA NIC) on enp1s0f0np0
 
-It must not raise: mtu.not_jumbo (MTU 9000; the down port's speed is unknown), queues.too_few (12 queues), irq.remote_numa (one node), rdma.port_not_active (folded into link.down).
+It must not raise: roce.* (RoCE v2 GIDs, active MTU 4096; the tree holds no DCB or ECN facts, which doctor notes as not read), mtu.not_jumbo (MTU 9000; the down port's speed is unknown), queues.too_few (12 queues), irq.remote_numa (one node), rdma.port_not_active (folded into link.down).
 `
 
 const docRyzen7950X = `# ryzen-7950x-cx5-x8-roce
@@ -28,8 +29,9 @@ A correct doctor must raise:
 - pcie.link_downgraded (critical; limited by the slot: the upstream port is x8) and pcie.bandwidth_below_line_rate (critical) on enp3s0np0
 - mtu.not_jumbo, sysctl.socket_buffers_small, cpu.governor_not_performance
 - irq.spans_l3_domains (mlx5_comp0..31 on CPUs 0-31; mlx5_async0 affine to all)
+- roce.mtu_small (warning: MTU 1500 gives RoCE an active MTU of 1024; GIDs for 10.0.0.1, v1 and v2, as the seed's 10.0.0.1/24 link has) and pcie.mrrs_small (info: MRRS 512)
 
-It must not raise: irq.remote_numa (numa_node -1 means no affinity), queues.too_few (32), nic.temperature_high (58 °C), rdma.port_not_active, link.down, irqbalance.running.
+It must not raise: roce.pfc_off, roce.ecn_off, roce.trust_mismatch (no DCB or ECN facts in the tree: doctor notes them as not read, it does not guess), roce.no_v2_gid, irq.remote_numa (numa_node -1 means no affinity), queues.too_few (32), nic.temperature_high (58 °C), rdma.port_not_active, link.down, irqbalance.running.
 `
 
 const docXL710 = `# xeon-xl710-gen2-x4

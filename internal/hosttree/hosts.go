@@ -22,7 +22,7 @@ type Tree struct {
 // Trees returns the committed test hosts, each modelled on a real host's
 // published output (see their Doc).
 func Trees() []Tree {
-	return []Tree{
+	return append([]Tree{
 		{Name: "ryzen-9900x-cx5-x4", Host: Ryzen9900XCX5x4(), Doc: docRyzen9900X},
 		{Name: "ryzen-7950x-cx5-x8-roce", Host: Ryzen7950XCX5x8RoCE(), Doc: docRyzen7950X},
 		{Name: "xeon-xl710-gen2-x4", Host: XeonXL710Gen2x4(), Doc: docXL710},
@@ -37,7 +37,7 @@ func Trees() []Tree {
 		{Name: "cx7-qsfpdd-8lane", Host: CX7QSFPDD8Lane(), Doc: docCX7QSFPDD8Lane},
 		{Name: "cx5-fec-kernel-names", Host: CX5FECKernelNames(), Doc: docCX5FECKernelNames},
 		{Name: "cx7-prefec-ber", Host: CX7PreFECBER(), Doc: docCX7PreFECBER},
-	}
+	}, roceTrees()...)
 }
 
 const treesReadme = `# Test host trees
@@ -331,7 +331,7 @@ func Ryzen7950XCX5x8RoCE() *Host {
 			RDMA: []RDMADevice{{Name: "rocep3s0", FWVer: "16.29.2002", BoardID: "MT_0000000011", HCAType: "MT4119",
 				NodeGUID: "0c42:a103:00a8:2c2a",
 				Ports: []RDMAPort{{Num: 1, State: "4: ACTIVE", PhysState: "5: LinkUp", Rate: "100 Gb/sec (4X EDR)",
-					LinkLayer: "Ethernet", Netdev: "enp3s0np0"}}}},
+					LinkLayer: "Ethernet", Netdev: "enp3s0np0", GIDs: RoCEGIDs("0c:42:a1:a8:2c:2a", "enp3s0np0", "10.0.0.1")}}}},
 		}},
 		Virtual: []NetIface{loopback()},
 		IRQs: append(legacyIRQs(41),

@@ -14,7 +14,10 @@
 // topology files) follow Host.Kernel.
 package hosttree
 
-import "github.com/linerate/linerate/internal/ethtool"
+import (
+	"github.com/linerate/linerate/internal/dcb"
+	"github.com/linerate/linerate/internal/ethtool"
+)
 
 // Host describes one machine as /sys and /proc show it.
 type Host struct {
@@ -44,6 +47,12 @@ type Host struct {
 	// NrIRQs is the kernel's nr_irqs; it sets the width of the IRQ-number
 	// column of proc/interrupts. Zero means 4096.
 	NrIRQs int
+	// GPUs are the display and 3D controllers.
+	GPUs []GPU
+	// IOMMU, when set, puts every PCI function in an IOMMU group of its own
+	// (sys/kernel/iommu_groups/N) whose type file holds it: "identity"
+	// (passthrough, iommu=pt), "DMA" or "DMA-FQ" (translated).
+	IOMMU string
 }
 
 // Processor holds what /proc/cpuinfo and sysfs report alike for every CPU.
@@ -143,6 +152,18 @@ type NIC struct {
 	Hwmon *Hwmon
 	// RDMA are the InfiniBand/RoCE devices of the function.
 	RDMA []RDMADevice
+	// Switch are the PCIe switch ports between Bridge and the function,
+	// from the top (an upstream port, then a downstream port, …); a GPU
+	// naming the same ports sits behind the same switch.
+	Switch []PCIDevice
+}
+
+// GPU is a display or 3D controller (class 0x0300xx or 0x0302xx) below
+// its root port and any switch ports, written as NIC functions are.
+type GPU struct {
+	PCI    PCIDevice
+	Bridge PCIDevice
+	Switch []PCIDevice
 }
 
 // PCIDevice is a PCI function as sysfs and its config space show it.
@@ -176,6 +197,13 @@ type PCIDevice struct {
 	// Config writes a 4096-byte config file (type-0 header for endpoints,
 	// type-1 for bridges) matching the fields above.
 	Config bool
+	// PortType is the PCI Express Device/Port Type of a bridge: 4 root
+	// port (the default for NIC.Bridge), 5 switch upstream port, 6 switch
+	// downstream port.
+	PortType int
+	// ACS, when set, adds an ACS extended capability at 0x100 with these
+	// capability and control bits (hostfs.ACS* names them).
+	ACS *ACS
 }
 
 // NetIface is a network interface as sys/class/net/<name> shows it.
@@ -226,6 +254,25 @@ type NetIface struct {
 	// counters) written under linerate/ethtool/<Name>/ as `linerate
 	// snapshot` records them; nil writes none.
 	Ethtool *ethtool.Facts
+	// ECN writes MLNX_OFED mlx5's ecn/roce_np/enable/<prio> and
+	// ecn/roce_rp/enable/<prio>; nil writes none (upstream drivers).
+	ECN *ECN
+	// DCB is what rtnetlink's DCB messages gave, written under
+	// linerate/dcb/<Name>/ as `linerate snapshot` records it; nil writes
+	// none.
+	DCB *dcb.Reading
+}
+
+// ECN is the per-priority congestion notification switches of an mlx5
+// port: NP (notification point: the receiver sends CNPs) and RP (reaction
+// point: the sender slows down on CNPs).
+type ECN struct {
+	NP, RP [8]bool
+}
+
+// ACS is an ACS capability's capability and control registers.
+type ACS struct {
+	Cap, Ctl uint16
 }
 
 // IRQ is one interrupt line of /proc/interrupts and its /proc/irq/N directory.
@@ -300,5 +347,23 @@ type RDMAPort struct {
 	// LinkLayer is "Ethernet" or "InfiniBand".
 	LinkLayer string
 	// Netdev is the interface behind GID 0 (gid_attrs/ndevs/0).
+	Netdev string
+	// GIDs is the GID table. Nil, with a Netdev, gives what mlx5 puts
+	// there for a netdev without IP addresses: the link-local GID as RoCE
+	// v1 (index 0) and v2 (index 1). Empty entries are not written (the
+	// kernel answers EINVAL for their types and ndevs).
+	GIDs []GIDEntry
+	// Counters and HWCounters are counters/ and hw_counters/ by name.
+	Counters, HWCounters map[string]uint64
+}
+
+// GIDEntry is one GID table entry.
+type GIDEntry struct {
+	Index int
+	// Addr is the address the GID holds: an IPv6 address, or an IPv4
+	// address for the IPv4-mapped GIDs of RoCE v2.
+	Addr string
+	// Type is "IB/RoCE v1" or "RoCE v2".
+	Type   string
 	Netdev string
 }

@@ -19,6 +19,7 @@ type tree struct {
 	files map[string][]byte
 	links map[string]string
 	errs  []error
+	iommu map[string]int // IOMMU group of each PCI function, by address
 }
 
 func newTree() *tree {

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/linerate/linerate/internal/dcb"
 	"github.com/linerate/linerate/internal/ethtool"
 )
 
@@ -20,6 +22,7 @@ func (h *Host) Write(root string) error {
 		return fmt.Errorf("host %q: %w", h.Hostname, err)
 	}
 	t := newTree()
+	t.iommu = h.iommuGroups()
 	h.addKernel(t)
 	h.addCPUs(t)
 	h.addCPUInfo(t)
@@ -27,6 +30,11 @@ func (h *Host) Write(root string) error {
 	for i := range h.NICs {
 		if err := h.addNIC(t, &h.NICs[i]); err != nil {
 			return fmt.Errorf("host %q: NIC %s: %w", h.Hostname, h.NICs[i].PCI.BDF, err)
+		}
+	}
+	for i := range h.GPUs {
+		if err := h.addGPU(t, &h.GPUs[i]); err != nil {
+			return fmt.Errorf("host %q: GPU %s: %w", h.Hostname, h.GPUs[i].PCI.BDF, err)
 		}
 	}
 	for i := range h.Virtual {
@@ -136,6 +144,33 @@ func (h *Host) validate() error {
 	return errors.Join(errs...)
 }
 
+// iommuGroups numbers every PCI function in an IOMMU group of its own, in
+// the order the host lists them, when the host has an IOMMU.
+func (h *Host) iommuGroups() map[string]int {
+	if h.IOMMU == "" {
+		return nil
+	}
+	groups := map[string]int{}
+	add := func(ds ...PCIDevice) {
+		for _, d := range ds {
+			if _, ok := groups[d.BDF]; !ok {
+				groups[d.BDF] = len(groups)
+			}
+		}
+	}
+	for _, n := range h.NICs {
+		add(n.Bridge)
+		add(n.Switch...)
+		add(n.PCI)
+	}
+	for _, g := range h.GPUs {
+		add(g.Bridge)
+		add(g.Switch...)
+		add(g.PCI)
+	}
+	return groups
+}
+
 // nrCPUs is nr_cpu_ids: the width of every CPU mask.
 func (h *Host) nrCPUs() int { return len(h.CPUs) }
 
@@ -203,21 +238,9 @@ func (h *Host) addNodes(t *tree) {
 	}
 }
 
-// addNIC writes the function, its bridge, links from sys/bus and
-// sys/class, its interfaces, sensors and RDMA devices.
+// addNIC writes the function, its bridge and switch ports, links from
+// sys/bus and sys/class, its interfaces, sensors and RDMA devices.
 func (h *Host) addNIC(t *tree, nic *NIC) error {
-	dev, err := parseBDF(nic.PCI.BDF)
-	if err != nil {
-		return err
-	}
-	br, err := parseBDF(nic.Bridge.BDF)
-	if err != nil {
-		return err
-	}
-	hb := br.hostBridge()
-	bridgeRel := hb + "/" + nic.Bridge.BDF  // below sys/devices
-	devRel := bridgeRel + "/" + nic.PCI.BDF // below sys/devices
-	bridgeDir, devDir := "sys/devices/"+bridgeRel, "sys/devices/"+devRel
 	local := nic.LocalCPUs
 	if local == nil {
 		local = h.nodeCPUs(nic.PCI.NUMANode)
@@ -226,26 +249,11 @@ func (h *Host) addNIC(t *tree, nic *NIC) error {
 	for _, q := range nic.IRQs {
 		vectors = append(vectors, q.Num)
 	}
-
-	bridge := nic.Bridge
-	if bridge.Driver == "" {
-		bridge.Driver = "pcieport"
-	}
-	if err := h.addPCI(t, bridgeDir, bridge, true, br, dev, local, nil); err != nil {
-		return fmt.Errorf("bridge %s: %w", bridge.BDF, err)
-	}
-	if err := h.addPCI(t, devDir, nic.PCI, false, dev, bdf{}, local, vectors); err != nil {
+	devRel, err := h.addPath(t, nic.Bridge, nic.Switch, nic.PCI, local, vectors)
+	if err != nil {
 		return err
 	}
-	t.link("sys/bus/pci/devices/"+bridge.BDF, "../../../devices/"+bridgeRel)
-	t.link("sys/bus/pci/devices/"+nic.PCI.BDF, "../../../devices/"+devRel)
-	t.link(bridgeDir+"/driver", "../../../bus/pci/drivers/"+bridge.Driver)
-	t.link("sys/bus/pci/drivers/"+bridge.Driver+"/"+bridge.BDF, "../../../../devices/"+bridgeRel)
-	if nic.PCI.Driver != "" {
-		t.link(devDir+"/driver", "../../../../bus/pci/drivers/"+nic.PCI.Driver)
-		t.link("sys/bus/pci/drivers/"+nic.PCI.Driver+"/"+nic.PCI.BDF, "../../../../devices/"+devRel)
-	}
-
+	devDir := "sys/devices/" + devRel
 	for i := range nic.Interfaces {
 		nif := &nic.Interfaces[i]
 		dir := devDir + "/net/" + nif.Name
@@ -272,11 +280,87 @@ func (h *Host) addNIC(t *tree, nic *NIC) error {
 	}
 	for _, rd := range nic.RDMA {
 		dir := devDir + "/infiniband/" + rd.Name
-		h.addRDMA(t, dir, rd, nic.Interfaces)
+		if err := h.addRDMA(t, dir, rd, nic.Interfaces); err != nil {
+			return fmt.Errorf("RDMA device %s: %w", rd.Name, err)
+		}
 		t.link(dir+"/device", "../../../"+nic.PCI.BDF)
 		t.link("sys/class/infiniband/"+rd.Name, "../../devices/"+devRel+"/infiniband/"+rd.Name)
 	}
 	return nil
+}
+
+// addGPU writes a GPU function below its root port and switch ports.
+func (h *Host) addGPU(t *tree, g *GPU) error {
+	_, err := h.addPath(t, g.Bridge, g.Switch, g.PCI, h.nodeCPUs(g.PCI.NUMANode), nil)
+	return err
+}
+
+// addPath writes a function below its root port and the switch ports
+// between them (each bridge's secondary bus is the next one's), with
+// their sys/bus/pci links and drivers, and returns the function's
+// directory below sys/devices. Ports shared by two functions (a switch
+// holding a GPU and a NIC) are written once: equal content is no conflict.
+func (h *Host) addPath(t *tree, root PCIDevice, chain []PCIDevice, dev PCIDevice, local, vectors []int) (string, error) {
+	rootAddr, err := parseBDF(root.BDF)
+	if err != nil {
+		return "", err
+	}
+	bridges := append([]PCIDevice{root}, chain...)
+	rel := rootAddr.hostBridge()
+	for i, b := range bridges {
+		self, err := parseBDF(b.BDF)
+		if err != nil {
+			return "", err
+		}
+		below := dev
+		if i+1 < len(bridges) {
+			below = bridges[i+1]
+		}
+		sec, err := parseBDF(below.BDF)
+		if err != nil {
+			return "", err
+		}
+		if b.Driver == "" {
+			b.Driver = "pcieport"
+		}
+		if b.PortType == 0 && i == 0 {
+			b.PortType = 4
+		}
+		rel += "/" + b.BDF
+		if err := h.addPCI(t, "sys/devices/"+rel, b, true, self, sec, local, nil); err != nil {
+			return "", fmt.Errorf("bridge %s: %w", b.BDF, err)
+		}
+		h.addBusLinks(t, rel, b)
+	}
+	self, err := parseBDF(dev.BDF)
+	if err != nil {
+		return "", err
+	}
+	rel += "/" + dev.BDF
+	if err := h.addPCI(t, "sys/devices/"+rel, dev, false, self, bdf{}, local, vectors); err != nil {
+		return "", err
+	}
+	h.addBusLinks(t, rel, dev)
+	return rel, nil
+}
+
+// addBusLinks links a function from sys/bus/pci (devices and its
+// driver's directory), its driver, and its IOMMU group.
+func (h *Host) addBusLinks(t *tree, rel string, d PCIDevice) {
+	dir := "sys/devices/" + rel
+	up := strings.Repeat("../", strings.Count(rel, "/")+2) // from dir up to sys/
+	t.link("sys/bus/pci/devices/"+d.BDF, "../../../devices/"+rel)
+	if d.Driver != "" {
+		t.link(dir+"/driver", up+"bus/pci/drivers/"+d.Driver)
+		t.link("sys/bus/pci/drivers/"+d.Driver+"/"+d.BDF, "../../../../devices/"+rel)
+	}
+	if g, ok := t.iommu[d.BDF]; ok {
+		grp := "sys/kernel/iommu_groups/" + strconv.Itoa(g)
+		t.link(dir+"/iommu_group", up+"kernel/iommu_groups/"+strconv.Itoa(g))
+		t.link(grp+"/devices/"+d.BDF, "../../../../devices/"+rel)
+		t.attr(grp+"/type", h.IOMMU)
+		t.attr(grp+"/reserved_regions", "0x00000000fee00000 0x00000000feefffff msi")
+	}
 }
 
 // addPCI writes one function's attributes (drivers/pci/pci-sysfs.c). For a
@@ -403,6 +487,7 @@ func (h *Host) addIface(t *tree, dir string, nif *NetIface) {
 	a("type", strconv.Itoa(typ))
 	t.file(dir+"/uevent", []byte(fmt.Sprintf("INTERFACE=%s\nIFINDEX=%d\n", nif.Name, nif.Ifindex)))
 	h.addEthtool(t, nif)
+	h.addDCB(t, dir, nif)
 	for _, s := range []string{"rx_bytes", "rx_packets", "rx_errors", "rx_dropped", "rx_missed_errors",
 		"tx_bytes", "tx_packets", "tx_errors", "tx_dropped", "collisions", "multicast"} {
 		a("statistics/"+s, "0")
@@ -454,7 +539,7 @@ func (h *Host) addVirtual(t *tree, nif *NetIface) {
 }
 
 // addRDMA writes an RDMA device (drivers/infiniband/core/sysfs.c).
-func (h *Host) addRDMA(t *tree, dir string, rd RDMADevice, ifaces []NetIface) {
+func (h *Host) addRDMA(t *tree, dir string, rd RDMADevice, ifaces []NetIface) error {
 	a := func(name, v string) { t.attr(dir+"/"+name, v) }
 	nodeType := rd.NodeType
 	if nodeType == "" {
@@ -482,28 +567,86 @@ func (h *Host) addRDMA(t *tree, dir string, rd RDMADevice, ifaces []NetIface) {
 		a(pd+"lid_mask_count", "0")
 		a(pd+"sm_sl", "0")
 		a(pd+"cap_mask", "0x00010000")
-		if p.Netdev != "" {
-			a(pd+"gid_attrs/ndevs/0", p.Netdev)
-			a(pd+"gid_attrs/types/0", "IB/RoCE v1")
+		gids := p.GIDs
+		if gids == nil && p.Netdev != "" {
 			for _, nif := range ifaces {
 				if nif.Name == p.Netdev {
-					if gid, ok := linkLocalGID(nif.Address); ok {
-						a(pd+"gids/0", gid)
-					}
+					gids = LinkLocalGIDs(nif.Address, p.Netdev)
 				}
 			}
 		}
+		for _, g := range gids {
+			text, err := gidText(g.Addr)
+			if err != nil {
+				return fmt.Errorf("port %d GID %d: %w", p.Num, g.Index, err)
+			}
+			n := strconv.Itoa(g.Index)
+			a(pd+"gids/"+n, text)
+			a(pd+"gid_attrs/types/"+n, g.Type)
+			a(pd+"gid_attrs/ndevs/"+n, g.Netdev)
+		}
+		if len(gids) > 0 {
+			// The table's next entry exists and reads zero, as the
+			// kernel's unused entries do.
+			a(pd+"gids/"+strconv.Itoa(gids[len(gids)-1].Index+1), "0000:0000:0000:0000:0000:0000:0000:0000")
+		}
+		for _, c := range []struct {
+			dir string
+			m   map[string]uint64
+		}{{"counters", p.Counters}, {"hw_counters", p.HWCounters}} {
+			for _, k := range slices.Sorted(maps.Keys(c.m)) {
+				a(pd+c.dir+"/"+k, strconv.FormatUint(c.m[k], 10))
+			}
+		}
 	}
+	return nil
 }
 
-// linkLocalGID is the RoCE GID 0 of a MAC: fe80::/64 with the EUI-64 of
-// the MAC, in the sysfs gids notation.
-func linkLocalGID(mac string) (string, bool) {
+// LinkLocalGIDs are the GIDs mlx5 gives a netdev without IP addresses:
+// its link-local address as RoCE v1 (index 0) and RoCE v2 (index 1).
+func LinkLocalGIDs(mac, netdev string) []GIDEntry {
+	ll, ok := linkLocal(mac)
+	if !ok {
+		return nil
+	}
+	return []GIDEntry{{0, ll, "IB/RoCE v1", netdev}, {1, ll, "RoCE v2", netdev}}
+}
+
+// RoCEGIDs are the GIDs of a netdev with IPv4 addresses, as mlx5 fills
+// the table: the link-local pair, then a v1 and a v2 entry per address.
+func RoCEGIDs(mac, netdev string, ipv4 ...string) []GIDEntry {
+	g := LinkLocalGIDs(mac, netdev)
+	for _, a := range ipv4 {
+		g = append(g, GIDEntry{len(g), a, "IB/RoCE v1", netdev}, GIDEntry{len(g) + 1, a, "RoCE v2", netdev})
+	}
+	return g
+}
+
+// gidText prints an address as the kernel prints a GID (%pI6: eight
+// groups of four hex digits), IPv4 addresses mapped into ::ffff:0:0/96.
+func gidText(addr string) (string, error) {
+	ip, err := netip.ParseAddr(addr)
+	if err != nil {
+		return "", err
+	}
+	b := ip.As16()
+	var sb strings.Builder
+	for i := 0; i < 16; i += 2 {
+		if i > 0 {
+			sb.WriteByte(':')
+		}
+		fmt.Fprintf(&sb, "%02x%02x", b[i], b[i+1])
+	}
+	return sb.String(), nil
+}
+
+// linkLocal is the fe80::/64 address of a MAC's EUI-64.
+func linkLocal(mac string) (string, bool) {
 	var b [6]byte
 	if _, err := fmt.Sscanf(mac, "%02x:%02x:%02x:%02x:%02x:%02x", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5]); err != nil {
 		return "", false
 	}
-	return fmt.Sprintf("fe80:0000:0000:0000:%02x%02x:%02xff:fe%02x:%02x%02x", b[0]^2, b[1], b[2], b[3], b[4], b[5]), true
+	return fmt.Sprintf("fe80::%02x%02x:%02xff:fe%02x:%02x%02x", b[0]^2, b[1], b[2], b[3], b[4], b[5]), true
 }
 
 // addEthtool writes an interface's live ethtool facts where a snapshot
@@ -520,4 +663,34 @@ func (h *Host) addEthtool(t *tree, nif *NetIface) {
 	for p, b := range files {
 		t.file(ethtool.Dir(nif.Name)+"/"+p, b)
 	}
+}
+
+// addDCB writes an interface's ECN switches (MLNX_OFED mlx5's
+// ecn/roce_{np,rp}/enable/<prio>) and its DCB facts where a snapshot keeps
+// them.
+func (h *Host) addDCB(t *tree, dir string, nif *NetIface) {
+	if e := nif.ECN; e != nil {
+		for prio := range 8 {
+			t.attr(fmt.Sprintf("%s/ecn/roce_np/enable/%d", dir, prio), bit(e.NP[prio]))
+			t.attr(fmt.Sprintf("%s/ecn/roce_rp/enable/%d", dir, prio), bit(e.RP[prio]))
+		}
+	}
+	if nif.DCB == nil {
+		return
+	}
+	files, err := nif.DCB.Files()
+	if err != nil {
+		t.errs = append(t.errs, fmt.Errorf("DCB facts of %s: %w", nif.Name, err))
+		return
+	}
+	for p, b := range files {
+		t.file(dcb.Dir(nif.Name)+"/"+p, b)
+	}
+}
+
+func bit(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/procfs/sysfs"
 
+	"github.com/linerate/linerate/internal/dcb"
 	"github.com/linerate/linerate/internal/ethtool"
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/netdev"
@@ -28,6 +29,10 @@ type Options struct {
 	Ethtool func(iface string) *ethtool.Facts
 	// EthtoolVirtual says which virtual interfaces Ethtool is called for.
 	EthtoolVirtual func(iface string) bool
+	// DCB, when set, reads a PCI NIC's DCB configuration live (package
+	// dcb over rtnetlink). When nil, Collect reads what a captured tree
+	// holds under linerate/dcb/<iface>/, if anything.
+	DCB func(iface string) *dcb.Reading
 }
 
 // collector carries one Collect run's state.
@@ -56,12 +61,13 @@ func Collect(fs *hostfs.FS, opts Options) (*Inventory, error) {
 	if c.live == nil && !fs.IsLive() {
 		c.live = c.readLiveFacts()
 	}
-	inv := &Inventory{Sysctl: map[string]any{}, NICs: []NIC{}, Virtual: []NIC{}}
+	inv := &Inventory{Sysctl: map[string]any{}, NICs: []NIC{}, Virtual: []NIC{}, GPUs: []GPU{}}
 	inv.Host = c.host()
 	inv.CPU = c.cpu()
 	if err := c.nics(inv); err != nil {
 		return nil, err
 	}
+	inv.GPUs = c.gpus(inv.NICs, len(inv.CPU.NUMANodes))
 	inv.Sysctl = c.sysctls()
 	if len(c.uncaptured) > 0 {
 		c.note("live ethtool facts (link modes, FEC, module EEPROM, NIC counters) of %s were not captured: the tree holds no linerate/ethtool/<iface>/ (it predates them, or was not made by linerate snapshot)",

@@ -77,8 +77,10 @@ func (c *collector) nic(name string) *nicState {
 	n.PCIe = c.pcie(pciDir)
 	st.irqs = c.msiIRQs(pciDir)
 	n.TempC, n.TempCritC = c.temperature(pciDir)
-	n.RDMA = c.rdma(pciDir)
-	c.applyEthtool(n, c.ethtoolFacts(name))
+	n.RDMA = c.rdma(pciDir, n)
+	f := c.ethtoolFacts(name)
+	c.applyEthtool(n, f)
+	c.roce(n, base, pciDir, f)
 	return st
 }
 
@@ -336,49 +338,6 @@ func (c *collector) hwmonTemp(pciDir string) (*float64, *float64, bool) {
 		}
 	}
 	return best, crit, best != nil
-}
-
-// rdma reads the RDMA devices on the function through procfs.
-func (c *collector) rdma(pciDir string) []RDMAPort {
-	ports := []RDMAPort{}
-	names, err := c.fs.ReadDir(pciDir + "/infiniband")
-	if err != nil {
-		return ports
-	}
-	for _, name := range names {
-		dev, err := c.sys.InfiniBandDevice(name)
-		c.recordIB(name)
-		if err != nil {
-			c.noteErr("RDMA device "+name, err)
-			continue
-		}
-		for num, p := range dev.Ports {
-			ports = append(ports, RDMAPort{
-				Device: name, Port: int(num), State: p.State, PhysState: p.PhysState,
-				RateGbps: float64(p.Rate) * 8 / 1e9, LinkLayer: p.LinkLayer, Firmware: dev.FirmwareVersion,
-			})
-		}
-	}
-	slices.SortFunc(ports, func(a, b RDMAPort) int {
-		if a.Device != b.Device {
-			return strings.Compare(a.Device, b.Device)
-		}
-		return a.Port - b.Port
-	})
-	return ports
-}
-
-// recordIB records what procfs read of an RDMA device, for snapshots.
-func (c *collector) recordIB(name string) {
-	dir := "sys/class/infiniband/" + name
-	c.fs.RecordDir(dir)
-	ports, err := c.fs.ReadDir(dir + "/ports")
-	if err != nil {
-		return
-	}
-	for _, p := range ports {
-		c.fs.RecordDir(dir + "/ports/" + p)
-	}
 }
 
 // AffinityOrEffective returns where an IRQ is routed: the effective

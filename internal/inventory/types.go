@@ -10,17 +10,21 @@
 package inventory
 
 import (
+	"github.com/linerate/linerate/internal/dcb"
 	"github.com/linerate/linerate/internal/ethtool"
 	"github.com/linerate/linerate/internal/nicstats"
 )
 
 // Inventory is everything known about one host.
 type Inventory struct {
-	Host    Host           `json:"host"`
-	CPU     CPU            `json:"cpu"`
-	NICs    []NIC          `json:"nics"`
-	Virtual []NIC          `json:"virtual_interfaces"`
-	Sysctl  map[string]any `json:"sysctl"`
+	Host    Host  `json:"host"`
+	CPU     CPU   `json:"cpu"`
+	NICs    []NIC `json:"nics"`
+	Virtual []NIC `json:"virtual_interfaces"`
+	// GPUs are the display and 3D controllers (PCI class 0x0300, 0x0302)
+	// with their PCIe distance to every PCI NIC.
+	GPUs   []GPU          `json:"gpus"`
+	Sysctl map[string]any `json:"sysctl"`
 	// Notes are facts that could not be read, each with its reason
 	// ("PCIe MPS of 0000:01:00.0 needs root (config space)").
 	Notes []string `json:"notes"`
@@ -96,7 +100,48 @@ type NIC struct {
 	Counters    *nicstats.Counters `json:"counters"`
 	Channels    *ethtool.Channels  `json:"channels"`
 	Rings       *ethtool.Rings     `json:"rings"`
+	// DCB is the port's DCB configuration (rtnetlink DCB_CMD_IEEE_GET, or
+	// linerate/dcb/<iface>/ieee.json in a tree); nil where not read or the
+	// driver has none (Notes say which).
+	DCB *dcb.IEEE `json:"dcb"`
+	// ECN is mlx5's per-priority congestion notification switches; nil
+	// where the driver has none (upstream mlx5, other drivers).
+	ECN *ECN `json:"ecn"`
+	// PriorityCounters are the driver's per-priority counters from
+	// ethtool -S (mlx5's rx_prio3_pause as "3": {"rx_pause": n}), by
+	// priority; absent where the driver has none.
+	PriorityCounters map[string]map[string]uint64 `json:"priority_counters,omitempty"`
+	// IOMMU is the IOMMU group of the PCI function; nil without an IOMMU.
+	IOMMU *IOMMU `json:"iommu"`
 }
+
+// ECN holds a port's ECN switches per priority: np (notification point:
+// the receiver sends CNPs) and rp (reaction point: the sender slows down
+// on CNPs); an entry is null where its file could not be read.
+type ECN struct {
+	NP [8]*bool `json:"np"`
+	RP [8]*bool `json:"rp"`
+}
+
+// On reports whether both ECN switches are on for priority p, and
+// whether that is known.
+func (e *ECN) On(p int) (on, known bool) {
+	if e == nil || p < 0 || p >= 8 || e.NP[p] == nil || e.RP[p] == nil {
+		return false, false
+	}
+	return *e.NP[p] && *e.RP[p], true
+}
+
+// IOMMU is a function's IOMMU group and how the IOMMU treats its DMA:
+// "identity" (passthrough, iommu=pt), "DMA" or "DMA-FQ" (translated),
+// "blocked", "unmanaged" (a VFIO user owns it).
+type IOMMU struct {
+	Group int    `json:"group"`
+	Type  string `json:"type"`
+}
+
+// Translated reports whether the IOMMU translates the function's DMA.
+func (m *IOMMU) Translated() bool { return m != nil && (m.Type == "DMA" || m.Type == "DMA-FQ") }
 
 // Queues counts the kernel's receive and transmit queues
 // (/sys/class/net/IF/queues/rx-N, tx-N).
@@ -156,6 +201,94 @@ type RDMAPort struct {
 	RateGbps  float64 `json:"rate_gbps"`
 	LinkLayer string  `json:"link_layer"`
 	Firmware  string  `json:"firmware,omitempty"`
+	// HCAType and BoardID identify the adapter ("MT4125", "MT_0000000359").
+	HCAType string `json:"hca_type,omitempty"`
+	BoardID string `json:"board_id,omitempty"`
+	// Netdev is the interface RoCE runs on (the GID table's, else the NIC's).
+	Netdev string `json:"netdev,omitempty"`
+	// GIDs are the GID table's entries in use.
+	GIDs []GID `json:"gids"`
+	// ActiveMTU is RoCE's active MTU: the largest IB MTU (256 … 4096) not
+	// above the netdev's MTU less 96 bytes of RoCE headers; nil for
+	// InfiniBand ports (sysfs does not show theirs) or an unknown MTU.
+	ActiveMTU *int `json:"active_mtu"`
+	// Counters and HWCounters are counters/ (IB PMA) and hw_counters/
+	// (the driver's: out_of_sequence, np_cnp_sent, …) by name; nil where
+	// the directory is absent.
+	Counters   map[string]uint64 `json:"counters"`
+	HWCounters map[string]uint64 `json:"hw_counters"`
+}
+
+// GID is one GID table entry in use.
+type GID struct {
+	Index int `json:"index"`
+	// Type is "RoCE v2", "IB/RoCE v1", or "" where the kernel gives none.
+	Type string `json:"type"`
+	Ndev string `json:"ndev"`
+	// Address is the GID as an address (IPv4 for the IPv4-mapped GIDs
+	// RoCE v2 makes of an interface's IPv4 addresses); GID as the kernel
+	// prints it.
+	Address string `json:"address"`
+	GID     string `json:"gid"`
+}
+
+// RoCEv2 reports whether the port has a RoCE v2 GID.
+func (p RDMAPort) RoCEv2() bool {
+	for _, g := range p.GIDs {
+		if g.Type == "RoCE v2" {
+			return true
+		}
+	}
+	return false
+}
+
+// GPU is a display or 3D controller (PCI class 0x0300 or 0x0302).
+type GPU struct {
+	PCI      string `json:"pci"`
+	Vendor   string `json:"vendor"`
+	VendorID string `json:"vendor_id"`
+	DeviceID string `json:"device_id"`
+	Class    string `json:"class"`
+	Model    string `json:"model"`
+	Driver   string `json:"driver,omitempty"`
+	NUMANode *int   `json:"numa_node"`
+	// NICs is the GPU's distance to every PCI NIC, nearest first.
+	NICs []GPUNIC `json:"nics"`
+}
+
+// GPUNIC is the PCIe route between a GPU and a NIC, named as
+// `nvidia-smi topo -m` names it: PIX (at most one PCIe switch), PXB
+// (several switches, no host bridge), PHB (through a PCIe host bridge),
+// NODE (between host bridges of one NUMA node), SYS (across the socket
+// interconnect).
+type GPUNIC struct {
+	Interface string `json:"interface"`
+	PCI       string `json:"pci"`
+	Distance  string `json:"distance"`
+	// RDMA is set when the NIC has an RDMA device.
+	RDMA bool `json:"rdma"`
+	// Bridges are the PCIe bridges on the route, from the GPU's upstream
+	// port to the NIC's, with their ACS control.
+	Bridges []PathBridge `json:"bridges"`
+}
+
+// PathBridge is a bridge on a GPU–NIC route.
+type PathBridge struct {
+	PCI string `json:"pci"`
+	// PeerToPeer marks the bridges a peer-to-peer transfer crosses below
+	// the route's common switch: where ACS redirect sends it up instead.
+	PeerToPeer bool `json:"peer_to_peer"`
+	// ACS is the bridge's ACS control; nil where it has no ACS capability
+	// or its config space could not be read (Notes say which).
+	ACS *ACSState `json:"acs"`
+}
+
+// ACSState is a bridge's ACS control register.
+type ACSState struct {
+	Control string   `json:"control"`
+	Enabled []string `json:"enabled"`
+	// Redirect: request or completion redirect is on.
+	Redirect bool `json:"redirect"`
 }
 
 // Qdisc is the interface's root queueing discipline, from live rtnetlink
