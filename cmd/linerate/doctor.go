@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/linerate/linerate/internal/cpulist"
+	"github.com/linerate/linerate/internal/dcb"
 	"github.com/linerate/linerate/internal/doctor"
 	"github.com/linerate/linerate/internal/ethtool"
 	"github.com/linerate/linerate/internal/hostfs"
@@ -34,6 +35,7 @@ type doctorFlags struct {
 	json    bool
 	failOn  string
 	prom    string
+	roceP   int
 }
 
 func newDoctorCmd(env *cliEnv) *cobra.Command {
@@ -72,6 +74,7 @@ Exit status: 0 no finding at or above --fail-on, 1 some, 2 error.`,
 	fl.BoolVar(&f.json, "json", false, "print the linerate.doctor/v1 JSON document")
 	fl.StringVar(&f.failOn, "fail-on", "critical", "exit 1 when a finding is at least this severe: critical, warning or info")
 	fl.StringVar(&f.prom, "prom", "", "also write Prometheus metrics to this file (node_exporter textfile, e.g. DIR/linerate.prom); - for stdout")
+	fl.IntVar(&f.roceP, "roce-priority", -1, "the priority RoCE traffic uses (0-7); default: worked out from the trust mode and DSCP 26's mapping")
 	return cmd
 }
 
@@ -81,6 +84,11 @@ func runDoctor(ctx context.Context, env *cliEnv, f doctorFlags) error {
 		return fmt.Errorf("--fail-on: %w", err)
 	}
 	opts := doctor.Options{Ifaces: f.ifaces, RTT: f.rtt}
+	if f.roceP >= 0 {
+		opts.RoCEPriority = &f.roceP
+	} else if f.roceP != -1 {
+		return fmt.Errorf("--roce-priority %d: a priority is 0 to 7 (RoCE usually rides 3)", f.roceP)
+	}
 	if f.rtt <= 0 {
 		return fmt.Errorf("--rtt %s: must be positive, e.g. 1ms or 20ms", f.rtt)
 	}
@@ -116,6 +124,12 @@ func runDoctor(ctx context.Context, env *cliEnv, f doctorFlags) error {
 			iopts.Ethtool = func(iface string) *ethtool.Facts { return ethtool.Collect(c, iface) }
 			// Virtual interfaces are read only when named: a host may have hundreds of veths.
 			iopts.EthtoolVirtual = func(iface string) bool { return slices.Contains(f.ifaces, iface) }
+		}
+		if cl, err := dcb.Dial(); err != nil {
+			srcErrors[metrics.SourceNetlink]++
+		} else {
+			defer cl.Close()
+			iopts.DCB = func(iface string) *dcb.Reading { return dcb.Read(cl, iface) }
 		}
 	}
 	inv, err := inventory.Collect(fs, iopts)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/linerate/linerate/internal/dcb"
 	"github.com/linerate/linerate/internal/doctor"
 	"github.com/linerate/linerate/internal/ethtool"
 	"github.com/linerate/linerate/internal/hostfs"
@@ -24,9 +25,10 @@ func newSnapshotCmd(env *cliEnv) *cobra.Command {
 		Long: `snapshot records every file doctor reads from /sys and /proc, plus the live
 rtnetlink facts (link kinds, qdisc rates) and the live ethtool facts of every
 interface but lo (link modes, FEC, module EEPROM pages, NIC counters, rings,
-channels) under linerate/ethtool/<iface>/, into a .tar.gz. 'linerate doctor
---root FILE.tar.gz' then gives the same answer on any machine. Process names
-other than irqbalance are not captured.`,
+channels) under linerate/ethtool/<iface>/ and the DCB configuration of every
+PCI NIC (PFC, ETS, APP table, trust, DCBX) under linerate/dcb/<iface>/, into a
+.tar.gz. 'linerate doctor --root FILE.tar.gz' then gives the same answer on any
+machine. Process names other than irqbalance are not captured.`,
 		Example: "  linerate snapshot -o crow.tar.gz\n  linerate doctor --root crow.tar.gz",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -76,6 +78,23 @@ func runSnapshot(env *cliEnv, out string, argv []string) error {
 		}
 		// Every interface but loopback: a replay may be asked about any.
 		iopts.EthtoolVirtual = func(iface string) bool { return iface != "lo" }
+	}
+	if cl, err := dcb.Dial(); err != nil {
+		fmt.Fprintf(env.stderr, "linerate: warning: %v (the snapshot will lack DCB facts)\n", err)
+	} else {
+		defer cl.Close()
+		iopts.DCB = func(iface string) *dcb.Reading {
+			r := dcb.Read(cl, iface)
+			files, err := r.Files()
+			if err != nil {
+				fmt.Fprintf(env.stderr, "linerate: warning: %s: %v (its DCB facts are not in the snapshot)\n", iface, err)
+				return r
+			}
+			for p, b := range files {
+				rec.Add(dcb.Dir(iface)+"/"+p, b)
+			}
+			return r
+		}
 	}
 	inv, err := inventory.Collect(fs, iopts)
 	if err != nil {

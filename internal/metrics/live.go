@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/linerate/linerate/internal/dcb"
 	"github.com/linerate/linerate/internal/doctor"
 	"github.com/linerate/linerate/internal/ethtool"
 	"github.com/linerate/linerate/internal/hostfs"
@@ -225,6 +226,12 @@ func (l *Live) diagnose(s *Snapshot) (*doctor.Report, error) {
 			l.fail(s, SourceNetlink, err)
 		} else {
 			iopts.Live = facts
+		}
+		if cl, err := dcb.Dial(); err != nil {
+			l.fail(s, SourceNetlink, err)
+		} else {
+			defer cl.Close()
+			iopts.DCB = func(iface string) *dcb.Reading { return dcb.Read(cl, iface) }
 		}
 		if l.eth == nil {
 			if c, err := ethtool.Open(); err != nil {
