@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/linerate/linerate/internal/cpulist"
+	"github.com/linerate/linerate/internal/dcb"
 	"github.com/linerate/linerate/internal/doctor"
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/inventory"
@@ -36,6 +37,8 @@ type tuneFlags struct {
 	apply   bool
 	root    string
 	json    bool
+	roce    bool
+	roceP   int
 }
 
 func newTuneCmd(env *cliEnv) *cobra.Command {
@@ -49,6 +52,12 @@ governor on the NIC's CPUs, queues (ethtool -L), rings (ethtool -G), the NIC's
 IRQs placed on its NUMA node inside the application's L3 domain but off its
 CPUs, irqbalance told to leave them there, and the MTU when given --mtu.
 
+--roce adds lossless RoCE on the NICs running RoCE v2: trust DSCP with DSCP 26
+on the RoCE priority (--roce-priority, else the one priority PFC is on, else 3),
+PFC there (DCB over rtnetlink), ECN there (ecn/roce_np and roce_rp), and MRRS
+4096 on RDMA NICs of 100 Gbit/s and more (config space, as setpci writes it).
+They must match what the switches do, so tune makes them only when asked.
+
 Without --apply it prints the plan and changes nothing. With --apply it journals
 each previous value (synced to disk) before each change, reads every change
 back, and rolls everything back if a step fails. Undo with
@@ -56,14 +65,16 @@ back, and rolls everything back if a step fails. Undo with
 runs in (inside a lab host: linerate lab exec NAME b -- linerate tune --apply).
 
 --root applies the file-backed changes (sysctls, governors, IRQ affinity,
-irqbalance's file) inside a captured tree instead of this host; queue, ring and
-MTU changes need the live NIC and are skipped there. In a tree, read-back
+irqbalance's file, ECN switches, MRRS) inside a captured tree instead of this
+host; queue, ring, MTU, PFC and trust changes need the live NIC and are skipped
+there. In a tree, read-back
 checks the file written: effective_affinity_list is kept by the kernel only.
 
 Exit status: 0 done, 2 error (nothing changed, or everything rolled back).`,
 		Example: `  linerate tune
   linerate tune --iface enp1s0f0np0 --app-cpus 6 --apply
   linerate tune --profile latency --iface ens2f0np0 --mtu 9000 --apply
+  linerate tune --roce --iface enp51s0np0 --apply
   linerate tune revert --last
   linerate tune --root testdata/hosts/xeon-xl710-gen2-x4 --json`,
 		Args: cobra.NoArgs,
@@ -79,14 +90,24 @@ Exit status: 0 done, 2 error (nothing changed, or everything rolled back).`,
 	fl.BoolVar(&f.apply, "apply", false, "make the changes (needs root on the live host)")
 	fl.StringVar(&f.root, "root", "", "plan for (and with --apply, change) a captured tree DIR instead of this host")
 	fl.BoolVar(&f.json, "json", false, "print the plan (and what --apply did) as JSON")
+	fl.BoolVar(&f.roce, "roce", false, "also set lossless RoCE: trust DSCP with DSCP 26 on the RoCE priority, PFC and ECN there, MRRS 4096 (they must match the switches)")
+	fl.IntVar(&f.roceP, "roce-priority", -1, "the priority RoCE uses (0-7); default: the one PFC is on, else 3")
 	cmd.AddCommand(newTuneRevertCmd(env), newTuneListCmd(env))
 	return cmd
 }
 
 // tuneOptions turns the flags into tune.Options.
 func (f tuneFlags) options() (tune.Options, error) {
-	o := tune.Options{Ifaces: f.ifaces, RTT: f.rtt, MTU: f.mtu}
+	o := tune.Options{Ifaces: f.ifaces, RTT: f.rtt, MTU: f.mtu, RoCE: f.roce}
 	var err error
+	if f.roceP >= 0 && f.roceP <= 7 {
+		o.RoCEPriority = &f.roceP
+	} else if f.roceP != -1 {
+		return o, fmt.Errorf("--roce-priority %d: a priority is 0 to 7 (RoCE usually rides 3)", f.roceP)
+	}
+	if f.roceP >= 0 && !f.roce {
+		return o, errors.New("--roce-priority works with --roce: add --roce to set PFC, trust and ECN on that priority")
+	}
 	if o.Profile, err = tune.ParseProfile(f.profile); err != nil {
 		return o, fmt.Errorf("--profile: %w", err)
 	}
@@ -134,7 +155,14 @@ func runTune(env *cliEnv, f tuneFlags) error {
 	if fs.IsLive() {
 		live = liveFacts(env)
 	}
-	inv, err := inventory.Collect(fs, inventory.Options{Live: live})
+	iopts := inventory.Options{Live: live}
+	if fs.IsLive() {
+		if cl, err := dcb.Dial(); err == nil {
+			defer cl.Close()
+			iopts.DCB = func(iface string) *dcb.Reading { return dcb.Read(cl, iface) }
+		}
+	}
+	inv, err := inventory.Collect(fs, iopts)
 	if err != nil {
 		return err
 	}

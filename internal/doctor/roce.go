@@ -416,3 +416,32 @@ func prioList(ps []int) string {
 	}
 	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
+
+// RoCE is how RoCE v2 runs on a NIC, as doctor's RoCE rules see it.
+type RoCE struct {
+	Device string
+	Port   int
+	// Trust is "dscp", "pcp" or "none"; "" when DCB was not read.
+	Trust, TrustFrom string
+	// Lands is the priority RoCE's packets land on under that trust.
+	Lands     int
+	LandsFrom string
+	// Priority is the one judged for PFC and ECN (--roce-priority, else
+	// Lands).
+	Priority     int
+	PriorityFrom string
+}
+
+// RoCEOf reports how RoCE v2 runs on n (an ACTIVE Ethernet RDMA port with
+// a RoCE v2 GID), with priority as --roce-priority (nil: worked out). ok
+// is false where n runs no RoCE v2.
+func RoCEOf(n *inventory.NIC, priority *int) (r RoCE, ok bool) {
+	d := &diag{opts: Options{RoCEPriority: priority}}
+	v := &nicView{NIC: n}
+	s := d.roceOfNIC(v)
+	if s == nil {
+		return RoCE{}, false
+	}
+	return RoCE{Device: s.port.Device, Port: s.port.Port, Trust: s.trust, TrustFrom: s.trustFrom,
+		Lands: s.lands, LandsFrom: s.landsFrom, Priority: s.prio, PriorityFrom: s.prioFrom}, true
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/linerate/linerate/internal/dcb"
 	"github.com/linerate/linerate/internal/ethtool"
 	"github.com/linerate/linerate/internal/hostfs"
 )
@@ -152,6 +153,8 @@ type Target struct {
 	// Devices sets driver settings; nil below a captured tree, where
 	// changes that need the live NIC are skipped.
 	Devices Devices
+	// DCB sets PFC and trust over rtnetlink; nil below a captured tree.
+	DCB DCB
 	// Restart restarts a service (irqbalance, after its configuration
 	// changed); nil below a captured tree, where nothing runs.
 	Restart func(service string) error
@@ -198,6 +201,10 @@ func NewTarget(fs *hostfs.FS) (*Target, error) {
 	t.Devices = liveDevices{eth: eth}
 	t.Restart = restartService
 	t.close = eth.Close
+	if cl, err := dcb.Dial(); err == nil {
+		t.DCB = cl
+		t.close = func() error { return errors.Join(eth.Close(), cl.Close()) }
+	}
 	return t, nil
 }
 

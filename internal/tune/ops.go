@@ -57,6 +57,18 @@ func (t *Target) opFor(c Change) (op, error) {
 		return channelsOp{dev: t.Devices, iface: c.Interface}, nil
 	case KindRings:
 		return ringsOp{dev: t.Devices, iface: c.Interface}, nil
+	case KindECN:
+		return &fileOp{fs: t.rootFiles(), rel: hostRel(c.Path), cmp: sameFields}, nil
+	case KindMRRS:
+		return mrrsOp{fs: t.FS, rel: hostRel(c.Path)}, nil
+	case KindPFC, KindTrust:
+		if t.DCB == nil {
+			return nil, errors.New("no DCB connection to the kernel (rtnetlink): PFC and trust cannot change")
+		}
+		if c.Kind == KindPFC {
+			return pfcOp{d: t.DCB, iface: c.Interface}, nil
+		}
+		return trustOp{d: t.DCB, iface: c.Interface}, nil
 	}
 	return nil, fmt.Errorf("unknown kind of change %q (a journal from a newer linerate?)", c.Kind)
 }
@@ -79,11 +91,11 @@ func hostRel(p string) string { return strings.TrimPrefix(p, "/") }
 // line but the IRQBALANCE_ARGS assignment.
 func wantFor(c Change, prior string) (string, error) {
 	switch c.Kind {
-	case KindSysctl, KindGovernor, KindIRQ:
+	case KindSysctl, KindGovernor, KindIRQ, KindECN:
 		return c.After + "\n", nil
 	case KindIRQBalance:
 		return withArgsLine(prior, c.After), nil
-	case KindMTU:
+	case KindMTU, KindMRRS, KindPFC, KindTrust:
 		return c.After, nil
 	}
 	cur, err := parseSettings(prior)

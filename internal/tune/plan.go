@@ -32,6 +32,13 @@ type Options struct {
 	// MTU, when set, is the MTU to give the selected NICs. The peer and
 	// every switch port must carry it too, so tune never picks one itself.
 	MTU int
+	// RoCE (--roce) adds the lossless RoCE settings: trust DSCP with
+	// DSCP 26 on the RoCE priority, PFC and ECN on that priority, MRRS
+	// 4096. They must match the switches, so only when asked by name.
+	RoCE bool
+	// RoCEPriority (--roce-priority) is the priority RoCE uses; nil: the
+	// one PFC is already on, else the trust's, else 3.
+	RoCEPriority *int
 }
 
 // Input is the host a plan is made for.
@@ -60,7 +67,7 @@ func NewPlan(in Input, opts Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep, err := doctor.Diagnose(in.Inventory, doctor.Options{Ifaces: opts.Ifaces, AppCPUs: opts.AppCPUs, RTT: opts.RTT})
+	rep, err := doctor.Diagnose(in.Inventory, doctor.Options{Ifaces: opts.Ifaces, AppCPUs: opts.AppCPUs, RTT: opts.RTT, RoCEPriority: opts.RoCEPriority})
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +86,7 @@ func NewPlan(in Input, opts Options) (*Plan, error) {
 		p.plan.Findings = append(p.plan.Findings, f.ID)
 	}
 	p.selectNICs()
-	for _, step := range []func(){p.buffers, p.profileSysctls, p.governors, p.mtu, p.channels, p.rings, p.irqs, p.untunable} {
+	for _, step := range []func(){p.buffers, p.profileSysctls, p.governors, p.mtu, p.channels, p.rings, p.roce, p.irqs, p.untunable} {
 		step()
 	}
 	slices.SortStableFunc(p.plan.Changes, func(a, b Change) int { return kindRank(a.Kind) - kindRank(b.Kind) })

@@ -359,7 +359,10 @@ func (p *planner) untunable() {
 		"mtu.not_jumbo", "irqbalance.running", "irq.remote_numa", "irq.on_app_cpu", "irq.spans_l3_domains",
 	}
 	for _, f := range p.rep.Findings {
-		if !slices.Contains(tunable, f.ID) {
+		switch {
+		case slices.Contains(roceFindings, f.ID) && !p.opts.RoCE:
+			p.note(f.ID, f.Subject, "left alone without --roce (PFC, trust, ECN and MRRS must match the switches: ask for them by name): %s", f.Summary)
+		case !slices.Contains(tunable, f.ID) && !slices.Contains(roceFindings, f.ID):
 			p.note(f.ID, f.Subject, "not a setting (see linerate doctor): %s", f.Summary)
 		}
 	}

@@ -31,6 +31,8 @@ func kindTitle(k Kind, p *Plan) string {
 		return "irqbalance (ban the pinned IRQs, then restart it)"
 	case KindIRQ:
 		return "IRQ affinity"
+	case KindMRRS, KindTrust, KindPFC, KindECN:
+		return roceTitle(k)
 	}
 	return string(k)
 }

@@ -26,6 +26,9 @@ var (
 // checkChange verifies that a journaled change touches only what its kind
 // may, and names it as tune does.
 func checkChange(c *Change) error {
+	if ok, err := checkRoCEChange(c); ok {
+		return err
+	}
 	switch c.Kind {
 	case KindSysctl:
 		if !sysctlPathRE.MatchString(c.Path) {

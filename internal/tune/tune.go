@@ -73,14 +73,16 @@ const (
 // its ban list before the IRQs move, since some versions rewrite banned
 // IRQs' affinity at start-up (irqbalance#297).
 func kindOrder() []Kind {
-	return []Kind{KindSysctl, KindGovernor, KindMTU, KindChannels, KindRings, KindIRQBalance, KindIRQ}
+	return []Kind{KindSysctl, KindGovernor, KindMTU, KindChannels, KindRings, KindMRRS, KindTrust, KindPFC, KindECN, KindIRQBalance, KindIRQ}
 }
 
 func kindRank(k Kind) int { return slices.Index(kindOrder(), k) }
 
 // liveOnly reports whether a kind lives in the driver rather than in a
 // file, so that it cannot be applied below a captured tree.
-func (k Kind) liveOnly() bool { return k == KindMTU || k == KindChannels || k == KindRings }
+func (k Kind) liveOnly() bool {
+	return k == KindMTU || k == KindChannels || k == KindRings || k == KindPFC || k == KindTrust
+}
 
 // Change is one planned change.
 type Change struct {
