@@ -30,7 +30,9 @@ func emitReport(e *emitter, s *Snapshot) {
 		}
 		emitFEC(e, n.Interface, n.FEC)
 		emitCounters(e, n.Interface, n.Counters)
+		emitRDMA(e, n)
 	}
+	emitGPUs(e, s.Report.GPUs)
 	for _, f := range s.Report.Findings {
 		e.gauge(finding, 1, f.ID, string(f.Severity), f.Subject)
 	}
