@@ -9,11 +9,14 @@ import (
 	"github.com/linerate/linerate/internal/result"
 )
 
-// resultsSection shows each campaign's points, every run, and perftest's
-// bandwidth and latency results, each against the ceiling.
+// resultsSection shows each campaign's points and every run, each against
+// the ceiling; perftest's results are in the RDMA section.
 func (b *builder) resultsSection() (*section, error) {
 	const id, title = "results", "Results"
-	if len(b.ds.Runs) == 0 && len(b.ds.Perftest) == 0 {
+	if len(b.ds.Runs) == 0 {
+		if len(b.ds.Perftest) > 0 {
+			return omitted(id, title, "Results: no TCP bench run in this data set; perftest's RDMA results are in the RDMA section."), nil
+		}
 		return omitted(id, title, "Results: no bench run and no perftest result in this data set."), nil
 	}
 	s := &section{ID: id, Title: title}
@@ -50,7 +53,6 @@ func (b *builder) resultsSection() (*section, error) {
 		s.addTable(b.runsTable())
 		b.nicCounters(s)
 	}
-	b.perftestTables(s)
 	return s, nil
 }
 
