@@ -174,6 +174,9 @@ func decodeApps(b []byte) ([]App, error) {
 		if len(apps) >= maxAppEntries {
 			return nil, fmt.Errorf("%w: more than %d APP entries", ErrMalformed, maxAppEntries)
 		}
+		if v[0] == 0 {
+			return nil, fmt.Errorf("%w: APP entry of the reserved selector 0", ErrMalformed)
+		}
 		a := App{Selector: selectorName(int(v[0])), Priority: int(v[1]), Protocol: int(binary.NativeEndian.Uint16(v[2:]))}
 		if a.Priority >= Priorities {
 			return nil, fmt.Errorf("%w: APP entry %s %d to priority %d", ErrMalformed, a.Selector, a.Protocol, a.Priority)
@@ -211,7 +214,11 @@ func decodeTrust(b []byte) ([]string, error) {
 		if len(out) >= maxTrustEntries {
 			return nil, fmt.Errorf("%w: more than %d trusted selectors", ErrMalformed, maxTrustEntries)
 		}
-		out = append(out, selectorName(int(ad.Uint8())))
+		sel := ad.Uint8()
+		if sel == 0 {
+			return nil, fmt.Errorf("%w: trusted selector 0 (reserved)", ErrMalformed)
+		}
+		out = append(out, selectorName(int(sel)))
 	}
 	if err := ad.Err(); err != nil {
 		return nil, fmt.Errorf("%w: trust table: %v", ErrMalformed, err)
