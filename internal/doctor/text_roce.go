@@ -41,11 +41,17 @@ func writeRoCE(t *textWriter, n NICReport) {
 	if c := n.DCB; c != nil {
 		var parts []string
 		if c.PFC != nil {
-			parts = append(parts, "PFC "+orNone(cpulist.Format(c.PFC.Enabled)))
+			pfc := "off"
+			if len(c.PFC.Enabled) > 0 {
+				pfc = "on " + cpulist.Format(c.PFC.Enabled)
+			}
+			parts = append(parts, "PFC "+pfc)
 		}
 		switch {
+		case len(c.Trust) > 0:
+			parts = append(parts, "trust "+strings.Join(c.Trust, ","))
 		case c.Trust != nil:
-			parts = append(parts, "trust "+orNone(strings.Join(c.Trust, ",")))
+			parts = append(parts, "trusts no selector")
 		case c.App != nil && c.HasSelector("dscp"):
 			parts = append(parts, "trust dscp (DSCP mappings)")
 		case c.App != nil:
@@ -63,7 +69,11 @@ func writeRoCE(t *textWriter, n NICReport) {
 		t.field("ecn", fmt.Sprintf("np %s  rp %s", ecnPrios(e.NP), ecnPrios(e.RP)))
 	}
 	if m := n.IOMMU; m != nil {
-		t.field("iommu", fmt.Sprintf("group %d %s", m.Group, orNone(m.Type)))
+		typ := m.Type
+		if typ == "" {
+			typ = "(type not reported)"
+		}
+		t.field("iommu", fmt.Sprintf("group %d %s", m.Group, typ))
 	}
 }
 

@@ -104,6 +104,7 @@ func TestRDMASection(t *testing.T) {
 // REPORT_PNG_DIR set it leaves the screenshots there to look at.
 func TestRDMAChromiumRender(t *testing.T) {
 	if testing.Short() {
+		// CI: runs the suite without -short, so this runs there.
 		t.Skip("starts a browser")
 	}
 	bin := chromium(t)
