@@ -29,7 +29,7 @@ A correct doctor must raise:
 - pcie.link_downgraded (critical; limited by the slot: the upstream port is x8) and pcie.bandwidth_below_line_rate (critical) on enp3s0np0
 - mtu.not_jumbo, sysctl.socket_buffers_small, cpu.governor_not_performance
 - irq.spans_l3_domains (mlx5_comp0..31 on CPUs 0-31; mlx5_async0 affine to all)
-- roce.mtu_small (warning: MTU 1500 gives RoCE an active MTU of 1024; GIDs for 10.0.0.1, v1 and v2, as the seed's 10.0.0.1/24 link has) and pcie.mrrs_small (info: MRRS 512)
+- roce.mtu_small (warning: MTU 1500 gives RoCE an active MTU of 1024; GIDs for 10.0.0.1, v1 and v2, as the baseline report's 10.0.0.1/24 link has) and pcie.mrrs_small (info: MRRS 512)
 
 It must not raise: roce.pfc_off, roce.ecn_off, roce.trust_mismatch (no DCB or ECN facts in the tree: doctor notes them as not read, it does not guess), roce.no_v2_gid, irq.remote_numa (numa_node -1 means no affinity), queues.too_few (32), nic.temperature_high (58 °C), rdma.port_not_active, link.down, irqbalance.running.
 `
