@@ -9,6 +9,7 @@ import (
 
 	"github.com/linerate/linerate/internal/dcb"
 	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/testutil"
 )
 
 func TestRoCEActiveMTU(t *testing.T) {
@@ -158,7 +159,7 @@ func TestDistance(t *testing.T) {
 // TestRoCEDamaged: garbage in the RoCE files gives unknown facts and
 // notes, never a failed run.
 func TestRoCEDamaged(t *testing.T) {
-	root := copyTree(t, tree("roce-healthy"))
+	root := testutil.CopyTree(t, tree("roce-healthy"))
 	port := filepath.Join(root, "sys/class/infiniband/rocep51s0/ports/1")
 	write := func(p, data string) {
 		t.Helper()

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/linerate/linerate/internal/dcb"
+	"github.com/linerate/linerate/internal/testutil"
 )
 
 // fakeDCB is DCB in memory, as mlx5 answers: no trust table (unless
@@ -136,7 +137,7 @@ func TestRoCEApplyRevertTree(t *testing.T) {
 	for _, name := range []string{"roce-pfc-off", "pcie-mrrs-512"} {
 		t.Run(name, func(t *testing.T) {
 			root := copyTree(t, name)
-			orig := treeState(t, root)
+			orig := testutil.TreeState(t, root)
 			p := plan(t, root, nil, Options{RoCE: true})
 			var restarts []string
 			tg := treeTarget(t, root, &restarts)
@@ -178,7 +179,7 @@ func TestRoCEApplyRevertTree(t *testing.T) {
 			if _, err := Revert(j, tg, RevertOptions{NetNS: p.NetNS}); err != nil {
 				t.Fatal(err)
 			}
-			sameTree(t, orig, treeState(t, root))
+			sameTree(t, orig, testutil.TreeState(t, root))
 		})
 	}
 }
