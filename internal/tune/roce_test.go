@@ -141,7 +141,7 @@ func TestRoCEApplyRevertTree(t *testing.T) {
 			p := plan(t, root, nil, Options{RoCE: true})
 			var restarts []string
 			tg := treeTarget(t, root, &restarts)
-			dir := scratch(t)
+			dir := testutil.Scratch(t)
 			res, err := Apply(p, tg, ApplyOptions{JournalDir: dir})
 			if err != nil {
 				t.Fatal(err)
@@ -198,7 +198,7 @@ func TestRoCEApplyRevertLive(t *testing.T) {
 		f := &fakeDCB{c: map[string]*dcb.IEEE{roceIface: orig}, trustTable: table}
 		fs, _ := open(t, root)
 		tg := &Target{FS: fs, Devices: newFakeDevices(), DCB: f}
-		dir := scratch(t)
+		dir := testutil.Scratch(t)
 		res, err := Apply(p, tg, ApplyOptions{JournalDir: dir})
 		if err != nil {
 			t.Fatalf("table %v: %v\n%+v", table, err, res)
