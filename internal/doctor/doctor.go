@@ -125,6 +125,8 @@ type ReportOptions struct {
 	Ifaces  []string `json:"ifaces"`
 	AppCPUs []int    `json:"app_cpus"`
 	RTTMs   float64  `json:"rtt_ms"`
+	// RoCEPriority is --roce-priority, absent when doctor worked it out.
+	RoCEPriority *int `json:"roce_priority,omitempty"`
 }
 
 // NICReport is a NIC with its ceilings.
@@ -186,7 +188,7 @@ func Diagnose(inv *inventory.Inventory, opts Options) (*Report, error) {
 		Schema: Schema, Host: inv.Host, CPU: inv.CPU, Sysctl: inv.Sysctl,
 		NICs: []NICReport{}, Virtual: []inventory.NIC{}, GPUs: nonNilGPUs(inv.GPUs), Notes: inv.Notes,
 		PathMTU: opts.PathMTU, Findings: []Finding{},
-		Options: ReportOptions{Ifaces: nonNil(opts.Ifaces), AppCPUs: nonNilInts(opts.AppCPUs), RTTMs: float64(opts.RTT) / float64(time.Millisecond)},
+		Options: ReportOptions{Ifaces: nonNil(opts.Ifaces), AppCPUs: nonNilInts(opts.AppCPUs), RTTMs: float64(opts.RTT) / float64(time.Millisecond), RoCEPriority: opts.RoCEPriority},
 	}
 	if err := d.selectNICs(rep); err != nil {
 		return nil, err

@@ -46,7 +46,7 @@ var (
 // prioCounterRE splits a per-priority counter name ("rx_pause_duration").
 var prioCounterRE = regexp.MustCompile(`^(rx|tx)_(packets|bytes|discards|pause|pause_duration)$`)
 
-func emitRDMA(e *emitter, n *doctor.NICReport) {
+func emitRDMA(e *emitter, n *doctor.NICReport, roceP *int) {
 	iface := n.Interface
 	for _, p := range n.RDMA {
 		port := strconv.Itoa(p.Port)
@@ -103,7 +103,7 @@ func emitRDMA(e *emitter, n *doctor.NICReport) {
 			}
 		}
 	}
-	if r, ok := doctor.RoCEOf(&n.NIC, nil); ok && r.Priority >= 0 && r.Priority < 8 {
+	if r, ok := doctor.RoCEOf(&n.NIC, roceP); ok && r.Priority >= 0 && r.Priority < 8 {
 		e.gauge(rocePrio, 1, iface, strconv.Itoa(r.Priority))
 	}
 	emitPriorityCounters(e, iface, n.PriorityCounters)

@@ -30,7 +30,7 @@ func emitReport(e *emitter, s *Snapshot) {
 		}
 		emitFEC(e, n.Interface, n.FEC)
 		emitCounters(e, n.Interface, n.Counters)
-		emitRDMA(e, n)
+		emitRDMA(e, n, s.Report.Options.RoCEPriority)
 	}
 	emitGPUs(e, s.Report.GPUs)
 	for _, f := range s.Report.Findings {
