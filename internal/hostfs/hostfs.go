@@ -76,8 +76,14 @@ type FS struct {
 	lists  map[fileID]cpuListRead
 }
 
-// fileID names a file by device and inode, whatever path reached it.
-type fileID struct{ dev, ino uint64 }
+// fileID names a file's content by device and inode, whatever path
+// reached it, and by its size and modification time: tune --root writes
+// the tree it reads (an IRQ's affinity, then its effective affinity read
+// back), so a file written since it was parsed is parsed again.
+type fileID struct {
+	dev, ino, size uint64
+	mtime          unix.Timespec
+}
 
 // cpuListRead is a CPU list file as ReadCPUList read it: the CPUs, or the
 // error of reading or parsing it, without the path (each caller's path
@@ -277,7 +283,7 @@ func (fs *FS) ReadCPUList(rel string) ([]int, error) {
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", fs.Display(rel), err)
 	}
-	id := fileID{dev: st.Dev, ino: st.Ino}
+	id := fileID{dev: st.Dev, ino: st.Ino, size: uint64(st.Size), mtime: st.Mtim}
 	fs.listMu.Lock()
 	r, seen := fs.lists[id]
 	fs.listMu.Unlock()

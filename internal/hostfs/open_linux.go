@@ -54,6 +54,9 @@ func (fs *FS) openRegular(rel string, flags int) (*os.File, error) {
 		return nil, &os.PathError{Op: "stat", Path: fs.Display(rel), Err: err}
 	}
 	switch {
+	case st.Mode&unix.S_IFMT == unix.S_IFDIR:
+		f.Close()
+		return nil, &os.PathError{Op: "open", Path: fs.Display(rel), Err: unix.EISDIR}
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
 		f.Close()
 		return nil, &os.PathError{Op: "open", Path: fs.Display(rel), Err: ErrNotRegular}

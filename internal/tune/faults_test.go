@@ -224,7 +224,7 @@ func TestRevertFailures(t *testing.T) {
 			p := filepath.Join(a.root, "proc/sys/net/core/rmem_max")
 			os.Rename(p, p+".away")
 			os.Mkdir(p, 0o755)
-		}, `reading it: read /proc/sys/net/core/rmem_max: is a directory`},
+		}, `reading it: open /proc/sys/net/core/rmem_max: is a directory`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := applyRyzenX4(t)
