@@ -53,7 +53,7 @@ type Reporter interface {
 	// Interval is called with each interval of the run in progress.
 	Interval(i int, iv result.Interval)
 	// RunDone is called after run i with its stored ID (0 unstored).
-	RunDone(i, n int, id int64, r *Run)
+	RunDone(i, n int, id int64, r *result.Result)
 	// Finish is called once the campaign ends, whatever the outcome.
 	Finish()
 }
@@ -286,7 +286,7 @@ func (e *UnstoredError) Error() string {
 func (e *UnstoredError) Unwrap() error { return e.Err }
 
 // storeRun shapes a run as the database keeps it.
-func storeRun(r *Run, p Params, spec Spec, clientDoc, serverDoc json.RawMessage) (*store.Run, error) {
+func storeRun(r *result.Result, p Params, spec Spec, clientDoc, serverDoc json.RawMessage) (*store.Run, error) {
 	params, err := json.Marshal(p)
 	if err != nil {
 		return nil, err
@@ -301,7 +301,7 @@ func storeRun(r *Run, p Params, spec Spec, clientDoc, serverDoc json.RawMessage)
 		Streams: r.Start.Streams, Placement: placementText(p.Placement), Direction: string(r.Start.Direction),
 		DurationS: r.End.Seconds, Gbps: r.Gbps(), SentGbps: r.End.SumSent.BitsPerSecond / 1e9,
 		Retransmits: int64(r.End.SumSent.Retransmits),
-		Params:      params, Result: result, ClientDoctor: clientDoc, ServerDoctor: serverDoc, Raw: r.raw,
+		Params:      params, Result: result, ClientDoctor: clientDoc, ServerDoctor: serverDoc, Raw: r.Raw,
 	}
 	if sr.StartedAt.IsZero() {
 		sr.StartedAt = time.Now()

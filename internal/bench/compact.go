@@ -32,7 +32,7 @@ const (
 // compactAbove sampled CPUs into per-domain totals. client and server are
 // the ends' topologies (empty when unknown: then every folded CPU goes to
 // one domain, "rest").
-func CompactTelemetry(r *Run, client, server Topology) {
+func CompactTelemetry(r *result.Result, client, server Topology) {
 	for _, side := range []string{"client", "server"} {
 		topo := client
 		if side == "server" {
@@ -54,7 +54,7 @@ func samplesOf(iv *result.Interval, side string) map[string]result.CPUSample {
 	return iv.CPU.Server
 }
 
-func sampledCPUs(r *Run, side string) int {
+func sampledCPUs(r *result.Result, side string) int {
 	n := 0
 	for i := range r.Intervals {
 		n = max(n, len(samplesOf(&r.Intervals[i], side)))
@@ -63,7 +63,7 @@ func sampledCPUs(r *Run, side string) int {
 }
 
 // keepCPUs is the set of an end's CPUs whose samples stay whole.
-func keepCPUs(r *Run, side string) map[int]bool {
+func keepCPUs(r *result.Result, side string) map[int]bool {
 	keep := map[int]bool{}
 	add := func(cpus ...int) {
 		for _, c := range cpus {
@@ -118,7 +118,7 @@ func keepCPUs(r *Run, side string) map[int]bool {
 
 // fold replaces the samples of the CPUs not in keep by per-domain totals,
 // interval by interval.
-func fold(r *Run, side string, keep map[int]bool, domainOf func(int) string) {
+func fold(r *result.Result, side string, keep map[int]bool, domainOf func(int) string) {
 	for i := range r.Intervals {
 		iv := &r.Intervals[i]
 		per := samplesOf(iv, side)

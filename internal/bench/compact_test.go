@@ -38,13 +38,13 @@ func big512Topology() Topology {
 // application's CPUs, the slow case of the x4 home lab), a foreign process
 // holding CPU 300 of the server at 96%, and the other 500-odd CPUs of
 // each end near idle, with the small noise real idle CPUs show.
-func gen512Run(rng *rand.Rand, softirqOnApp bool) *Run {
+func gen512Run(rng *rand.Rand, softirqOnApp bool) *result.Result {
 	const ncpu, streams = 512, 8
 	gbps := 96.0
 	if softirqOnApp {
 		gbps = 61.0
 	}
-	r := &Run{Result: result.Result{Schema: result.Schema, Engine: "native"}}
+	r := &result.Result{Schema: result.Schema, Engine: "native"}
 	app := []int{16, 17, 18, 19, 20, 21, 22, 23}
 	irq := []int{0, 1, 2, 3, 4, 5, 6, 7}
 	r.Start = result.Start{Streams: streams, DurationS: 10, IntervalS: 1, Direction: result.Send,
@@ -99,19 +99,19 @@ func gen512Run(rng *rand.Rand, softirqOnApp bool) *Run {
 	return r
 }
 
-func clone(t testing.TB, r *Run) *Run {
+func clone(t testing.TB, r *result.Result) *result.Result {
 	b, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c Run
+	var c result.Result
 	if err := json.Unmarshal(b, &c); err != nil {
 		t.Fatal(err)
 	}
 	return &c
 }
 
-func jsonSize(t testing.TB, r *Run) int {
+func jsonSize(t testing.TB, r *result.Result) int {
 	b, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)

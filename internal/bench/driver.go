@@ -20,7 +20,7 @@ type Driver interface {
 	Check() error
 	// Run makes one run. live, if not nil, sees each interval as it
 	// ends (drivers whose tool reports only at the end call it then).
-	Run(ctx context.Context, p Params, live func(result.Interval)) (*Run, error)
+	Run(ctx context.Context, p Params, live func(result.Interval)) (*result.Result, error)
 }
 
 // UnavailableError says in one line why a driver cannot run here and
@@ -66,7 +66,7 @@ type ServerProc interface {
 // retryConnect runs try until it succeeds, fails for another reason than
 // the server not listening yet, or 5 s pass: a tool server started a
 // moment ago may not have bound its port.
-func retryConnect(ctx context.Context, try func() (*Run, error), notYet func(error) bool) (*Run, error) {
+func retryConnect(ctx context.Context, try func() (*result.Result, error), notYet func(error) bool) (*result.Result, error) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		r, err := try()

@@ -36,7 +36,7 @@ func receiver(d result.Direction) string {
 
 // loadOf averages one end's per-CPU samples over the run's measured
 // intervals.
-func loadOf(r *Run, side string) endLoad {
+func loadOf(r *result.Result, side string) endLoad {
 	l := endLoad{busy: map[int]float64{}, softirq: map[int]float64{}, netRX: map[int]float64{}}
 	if side == "client" {
 		l.app, l.unread = r.Start.Placement.Client, r.End.Unread.Client
@@ -323,7 +323,7 @@ func bucketNames(n int, first, last string) []string {
 // explainBuckets says what differed between the buckets of one point, in
 // plain sentences: one per bucket, then what differs between the slowest
 // and the fastest. runs[i] holds the runs of buckets[i].
-func explainBuckets(point string, buckets [][]*Run, gap float64, t Topology) []string {
+func explainBuckets(point string, buckets [][]*result.Result, gap float64, t Topology) []string {
 	total := 0
 	for _, b := range buckets {
 		total += len(b)
@@ -361,7 +361,7 @@ func whatDiffers(slow, fast endLoad, slowName, fastName string, t Topology) stri
 	return "The per-CPU telemetry does not tell the buckets apart (same softirq CPUs, same application CPUs): look at what else ran on the hosts, and at CPU frequency."
 }
 
-func gbpsRange(runs []*Run) string {
+func gbpsRange(runs []*result.Result) string {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, r := range runs {
 		lo, hi = math.Min(lo, r.Gbps()), math.Max(hi, r.Gbps())
@@ -375,7 +375,7 @@ func gbpsRange(runs []*Run) string {
 // explainPlacements compares the fastest and the slowest placement of the
 // same stream count: where each end's threads ran and how busy those CPUs
 // were, and where the receiver's softirq ran.
-func explainPlacements(fast, slow *PointSummary, fastRuns, slowRuns []*Run, t Topology) string {
+func explainPlacements(fast, slow *PointSummary, fastRuns, slowRuns []*result.Result, t Topology) string {
 	ratio := fast.MedianGbps / slow.MedianGbps
 	s := fmt.Sprintf("Placement %s ran %.2f× as fast as %s (median %.2f vs %.2f Gbit/s, %d stream%s).",
 		fast.Placement, ratio, slow.Placement, fast.MedianGbps, slow.MedianGbps, fast.Streams, plural(fast.Streams))
@@ -384,7 +384,7 @@ func explainPlacements(fast, slow *PointSummary, fastRuns, slowRuns []*Run, t To
 
 // placementFacts says where a point's threads ran and what their CPUs
 // did.
-func placementFacts(runs []*Run, t Topology) string {
+func placementFacts(runs []*result.Result, t Topology) string {
 	cl, sv := make([]endLoad, len(runs)), make([]endLoad, len(runs))
 	for i, r := range runs {
 		cl[i], sv[i] = loadOf(r, "client"), loadOf(r, "server")
@@ -413,6 +413,6 @@ func placementFacts(runs []*Run, t Topology) string {
 
 // sameMachine reports whether both ends of a run ran on one kernel (a
 // lab, or loopback): then their per-CPU samples are of the same CPUs.
-func sameMachine(r *Run) bool {
+func sameMachine(r *result.Result) bool {
 	return r.Start.Client.BootID != "" && r.Start.Client.BootID == r.Start.Server.BootID
 }

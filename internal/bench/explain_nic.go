@@ -31,7 +31,7 @@ type CauseGrowth struct {
 // NICGrowthOf sums the NIC counter growth of runs, end by end. An end
 // none of whose counters were read, or whose counters did not grow, has
 // Runs > 0 and no Causes; one never read is left out.
-func NICGrowthOf(runs []*Run) []NICGrowth {
+func NICGrowthOf(runs []*result.Result) []NICGrowth {
 	var out []NICGrowth
 	for _, role := range []string{"client", "server"} {
 		g := NICGrowth{Role: role}
@@ -79,7 +79,7 @@ func NICGrowthOf(runs []*Run) []NICGrowth {
 // hostOf names a run's end by its host name when the two ends have
 // different ones (two machines, or the two hosts of a lab run by the
 // native engine).
-func hostOf(r *Run, role string) string {
+func hostOf(r *result.Result, role string) string {
 	c, s := r.Start.Client.Hostname, r.Start.Server.Hostname
 	if c == s {
 		return ""
@@ -208,7 +208,7 @@ func (g NICGrowth) value(cause string) (uint64, bool) {
 // explainNICBuckets says what the NICs counted during the slowest
 // bucket's runs, against the fastest's: a sentence per end whose counters
 // grew in the slow runs.
-func explainNICBuckets(slow, fast []*Run, slowName, fastName string) []string {
+func explainNICBuckets(slow, fast []*result.Result, slowName, fastName string) []string {
 	gs, gf := NICGrowthOf(slow), NICGrowthOf(fast)
 	var out []string
 	for _, s := range gs {
@@ -236,7 +236,7 @@ func explainNICBuckets(slow, fast []*Run, slowName, fastName string) []string {
 
 // explainNICPoint says what the NICs counted during a point's runs when
 // the runs did not fall into buckets: drops that cost every run alike.
-func explainNICPoint(point string, runs []*Run) []string {
+func explainNICPoint(point string, runs []*result.Result) []string {
 	var out []string
 	for _, g := range NICGrowthOf(runs) {
 		if len(g.Causes) > 0 {

@@ -9,7 +9,7 @@ import (
 )
 
 // withNIC gives a run its ends' host names and NIC counter growth.
-func withNIC(r *Run, client, server *result.NICDelta) *Run {
+func withNIC(r *result.Result, client, server *result.NICDelta) *result.Result {
 	r.Start.Client.Hostname, r.Start.Server.Hostname = "host-a", "host-b"
 	r.End.NICCounters = &result.NICCounters{Client: client, Server: server}
 	return r
@@ -70,8 +70,8 @@ func TestExplainNICNoneInFast(t *testing.T) {
 			Deltas:  map[string]uint64{"qdisc_drops": qdisc, "tx_dropped": tx, "rx_dropped": 0},
 			Sources: map[string]map[string]uint64{"qdisc_drops": {"qdisc.drops": qdisc}, "tx_dropped": {"link.tx_dropped": tx}}}
 	}
-	slow := []*Run{withNIC(syntheticRun(3, nil), lab0(61_234, 17), lab0(0, 0)), withNIC(syntheticRun(3.1, nil), lab0(1_000, 0), lab0(0, 0))}
-	fast := []*Run{withNIC(syntheticRun(9, nil), lab0(0, 0), &result.NICDelta{Interface: "lab0", NotRead: "no answer within 5s"})}
+	slow := []*result.Result{withNIC(syntheticRun(3, nil), lab0(61_234, 17), lab0(0, 0)), withNIC(syntheticRun(3.1, nil), lab0(1_000, 0), lab0(0, 0))}
+	fast := []*result.Result{withNIC(syntheticRun(9, nil), lab0(0, 0), &result.NICDelta{Interface: "lab0", NotRead: "no answer within 5s"})}
 	got := explainNICBuckets(slow, fast, "slow", "fast")
 	want := []string{"During the slow runs the client's NIC (lab0 on host-a) dropped 17 frames on their way out (link.tx_dropped), none in the fast runs; and dropped 62.2 k packets in its queueing discipline, whose queue was full (qdisc.drops), none in the fast runs."}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -83,7 +83,7 @@ func TestExplainNICNoneInFast(t *testing.T) {
 		t.Errorf("nothing grew: %q", got)
 	}
 	// Nothing read: nothing said.
-	if got := explainNICBuckets([]*Run{syntheticRun(3, nil)}, fast, "slow", "fast"); len(got) != 0 {
+	if got := explainNICBuckets([]*result.Result{syntheticRun(3, nil)}, fast, "slow", "fast"); len(got) != 0 {
 		t.Errorf("not read: %q", got)
 	}
 }

@@ -23,8 +23,8 @@ func ryzenX4Topology() Topology {
 // syntheticRun is a 10-interval run at gbps with the server (the
 // receiver) pinned to CPU 6 and softirq load on the CPUs given (cpu →
 // {busy, softirq}); the other CPUs idle at 1% busy.
-func syntheticRun(gbps float64, load map[int][2]float64) *Run {
-	r := &Run{Result: result.Result{Schema: result.Schema, Engine: "iperf3"}}
+func syntheticRun(gbps float64, load map[int][2]float64) *result.Result {
+	r := &result.Result{Schema: result.Schema, Engine: "iperf3"}
 	r.Start = result.Start{Streams: 1, DurationS: 10, Direction: result.Send,
 		Placement: result.Placement{Client: []int{6}, Server: []int{6}, Source: "user"},
 		Client:    result.HostInfo{BootID: "crow"}, Server: result.HostInfo{BootID: "vulture"}}
@@ -49,11 +49,11 @@ func syntheticRun(gbps float64, load map[int][2]float64) *Run {
 // NIC's softirq on the server's own CPU 6), better (~84, softirq split
 // between CPU 0 of the other CCD and CPU 7), best (~99, softirq on CPUs
 // 7-10 of the application's CCD).
-func ryzenX4Runs() []*Run {
+func ryzenX4Runs() []*result.Result {
 	worst := map[int][2]float64{6: {92, 41}}
 	better := map[int][2]float64{6: {85, 2}, 0: {45, 30}, 7: {40, 28}}
 	best := map[int][2]float64{6: {80, 2}, 7: {35, 22}, 8: {34, 21}, 9: {36, 23}, 10: {33, 20}}
-	return []*Run{
+	return []*result.Result{
 		syntheticRun(64.6, worst), syntheticRun(98.8, best), syntheticRun(84.9, better),
 		syntheticRun(64.5, worst), syntheticRun(99.0, best), syntheticRun(64.7, worst), syntheticRun(83.7, better),
 	}
@@ -141,7 +141,7 @@ func TestExplainRyzenX4(t *testing.T) {
 
 func TestExplainNoDifference(t *testing.T) {
 	same := map[int][2]float64{3: {50, 20}}
-	b := [][]*Run{{syntheticRun(10, same)}, {syntheticRun(20, same)}}
+	b := [][]*result.Result{{syntheticRun(10, same)}, {syntheticRun(20, same)}}
 	out := explainBuckets("x", b, 1, ryzenX4Topology())
 	if !strings.Contains(out[len(out)-1], "does not tell the buckets apart") {
 		t.Errorf("got %q", out[len(out)-1])
@@ -151,7 +151,7 @@ func TestExplainNoDifference(t *testing.T) {
 func TestExplainPlacements(t *testing.T) {
 	// The lab: both ends on one 2-CPU machine. 0,0 shares CPU 0; 0,1 does not.
 	lab := Topology{L3Domains: [][]int{{0, 1}}, NUMANodes: map[string][]int{"0": {0, 1}}}
-	mk := func(gbps float64, client, server int, load map[int][2]float64) *Run {
+	mk := func(gbps float64, client, server int, load map[int][2]float64) *result.Result {
 		r := syntheticRun(gbps, load)
 		r.Start.Placement = result.Placement{Client: []int{client}, Server: []int{server}}
 		r.Start.Client.BootID, r.Start.Server.BootID = "lab", "lab"

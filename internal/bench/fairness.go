@@ -6,44 +6,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/linerate/linerate/internal/result"
 )
-
-// Fairness says how evenly a run's streams shared the path and, when the
-// slowest got much less than the fastest, which receive CPU explains it.
-//
-// The model (docs/architecture.md, "Per-stream fairness"): a flow's
-// receive path runs in the NET_RX softirq of the CPU its queue (RSS) or
-// RPS sends it to; when that CPU is the bottleneck, the flows it serves
-// split it, so a flow sharing its CPU with k-1 others gets 1/k of what a
-// flow alone on an equal CPU gets. The Chelsio T6 host's iperf2 -P 8 on a
-// 100 GbE
-// NIC: six streams at 14.0 Gbit/s and two at 7.0 — eight flows on seven
-// receive CPUs, two of them sharing one.
-type Fairness struct {
-	// Spread is 1 - slowest/fastest stream.
-	Spread float64 `json:"spread"`
-	// Basis says where the streams' receive CPUs come from: "rx_cpu"
-	// (each receiving socket's SO_INCOMING_CPU), "softirq_shares" (the
-	// receiver's per-CPU softirq load against the stream rates), or
-	// "rates" (the rates alone: no telemetry of the receiver).
-	Basis   string        `json:"basis"`
-	Streams []StreamShare `json:"streams"`
-	// Explained is true when the receive CPUs account for the spread.
-	Explained   bool   `json:"explained"`
-	Explanation string `json:"explanation"`
-}
-
-// StreamShare is one stream's goodput and receive CPU.
-type StreamShare struct {
-	ID   int     `json:"id"`
-	Gbps float64 `json:"gbps"`
-	// RxCPU is the CPU whose softirq served the stream's receiving socket
-	// in most measured intervals; nil when unknown.
-	RxCPU *int `json:"rx_cpu"`
-	// Sharing is how many streams shared its receive CPU, counting itself:
-	// measured with rx_cpu, inferred from the rates otherwise; 0 unknown.
-	Sharing int `json:"sharing"`
-}
 
 // unfairRatio is when streams count as unequal: the fastest got more than
 // 1.25 times the slowest (they differ by more than 25%).
@@ -55,7 +20,15 @@ const fitTolerance = 0.2
 
 // FairnessOf looks at a run's streams; nil when the run has fewer than two
 // streams with data or when they got within 25% of each other.
-func FairnessOf(r *Run) *Fairness {
+//
+// The model (docs/architecture.md, "Per-stream fairness"): a flow's
+// receive path runs in the NET_RX softirq of the CPU its queue (RSS) or
+// RPS sends it to; when that CPU is the bottleneck, the flows it serves
+// split it, so a flow sharing its CPU with k-1 others gets 1/k of what a
+// flow alone on an equal CPU gets. The Chelsio T6 host's iperf2 -P 8 on a
+// 100 GbE NIC: six streams at 14.0 Gbit/s and two at 7.0 — eight flows on
+// seven receive CPUs, two of them sharing one.
+func FairnessOf(r *result.Result) *result.Fairness {
 	streams := streamShares(r)
 	if len(streams) < 2 {
 		return nil
@@ -67,7 +40,7 @@ func FairnessOf(r *Run) *Fairness {
 	if hi <= 0 || hi <= unfairRatio*lo {
 		return nil
 	}
-	f := &Fairness{Spread: round3(1 - lo/hi), Streams: streams}
+	f := fair{&result.Fairness{Spread: round3(1 - lo/hi), Streams: streams}}
 	switch {
 	case allRxCPUs(streams):
 		f.Basis = "rx_cpu"
@@ -80,14 +53,17 @@ func FairnessOf(r *Run) *Fairness {
 		}
 		f.byShares(recv)
 	}
-	return f
+	return f.Fairness
 }
+
+// fair is a Fairness being worked out.
+type fair struct{ *result.Fairness }
 
 // streamShares is each stream's goodput over the measured window: what
 // its receiver got (the sender's count where the receiver's is missing),
 // else the sum of its measured intervals.
-func streamShares(r *Run) []StreamShare {
-	var out []StreamShare
+func streamShares(r *result.Result) []result.StreamShare {
+	var out []result.StreamShare
 	secs := r.End.Seconds
 	for _, e := range r.End.Streams {
 		b := e.ReceivedBytes
@@ -95,7 +71,7 @@ func streamShares(r *Run) []StreamShare {
 			b = e.SentBytes
 		}
 		if secs > 0 && b > 0 {
-			out = append(out, StreamShare{ID: e.ID, Gbps: round3(float64(b) * 8 / secs / 1e9)})
+			out = append(out, result.StreamShare{ID: e.ID, Gbps: round3(float64(b) * 8 / secs / 1e9)})
 		}
 	}
 	if len(out) == 0 {
@@ -104,11 +80,11 @@ func streamShares(r *Run) []StreamShare {
 	for i := range out {
 		out[i].RxCPU = modeRxCPU(r, out[i].ID)
 	}
-	slices.SortFunc(out, func(a, b StreamShare) int { return a.ID - b.ID })
+	slices.SortFunc(out, func(a, b result.StreamShare) int { return a.ID - b.ID })
 	return out
 }
 
-func intervalShares(r *Run) []StreamShare {
+func intervalShares(r *result.Result) []result.StreamShare {
 	bytes, secs := map[int]uint64{}, 0.0
 	for _, iv := range r.Intervals {
 		if iv.Omitted {
@@ -119,17 +95,17 @@ func intervalShares(r *Run) []StreamShare {
 			bytes[s.ID] += s.Bytes
 		}
 	}
-	var out []StreamShare
+	var out []result.StreamShare
 	for id, b := range bytes {
 		if secs > 0 && b > 0 {
-			out = append(out, StreamShare{ID: id, Gbps: round3(float64(b) * 8 / secs / 1e9)})
+			out = append(out, result.StreamShare{ID: id, Gbps: round3(float64(b) * 8 / secs / 1e9)})
 		}
 	}
 	return out
 }
 
 // modeRxCPU is the receive CPU a stream had in most measured intervals.
-func modeRxCPU(r *Run, id int) *int {
+func modeRxCPU(r *result.Result, id int) *int {
 	count := map[int]int{}
 	for _, iv := range r.Intervals {
 		if iv.Omitted {
@@ -153,7 +129,7 @@ func modeRxCPU(r *Run, id int) *int {
 	return &best
 }
 
-func allRxCPUs(ss []StreamShare) bool {
+func allRxCPUs(ss []result.StreamShare) bool {
 	for _, s := range ss {
 		if s.RxCPU == nil {
 			return false
@@ -163,7 +139,7 @@ func allRxCPUs(ss []StreamShare) bool {
 }
 
 // byRxCPU explains the spread from the streams' measured receive CPUs.
-func (f *Fairness) byRxCPU(recv endLoad) {
+func (f fair) byRxCPU(recv endLoad) {
 	byCPU := map[int][]int{} // CPU -> indexes into f.Streams
 	for i, s := range f.Streams {
 		byCPU[*s.RxCPU] = append(byCPU[*s.RxCPU], i)
@@ -213,7 +189,7 @@ func (f *Fairness) byRxCPU(recv endLoad) {
 }
 
 // groupSentence describes the slow streams that shared one CPU.
-func (f *Fairness) groupSentence(idx []int, cpu int, recv endLoad) string {
+func (f fair) groupSentence(idx []int, cpu int, recv endLoad) string {
 	fast := f.Streams[f.fastest()].Gbps
 	mean := 0.0
 	for _, i := range idx {
@@ -231,7 +207,7 @@ func (f *Fairness) groupSentence(idx []int, cpu int, recv endLoad) string {
 // of equal CPUs gives (k streams on a CPU get 1/k of the CPU's rate, the
 // fastest CPU's streams' k' each k'/k of theirs): when another load on the
 // machine narrowed or widened the gap, it says so.
-func (f *Fairness) evenSplitNote(byCPU map[int][]int, fastCPU int) string {
+func (f fair) evenSplitNote(byCPU map[int][]int, fastCPU int) string {
 	fastK := len(byCPU[fastCPU])
 	fast := f.Streams[f.fastest()].Gbps
 	for c, idx := range byCPU {
@@ -251,7 +227,7 @@ func (f *Fairness) evenSplitNote(byCPU map[int][]int, fastCPU int) string {
 // byShares explains the spread without per-flow CPUs: the rates say how
 // many streams each would share an equal CPU with, and the receiver's
 // per-CPU softirq load says how many CPUs served them.
-func (f *Fairness) byShares(recv endLoad) {
+func (f fair) byShares(recv endLoad) {
 	fast := f.Streams[f.fastest()].Gbps
 	cpusNeeded, fits := 0.0, true
 	for i := range f.Streams {
@@ -289,7 +265,7 @@ func (f *Fairness) byShares(recv endLoad) {
 }
 
 // fastest is the index of the fastest stream.
-func (f *Fairness) fastest() int {
+func (f fair) fastest() int {
 	best := 0
 	for i, s := range f.Streams {
 		if s.Gbps > f.Streams[best].Gbps {
@@ -301,7 +277,7 @@ func (f *Fairness) fastest() int {
 
 // slow reports whether a group's streams are all slow: the fastest got
 // more than 1.25 times each.
-func (f *Fairness) slow(idx []int) bool {
+func (f fair) slow(idx []int) bool {
 	fast := f.Streams[f.fastest()].Gbps
 	for _, i := range idx {
 		if fast <= unfairRatio*f.Streams[i].Gbps {
@@ -312,7 +288,7 @@ func (f *Fairness) slow(idx []int) bool {
 }
 
 // split returns the slow streams and the rest, as indexes.
-func (f *Fairness) split() (slow, rest []int) {
+func (f fair) split() (slow, rest []int) {
 	for i := range f.Streams {
 		if f.slow([]int{i}) {
 			slow = append(slow, i)
@@ -323,7 +299,7 @@ func (f *Fairness) split() (slow, rest []int) {
 	return slow, rest
 }
 
-func (f *Fairness) ids(idx []int) []int {
+func (f fair) ids(idx []int) []int {
 	out := make([]int, len(idx))
 	for i, x := range idx {
 		out[i] = f.Streams[x].ID
@@ -331,7 +307,7 @@ func (f *Fairness) ids(idx []int) []int {
 	return out
 }
 
-func meanGbps(f *Fairness, idx []int) float64 {
+func meanGbps(f fair, idx []int) float64 {
 	m := 0.0
 	for _, i := range idx {
 		m += f.Streams[i].Gbps / float64(len(idx))
@@ -342,7 +318,7 @@ func meanGbps(f *Fairness, idx []int) float64 {
 // gbpsList writes the rates of streams: "7.0 Gbit/s", "7.0 and 7.1
 // Gbit/s", "7.0 Gbit/s each", or a range "14.0-14.1 Gbit/s" for more
 // than two.
-func gbpsList(f *Fairness, idx []int) string {
+func gbpsList(f fair, idx []int) string {
 	vals := make([]float64, len(idx))
 	for i, x := range idx {
 		vals[i] = f.Streams[x].Gbps
@@ -378,7 +354,7 @@ func streamNames(ids []int) string {
 
 // othersName names the fast streams: "the other six" when they are all
 // the rest, else by number.
-func othersName(f *Fairness, rest []int, nSlow int) string {
+func othersName(f fair, rest []int, nSlow int) string {
 	if len(rest)+nSlow == len(f.Streams) && len(rest) > 1 {
 		return "the other " + numberWord(len(rest))
 	}
@@ -395,7 +371,7 @@ func numberWord(n int) string {
 
 // sharingPhrase says how the inferred sharing groups the streams: "six
 // with a CPU each, streams 6 and 7 sharing one".
-func sharingPhrase(f *Fairness) string {
+func sharingPhrase(f fair) string {
 	byK := map[int][]int{}
 	for i, s := range f.Streams {
 		byK[s.Sharing] = append(byK[s.Sharing], i)
@@ -478,10 +454,10 @@ func upperFirst(s string) string {
 
 // fairnessSentences gives a campaign's explanation one sentence per point
 // whose runs had unequal streams: how many, and the first one's reason.
-func fairnessSentences(points []PointSummary, runsOf map[int][]*Run) []string {
+func fairnessSentences(points []PointSummary, runsOf map[int][]*result.Result) []string {
 	var out []string
 	for i, p := range points {
-		var first *Run
+		var first *result.Result
 		n := 0
 		for _, r := range runsOf[i] {
 			if r.Fairness != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/lab"
+	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/testbin"
 )
 
@@ -65,7 +66,7 @@ func TestLabFairnessByRxCPU(t *testing.T) {
 		if f.Basis != "rx_cpu" {
 			t.Fatalf("basis %q, want rx_cpu", f.Basis)
 		}
-		if f.Streams[f.fastest()].ID != 2 {
+		if f.Streams[(fair{f}).fastest()].ID != 2 {
 			// Something else held CPU 1 (the machine is shared): the
 			// explanation must then not blame the CPUs' streams.
 			if f.Explained {
@@ -76,7 +77,7 @@ func TestLabFairnessByRxCPU(t *testing.T) {
 		if !f.Explained {
 			t.Fatalf("basis %q, explained %v: %s", f.Basis, f.Explained, f.Explanation)
 		}
-		by := map[int]StreamShare{}
+		by := map[int]result.StreamShare{}
 		for _, s := range f.Streams {
 			by[s.ID] = s
 		}
@@ -91,7 +92,7 @@ func TestLabFairnessByRxCPU(t *testing.T) {
 		for _, w := range []string{
 			"Streams 1 and 3 shared CPU 0",
 			fmt.Sprintf("stream 2, alone on CPU 1 at %.1f Gbit/s", by[2].Gbps),
-			"got " + gbpsList(f, []int{0, 2}),
+			"got " + gbpsList(fair{f}, []int{0, 2}),
 		} {
 			if !strings.Contains(f.Explanation, w) {
 				t.Errorf("explanation lacks %q: %s", w, f.Explanation)
@@ -103,7 +104,7 @@ func TestLabFairnessByRxCPU(t *testing.T) {
 	t.Fatalf("five runs without a per-stream imbalance though streams 1 and 3 shared CPU 0 and stream 2 had CPU 1 to itself (load average %s)", strings.Fields(string(load) + " ?")[0])
 }
 
-func gbpsOfStreams(r *Run) string {
+func gbpsOfStreams(r *result.Result) string {
 	var s []string
 	for _, x := range streamShares(r) {
 		s = append(s, fmt.Sprintf("stream %d %.2f Gbit/s", x.ID, x.Gbps))

@@ -17,8 +17,8 @@ var chelsioT6P8 = map[int]float64{1: 14.0, 2: 14.0, 3: 14.1, 4: 14.1, 5: 14.1, 6
 // by stream ID). rx gives each stream's receive CPU per interval (nil:
 // unknown); load, when not nil, is the receiver's per-CPU {busy, softirq}
 // over ncpu CPUs (the others idle at 1%).
-func fairRun(rates map[int]float64, rx map[int]int, load map[int][2]float64, ncpu int) *Run {
-	r := &Run{Result: result.Result{Schema: result.Schema, Engine: "iperf2"}}
+func fairRun(rates map[int]float64, rx map[int]int, load map[int][2]float64, ncpu int) *result.Result {
+	r := &result.Result{Schema: result.Schema, Engine: "iperf2"}
 	r.Start = result.Start{Streams: len(rates), DurationS: 10, Direction: result.Send}
 	var total float64
 	for id := 1; id <= len(rates); id++ {
@@ -179,7 +179,7 @@ func TestFairnessInCampaign(t *testing.T) {
 	r := fairRun(chelsioT6P8, nil, nil, 0)
 	r.Fairness = FairnessOf(r)
 	even := fairRun(map[int]float64{1: 5, 2: 5}, nil, nil, 0)
-	got := fairnessSentences([]PointSummary{{Streams: 8, Placement: "auto"}}, map[int][]*Run{0: {r, even}})
+	got := fairnessSentences([]PointSummary{{Streams: 8, Placement: "auto"}}, map[int][]*result.Result{0: {r, even}})
 	if len(got) != 1 || !strings.HasPrefix(got[0], "8 streams, placement auto: in 1 of 2 runs the streams differed by more than 25%. Streams 6 and 7 got half") {
 		t.Errorf("got %q", got)
 	}

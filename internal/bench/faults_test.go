@@ -24,12 +24,12 @@ type scriptedDriver struct {
 
 func (d *scriptedDriver) Name() string { return "native" }
 func (d *scriptedDriver) Check() error { return nil }
-func (d *scriptedDriver) Run(ctx context.Context, p Params, live func(result.Interval)) (*Run, error) {
+func (d *scriptedDriver) Run(ctx context.Context, p Params, live func(result.Interval)) (*result.Result, error) {
 	d.n++
 	iv := result.Interval{Start: 0, End: 1, Sum: result.Sum{Bytes: 1e9, BitsPerSecond: 8e9}}
-	r := &Run{Result: result.Result{Schema: result.Schema, Engine: "native",
+	r := &result.Result{Schema: result.Schema, Engine: "native",
 		Start:     result.Start{Streams: p.Streams, Timestamp: time.Now().Add(time.Duration(d.n) * time.Millisecond)},
-		Intervals: []result.Interval{iv}}}
+		Intervals: []result.Interval{iv}}
 	if err := d.fail[d.n]; err != nil {
 		r.End.Seconds = 1
 		return r, err
@@ -106,7 +106,7 @@ func TestCampaignSideFiles(t *testing.T) {
 		t.Fatalf("%v (%d outcomes)", err, len(outs))
 	}
 	for _, p := range ue.Paths {
-		var r Run
+		var r result.Result
 		if b, err := os.ReadFile(p); err != nil || json.Unmarshal(b, &r) != nil || r.Schema != result.Schema || len(r.Intervals) != 1 || filepath.Dir(p) != dir {
 			t.Errorf("%s: %v %+v", p, err, r)
 		}

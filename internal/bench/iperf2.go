@@ -239,7 +239,7 @@ func rowSender(r iperf2Row, serverPort int) string {
 
 // Result returns the run the lines made. iperf2 reports one end's count
 // (the client's), so sum_sent and sum_received are the same numbers.
-func (p *Iperf2Parser) Result() (*Run, error) {
+func (p *Iperf2Parser) Result() (*result.Result, error) {
 	if len(p.rows) == 0 {
 		return nil, errors.New("iperf2 printed no results (it exits 0 even when it cannot connect: see its error output)")
 	}
@@ -260,7 +260,7 @@ func (p *Iperf2Parser) Result() (*Run, error) {
 		return keys[i][1] < keys[j][1]
 	})
 	total, hasTotal := totalKey(keys)
-	run := &Run{Result: result.Result{Schema: result.Schema, Engine: "iperf2"}, Tool: &Tool{Name: "iperf2"}}
+	run := &result.Result{Schema: result.Schema, Engine: "iperf2", Tool: &result.Tool{Name: "iperf2"}}
 	for _, k := range keys {
 		if hasTotal && k == total && len(keys) > 1 {
 			continue
@@ -365,7 +365,7 @@ func iperf2Start(rows []iperf2Row, port int, ivs []result.Interval) result.Start
 }
 
 // ParseIperf2CSV reads the whole CSV output of `iperf -c … -y C [-e]`.
-func ParseIperf2CSV(r io.Reader) (*Run, error) {
+func ParseIperf2CSV(r io.Reader) (*result.Result, error) {
 	var p Iperf2Parser
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 4096), 1<<20)

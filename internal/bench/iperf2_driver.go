@@ -68,7 +68,7 @@ func (d *Iperf2) CheckParams(p Params) error {
 }
 
 // Run makes one iperf2 run.
-func (d *Iperf2) Run(ctx context.Context, p Params, live func(result.Interval)) (*Run, error) {
+func (d *Iperf2) Run(ctx context.Context, p Params, live func(result.Interval)) (*result.Result, error) {
 	if err := d.Check(); err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func (d *Iperf2) Run(ctx context.Context, p Params, live func(result.Interval)) 
 	nic := beginNIC(d.Hosts) // both ends' NIC counters, before any payload
 	var raw string
 	var clientCPU float64
-	run, err := retryConnect(ctx, func() (*Run, error) {
+	run, err := retryConnect(ctx, func() (*result.Result, error) {
 		r, out, cpu, err := d.client(ctx, p, args, authOf(srv), live)
 		raw, clientCPU = out, cpu
 		return r, err
@@ -116,8 +116,8 @@ func (d *Iperf2) Run(ctx context.Context, p Params, live func(result.Interval)) 
 	}
 	attachServer(run, srv)
 	run.End.NICCounters = nic.end(srv)
-	run.raw = raw
-	run.Tool = &Tool{Name: "iperf2", Version: d.version, Client: args, Server: srvArgv}
+	run.Raw = raw
+	run.Tool = &result.Tool{Name: "iperf2", Version: d.version, Client: args, Server: srvArgv}
 	// iperf2 reports no CPU time: the processes' own (getrusage) it is.
 	// The server ran a little before and after the test; that is noise
 	// next to a multi-second run.
@@ -126,7 +126,7 @@ func (d *Iperf2) Run(ctx context.Context, p Params, live func(result.Interval)) 
 	return run, nil
 }
 
-func (d *Iperf2) client(ctx context.Context, p Params, args []string, auth clientAuth, live func(result.Interval)) (*Run, string, float64, error) {
+func (d *Iperf2) client(ctx context.Context, p Params, args []string, auth clientAuth, live func(result.Interval)) (*result.Result, string, float64, error) {
 	cmd := auth.command(ctx, args)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -106,7 +106,7 @@ const iperf3Busy = "the server is busy"
 // a linerate.bench/v1 run. iperf3 3.12 exits 0 even when it could not
 // connect, so the "error" field is checked here: a busy server becomes an
 // *agent.PeerError with Busy set, any other error an error naming it.
-func ParseIperf3(data []byte) (*Run, error) {
+func ParseIperf3(data []byte) (*result.Result, error) {
 	var d iperf3Doc
 	if err := json.Unmarshal(trimToJSON(data), &d); err != nil {
 		return nil, fmt.Errorf("iperf3 -J output is not JSON: %w", err)
@@ -128,7 +128,7 @@ func trimToJSON(b []byte) []byte {
 // later: one JSON event per line) as it is written, calling onInterval
 // with each interval as it arrives (nil: none), and returns the run once
 // the "end" event is read.
-func ParseIperf3Stream(r io.Reader, onInterval func(result.Interval)) (*Run, error) {
+func ParseIperf3Stream(r io.Reader, onInterval func(result.Interval)) (*result.Result, error) {
 	var d iperf3Doc
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
@@ -185,7 +185,7 @@ func (d *iperf3Doc) event(name string, data json.RawMessage, onInterval func(res
 }
 
 // run converts the document, or returns the error iperf3 reported.
-func (d *iperf3Doc) run() (*Run, error) {
+func (d *iperf3Doc) run() (*result.Result, error) {
 	if d.Error != "" {
 		if strings.Contains(d.Error, iperf3Busy) {
 			return nil, &agent.PeerError{Busy: true, Reason: "iperf3: " + d.Error}
@@ -196,8 +196,8 @@ func (d *iperf3Doc) run() (*Run, error) {
 	if ts.NumStreams == 0 || len(d.Intervals) == 0 {
 		return nil, errors.New("iperf3 output has no test in it (no streams or no intervals)")
 	}
-	r := &Run{Result: result.Result{Schema: result.Schema, Engine: "iperf3"}}
-	r.Tool = &Tool{Name: "iperf3", Version: strings.TrimPrefix(d.Start.Version, "iperf ")}
+	r := &result.Result{Schema: result.Schema, Engine: "iperf3"}
+	r.Tool = &result.Tool{Name: "iperf3", Version: strings.TrimPrefix(d.Start.Version, "iperf ")}
 	r.Start = result.Start{
 		Peer: d.Start.ConnectingTo.Host, Port: d.Start.ConnectingTo.Port,
 		Streams: ts.NumStreams, DurationS: ts.Duration, OmitS: ts.Omit, IntervalS: ts.Interval,

@@ -97,7 +97,7 @@ func (d *Iperf3) CheckParams(p Params) error {
 }
 
 // Run makes one iperf3 run.
-func (d *Iperf3) Run(ctx context.Context, p Params, live func(result.Interval)) (*Run, error) {
+func (d *Iperf3) Run(ctx context.Context, p Params, live func(result.Interval)) (*result.Result, error) {
 	if err := d.Check(); err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func (d *Iperf3) Run(ctx context.Context, p Params, live func(result.Interval)) 
 	args := d.clientArgs(p)
 	nic := beginNIC(d.Hosts) // both ends' NIC counters, before any payload
 	var raw string
-	run, err := retryConnect(ctx, func() (*Run, error) {
+	run, err := retryConnect(ctx, func() (*result.Result, error) {
 		r, out, err := d.client(ctx, p, args, authOf(srv), live)
 		raw = out
 		return r, err
@@ -128,14 +128,14 @@ func (d *Iperf3) Run(ctx context.Context, p Params, live func(result.Interval)) 
 	}
 	attachServer(run, srv)
 	run.End.NICCounters = nic.end(srv)
-	run.raw = raw
+	run.Raw = raw
 	run.Tool.Client, run.Tool.Server = args, srvArgv
 	d.finish(run, p)
 	return run, nil
 }
 
 // client runs the client once, with telemetry beside it.
-func (d *Iperf3) client(ctx context.Context, p Params, args []string, auth clientAuth, live func(result.Interval)) (*Run, string, error) {
+func (d *Iperf3) client(ctx context.Context, p Params, args []string, auth clientAuth, live func(result.Interval)) (*result.Result, string, error) {
 	cmd := auth.command(ctx, args)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -153,7 +153,7 @@ func (d *Iperf3) client(ctx context.Context, p Params, args []string, auth clien
 	}
 	var raw bytes.Buffer
 	tee := io.TeeReader(stdout, &raw)
-	var run *Run
+	var run *result.Result
 	if d.stream {
 		run, err = ParseIperf3Stream(tee, live)
 	} else {
@@ -194,11 +194,11 @@ func sameHosts(h Hosts) bool {
 }
 
 // finish fills what the tool does not say: where the ends ran.
-func (d *Iperf3) finish(r *Run, p Params) {
+func (d *Iperf3) finish(r *result.Result, p Params) {
 	finishStart(r, p, d.Hosts)
 }
 
-func finishStart(r *Run, p Params, h Hosts) {
+func finishStart(r *result.Result, p Params, h Hosts) {
 	r.Start.Client, r.Start.Server = h.Facts()
 	r.Start.Placement = result.Placement{Client: p.Placement.Client, Server: p.Placement.Server, Source: "user"}
 	if p.Placement.Auto() {

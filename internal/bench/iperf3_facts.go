@@ -11,7 +11,7 @@ import (
 // reads, in the fields the run's document writes back as iperf3's own
 // (result.Result.MarshalJSON): the connections' addresses, the MSS, the
 // write size, the congestion control and the CPU split.
-func (d *iperf3Doc) iperf3Facts(r *Run) {
+func (d *iperf3Doc) iperf3Facts(r *result.Result) {
 	st := &r.Start
 	st.MSS, st.BlockSize = d.Start.TCPMSSDefault, d.Start.TestStart.Blksize
 	st.Window.Client = result.SockBufs{Sndbuf: d.Start.SndbufActual, Rcvbuf: d.Start.RcvbufActual}

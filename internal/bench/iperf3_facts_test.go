@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/linerate/linerate/internal/jsonshape"
+	"github.com/linerate/linerate/internal/result"
 )
 
 // TestIperf3EngineDocument: a run of --engine iperf3, parsed from
@@ -45,7 +46,7 @@ func TestIperf3EngineDocument(t *testing.T) {
 			if doc["tool"] == nil || doc["engine"] != "iperf3" || doc["label"] != "before" {
 				t.Errorf("Run's own fields lost: tool %v engine %v label %v", doc["tool"], doc["engine"], doc["label"])
 			}
-			var back Run
+			var back result.Result
 			if err := json.Unmarshal(out, &back); err != nil || back.Label != "before" || back.Tool == nil ||
 				back.End.SumReceived != run.End.SumReceived || back.Start.Timestamp != run.Start.Timestamp {
 				t.Errorf("read back: %v %+v", err, back)

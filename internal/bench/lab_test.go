@@ -196,10 +196,10 @@ func killableCampaign(db, labName string) int {
 
 type idPrinter struct{}
 
-func (idPrinter) RunStarting(int, int, Point, time.Duration) {}
-func (idPrinter) Interval(int, result.Interval)              {}
-func (idPrinter) RunDone(_, _ int, id int64, _ *Run)         { fmt.Println(id) }
-func (idPrinter) Finish()                                    {}
+func (idPrinter) RunStarting(int, int, Point, time.Duration)   {}
+func (idPrinter) Interval(int, result.Interval)                {}
+func (idPrinter) RunDone(_, _ int, id int64, _ *result.Result) { fmt.Println(id) }
+func (idPrinter) Finish()                                      {}
 
 // TestKilledCampaign kills a campaign with SIGKILL while it runs and
 // checks the database: readable, intact, every run reported stored

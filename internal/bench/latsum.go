@@ -8,6 +8,7 @@ import (
 
 	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/latency"
+	"github.com/linerate/linerate/internal/result"
 )
 
 // LatencyPoint is a ping-pong point's round trips across its runs
@@ -139,7 +140,7 @@ func explainLatencyPoint(name string, outs []Outcome, lp *LatencyPoint, idx []in
 	names := bucketNames(len(groups), "low", "high") // from the lowest p50
 	s := []string{fmt.Sprintf("%s: the %d runs fell into %d buckets by p50 round trip (split where neighbouring p50s differ by more than %.2f µs = max(5%% of the median, 3 × the median gap between neighbours)).",
 		name, len(p50s), len(groups), bucketGap(p50s))}
-	bucketRuns := make([][]*Run, len(groups))
+	bucketRuns := make([][]*result.Result, len(groups))
 	for i, g := range groups {
 		for _, k := range g {
 			bucketRuns[i] = append(bucketRuns[i], outs[idx[k]].Run)
@@ -155,7 +156,7 @@ func explainLatencyPoint(name string, outs []Outcome, lp *LatencyPoint, idx []in
 
 // explainLatencyPlacements compares the placement of lowest median p50
 // with the highest of the same stream count.
-func explainLatencyPlacements(best, worst *PointSummary, bestRuns, worstRuns []*Run, t Topology) string {
+func explainLatencyPlacements(best, worst *PointSummary, bestRuns, worstRuns []*result.Result, t Topology) string {
 	b, w := best.Latency, worst.Latency
 	if b == nil || w == nil || b.MedianP50Us == nil || w.MedianP50Us == nil {
 		return ""

@@ -15,8 +15,8 @@ import (
 // samples), round trips and, over UDP, losses. Its Gbit/s is the
 // ping-pong's bytes: higher for the point of higher p50 below, so that a
 // summary ranking by Gbit/s would pick the wrong best.
-func pingRun(p50, p99 float64, p999 *float64, samples, dropped, ooo int64, proto string, gbps float64) *Run {
-	r := &Run{}
+func pingRun(p50, p99 float64, p999 *float64, samples, dropped, ooo int64, proto string, gbps float64) *result.Result {
+	r := &result.Result{}
 	r.Start.Placement = result.Placement{Client: []int{0}, Server: []int{1}}
 	r.End.Seconds = 2
 	r.End.SumReceived.BitsPerSecond = gbps * 1e9
@@ -180,8 +180,8 @@ func TestSummarizeLatencyBuckets(t *testing.T) {
 // Gbit/s best and gets no latency fields.
 func TestSummarizeThroughputHasNoLatency(t *testing.T) {
 	spec := Spec{Engine: "native", Peer: "lab:x", Repeat: 2}
-	mk := func(g float64) *Run {
-		r := &Run{}
+	mk := func(g float64) *result.Result {
+		r := &result.Result{}
 		r.End.Seconds, r.End.SumReceived.BitsPerSecond = 2, g*1e9
 		return r
 	}

@@ -30,7 +30,7 @@ func (d *Native) Name() string { return "native" }
 func (d *Native) Check() error { return nil }
 
 // Run makes one run with the engine.
-func (d *Native) Run(ctx context.Context, p Params, live func(result.Interval)) (*Run, error) {
+func (d *Native) Run(ctx context.Context, p Params, live func(result.Interval)) (*result.Result, error) {
 	cfg := d.Base
 	cfg.Peer, cfg.Token, cfg.Logger = d.Peer, d.Token, d.Logger
 	cfg.Streams, cfg.Duration, cfg.Omit, cfg.Interval = p.Streams, p.Duration, p.Omit, p.Interval
@@ -55,5 +55,5 @@ func (d *Native) Run(ctx context.Context, p Params, live func(result.Interval)) 
 	if res == nil {
 		return nil, err
 	}
-	return &Run{Result: *res}, err // a run cut short keeps what it measured (res.Error)
+	return res, err // a run cut short keeps what it measured (res.Error)
 }

@@ -80,7 +80,7 @@ func cpuOrEmpty(c []int) string {
 }
 
 // Run makes one netperf TCP_RR.
-func (d *Netperf) Run(ctx context.Context, p Params, live func(result.Interval)) (*Run, error) {
+func (d *Netperf) Run(ctx context.Context, p Params, live func(result.Interval)) (*result.Result, error) {
 	if err := d.Check(); err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func (d *Netperf) Run(ctx context.Context, p Params, live func(result.Interval))
 	if err != nil {
 		return nil, err
 	}
-	r := &Run{Result: result.Result{Schema: result.Schema, RunID: time.Now().UnixMilli(), Engine: "netperf", Intervals: []result.Interval{}}}
+	r := &result.Result{Schema: result.Schema, RunID: time.Now().UnixMilli(), Engine: "netperf", Intervals: []result.Interval{}}
 	r.Start.Streams, r.Start.Direction, r.Start.DurationS, r.Start.IntervalS = 1, result.Send, p.Duration.Seconds(), p.Interval.Seconds()
 	r.Start.Connections = []result.Connection{{ID: 1, Sender: "client", ClientCPU: firstOr(p.Placement.Client), ServerCPU: firstOr(p.Placement.Server)}}
 	l := &result.Latency{Summary: np.Latency, Protocol: "tcp", Size: p.Probe.Size}
@@ -121,8 +121,8 @@ func (d *Netperf) Run(ctx context.Context, p Params, live func(result.Interval))
 		l.RatePerSecond = *np.TransactionRate
 	}
 	r.End.Seconds, r.End.Latency, r.End.Streams = p.Duration.Seconds(), l, []result.StreamEnd{}
-	r.raw = out.String()
-	r.Tool = &Tool{Name: "netperf", Client: args, Server: srvArgv}
+	r.Raw = out.String()
+	r.Tool = &result.Tool{Name: "netperf", Client: args, Server: srvArgv}
 	for i := range samples {
 		iv := p.Interval.Seconds()
 		r.Intervals = append(r.Intervals, result.Interval{Start: float64(i) * iv, End: float64(i+1) * iv, Streams: []result.StreamInterval{}})

@@ -35,7 +35,7 @@ type busyCPU struct {
 // from each end's Foreign report. When both ends ran on one machine
 // their reports describe the same CPUs: the client's is read, for the
 // host.
-func busyCPUs(r *Run) []busyCPU {
+func busyCPUs(r *result.Result) []busyCPU {
 	var out []busyCPU
 	f := r.End.Foreign
 	ends := []struct {
@@ -134,7 +134,7 @@ func (b busyCPU) how() string {
 // busy with pid 4123 (stress-ng, 95% of a CPU), not this test, during
 // runs 1-3; the test kept its threads off it." It also names the ends
 // whose other load is unknown.
-func explainOtherLoad(runs []*Run) []string {
+func explainOtherLoad(runs []*result.Result) []string {
 	var groups []*busyCPU
 	byKey := map[string]*busyCPU{}
 	unknown := map[string][]int{}
@@ -169,7 +169,7 @@ func explainOtherLoad(runs []*Run) []string {
 // in which runs: "The server's softirq load unknown (/proc/softirqs could
 // not be read: permission denied) during runs 1-3: unmeasured, not zero." What the
 // source feeds is left out of the explanation rather than read as zeros.
-func explainUnread(runs []*Run) []string {
+func explainUnread(runs []*result.Result) []string {
 	type key struct{ end, src, why string }
 	var keys []key
 	in := map[key][]int{}

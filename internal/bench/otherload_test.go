@@ -10,7 +10,7 @@ import (
 
 // busyRun is a run on one machine (both ends share a boot ID) with the
 // stream threads on CPU 1 and another process spinning on CPU 0.
-func busyRun(gbps, pct float64) *Run {
+func busyRun(gbps, pct float64) *result.Result {
 	r := syntheticRun(gbps, nil)
 	r.Start.Client.BootID, r.Start.Server.BootID = "one", "one"
 	r.Start.Placement = result.Placement{Client: []int{1}, Server: []int{1}, Source: "auto"}
@@ -27,7 +27,7 @@ func busyRun(gbps, pct float64) *Run {
 // named once, by pid and name, with the runs and the median share; the
 // host is read once when both ends share it; a quiet process is not named.
 func TestExplainOtherLoad(t *testing.T) {
-	runs := []*Run{busyRun(9, 96), busyRun(9.2, 97), busyRun(9.1, 95)}
+	runs := []*result.Result{busyRun(9, 96), busyRun(9.2, 97), busyRun(9.1, 95)}
 	got := explainOtherLoad(runs)
 	// The pinned process first, though another used more of the CPU: it
 	// may have run on both.
@@ -39,20 +39,20 @@ func TestExplainOtherLoad(t *testing.T) {
 	two := busyRun(9, 96)
 	two.Start.Server.BootID = "other"
 	two.Start.Placement.Server = []int{0}
-	got = explainOtherLoad([]*Run{busyRun(9, 96), two})
+	got = explainOtherLoad([]*result.Result{busyRun(9, 96), two})
 	if len(got) != 3 || !strings.Contains(strings.Join(got, "\n"), "the server's CPU 0 was 96% busy with other work (no single process stood out), not this test, during run 2; the test's threads were pinned on it too.") {
 		t.Errorf("two hosts: %q", got)
 	}
 	// Unpinned threads (one free CPU for two ends) are said to be so.
 	un := busyRun(9, 96)
 	un.Start.Placement = result.Placement{Source: "auto"}
-	if got = explainOtherLoad([]*Run{un}); len(got) != 1 || !strings.HasSuffix(got[0], "during the run; the test's threads were left unpinned, to share the CPUs as the scheduler saw fit.") {
+	if got = explainOtherLoad([]*result.Result{un}); len(got) != 1 || !strings.HasSuffix(got[0], "during the run; the test's threads were left unpinned, to share the CPUs as the scheduler saw fit.") {
 		t.Errorf("unpinned: %q", got)
 	}
 	// The report's other-load notes say where it is unknown.
 	quiet := syntheticRun(9, nil)
 	quiet.End.Foreign.Notes = []string{"server: other load unknown: open /proc/stat: permission denied"}
-	got = explainOtherLoad([]*Run{quiet, syntheticRun(9, nil)})
+	got = explainOtherLoad([]*result.Result{quiet, syntheticRun(9, nil)})
 	if len(got) != 1 || got[0] != "Other load on the CPUs unknown during run 1: server: other load unknown: open /proc/stat: permission denied." {
 		t.Errorf("unknown: %q", got)
 	}

@@ -10,33 +10,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/linerate/linerate/internal/result"
 )
-
-// PerftestResult is what one perftest tool (ib_write_bw, ib_read_bw,
-// ib_send_bw, ib_write_lat, ib_send_lat, …) reported. Bandwidths are in
-// Gbit/s (10^9 bit/s) whatever the tool printed; latencies in µs. Nil
-// fields were not reported (a bandwidth test has no latencies).
-type PerftestResult struct {
-	Test       string `json:"test,omitempty"`   // perftest's name: "RDMA_Write BW Test", "RDMA_Write_Latency_Test"
-	Device     string `json:"device,omitempty"` // the RDMA device: "rocep3s0"
-	LinkType   string `json:"link_type,omitempty"`
-	MsgBytes   int64  `json:"msg_bytes"`
-	Iterations int64  `json:"iterations"`
-
-	BWPeakGbps    *float64 `json:"bw_peak_gbps,omitempty"`
-	BWAverageGbps *float64 `json:"bw_average_gbps,omitempty"`
-	MsgRateMpps   *float64 `json:"msg_rate_mpps,omitempty"`
-
-	// Latency: t_typical is perftest's median. Write and send latencies
-	// are half the round trip; read latency is the whole round trip.
-	TMinUs     *float64 `json:"t_min_us,omitempty"`
-	TMaxUs     *float64 `json:"t_max_us,omitempty"`
-	TTypicalUs *float64 `json:"t_typical_us,omitempty"`
-	TAvgUs     *float64 `json:"t_avg_us,omitempty"`
-	TStdevUs   *float64 `json:"t_stdev_us,omitempty"`
-	P99Us      *float64 `json:"p99_us,omitempty"`
-	P999Us     *float64 `json:"p99_9_us,omitempty"`
-}
 
 // mibPerGbit converts perftest's MB/sec (2^20 bytes per second: perftest's
 // MB is a MiB) to Gbit/s: 1 Gbit/s = 10^9 / 8 / 2^20 ≈ 119.2 MB/sec.
@@ -46,7 +22,7 @@ const mibPerGbit = 1e9 / 8 / (1 << 20)
 // table, with or without --report_gbits), or the --out_json file, quoted
 // (perftest since PR #239, January 2024) or with the bare keys and values
 // of earlier versions.
-func ParsePerftest(out []byte) (*PerftestResult, error) {
+func ParsePerftest(out []byte) (*result.Perftest, error) {
 	if t := bytes.TrimSpace(out); len(t) > 0 && t[0] == '{' {
 		return parsePerftestJSON(t)
 	}
@@ -57,36 +33,36 @@ func ParsePerftest(out []byte) (*PerftestResult, error) {
 // it in the header line and where its value goes.
 type perftestColumn struct {
 	re  *regexp.Regexp
-	set func(r *PerftestResult, v float64, unit string)
+	set func(r *result.Perftest, v float64, unit string)
 }
 
 func ptr(v float64) *float64 { return &v }
 
 func perftestColumns() []perftestColumn {
-	bw := func(dst func(*PerftestResult) **float64) func(*PerftestResult, float64, string) {
-		return func(r *PerftestResult, v float64, unit string) {
+	bw := func(dst func(*result.Perftest) **float64) func(*result.Perftest, float64, string) {
+		return func(r *result.Perftest, v float64, unit string) {
 			if !strings.HasPrefix(unit, "Gb") {
 				v /= mibPerGbit // MB/sec or MiB/sec
 			}
 			*dst(r) = ptr(v)
 		}
 	}
-	lat := func(dst func(*PerftestResult) **float64) func(*PerftestResult, float64, string) {
-		return func(r *PerftestResult, v float64, _ string) { *dst(r) = ptr(v) }
+	lat := func(dst func(*result.Perftest) **float64) func(*result.Perftest, float64, string) {
+		return func(r *result.Perftest, v float64, _ string) { *dst(r) = ptr(v) }
 	}
 	return []perftestColumn{
-		{regexp.MustCompile(`#bytes`), func(r *PerftestResult, v float64, _ string) { r.MsgBytes = int64(v) }},
-		{regexp.MustCompile(`#iterations`), func(r *PerftestResult, v float64, _ string) { r.Iterations = int64(v) }},
-		{regexp.MustCompile(`BW peak\[([^\]]*)\]`), bw(func(r *PerftestResult) **float64 { return &r.BWPeakGbps })},
-		{regexp.MustCompile(`BW average\[([^\]]*)\]`), bw(func(r *PerftestResult) **float64 { return &r.BWAverageGbps })},
-		{regexp.MustCompile(`MsgRate\[[^\]]*\]`), lat(func(r *PerftestResult) **float64 { return &r.MsgRateMpps })},
-		{regexp.MustCompile(`t_min\[`), lat(func(r *PerftestResult) **float64 { return &r.TMinUs })},
-		{regexp.MustCompile(`t_max\[`), lat(func(r *PerftestResult) **float64 { return &r.TMaxUs })},
-		{regexp.MustCompile(`t_typical\[`), lat(func(r *PerftestResult) **float64 { return &r.TTypicalUs })},
-		{regexp.MustCompile(`t_avg\[`), lat(func(r *PerftestResult) **float64 { return &r.TAvgUs })},
-		{regexp.MustCompile(`t_stdev\[`), lat(func(r *PerftestResult) **float64 { return &r.TStdevUs })},
-		{regexp.MustCompile(`(^|\s)99%( percentile)?\[`), lat(func(r *PerftestResult) **float64 { return &r.P99Us })},
-		{regexp.MustCompile(`99\.9%( percentile)?\[`), lat(func(r *PerftestResult) **float64 { return &r.P999Us })},
+		{regexp.MustCompile(`#bytes`), func(r *result.Perftest, v float64, _ string) { r.MsgBytes = int64(v) }},
+		{regexp.MustCompile(`#iterations`), func(r *result.Perftest, v float64, _ string) { r.Iterations = int64(v) }},
+		{regexp.MustCompile(`BW peak\[([^\]]*)\]`), bw(func(r *result.Perftest) **float64 { return &r.BWPeakGbps })},
+		{regexp.MustCompile(`BW average\[([^\]]*)\]`), bw(func(r *result.Perftest) **float64 { return &r.BWAverageGbps })},
+		{regexp.MustCompile(`MsgRate\[[^\]]*\]`), lat(func(r *result.Perftest) **float64 { return &r.MsgRateMpps })},
+		{regexp.MustCompile(`t_min\[`), lat(func(r *result.Perftest) **float64 { return &r.TMinUs })},
+		{regexp.MustCompile(`t_max\[`), lat(func(r *result.Perftest) **float64 { return &r.TMaxUs })},
+		{regexp.MustCompile(`t_typical\[`), lat(func(r *result.Perftest) **float64 { return &r.TTypicalUs })},
+		{regexp.MustCompile(`t_avg\[`), lat(func(r *result.Perftest) **float64 { return &r.TAvgUs })},
+		{regexp.MustCompile(`t_stdev\[`), lat(func(r *result.Perftest) **float64 { return &r.TStdevUs })},
+		{regexp.MustCompile(`(^|\s)99%( percentile)?\[`), lat(func(r *result.Perftest) **float64 { return &r.P99Us })},
+		{regexp.MustCompile(`99\.9%( percentile)?\[`), lat(func(r *result.Perftest) **float64 { return &r.P999Us })},
 	}
 }
 
@@ -100,9 +76,9 @@ type placed struct {
 // parsePerftestText finds the results header ("#bytes #iterations …")
 // and the first row of numbers under it; -a prints one row per size, of
 // which the last (the largest message) is kept.
-func parsePerftestText(out []byte) (*PerftestResult, error) {
+func parsePerftestText(out []byte) (*result.Perftest, error) {
 	lines := strings.Split(string(out), "\n")
-	r := &PerftestResult{}
+	r := &result.Perftest{}
 	r.Test, r.Device, r.LinkType = perftestHeaderFacts(lines)
 	for i, line := range lines {
 		if !strings.Contains(line, "#bytes") {
@@ -203,7 +179,7 @@ func lastLine(lines []string) string {
 // --report_gbits, else MB/s — test_info does not say which, so the
 // caller's --report_gbits decides; linerate always passes it), MsgRate,
 // t_min … percentile_99.9.
-func parsePerftestJSON(b []byte) (*PerftestResult, error) {
+func parsePerftestJSON(b []byte) (*result.Perftest, error) {
 	fixed, err := quoteBareJSON(b)
 	if err != nil {
 		return nil, fmt.Errorf("perftest --out_json: %w", err)
@@ -218,7 +194,7 @@ func parsePerftestJSON(b []byte) (*PerftestResult, error) {
 	if doc.Results == nil {
 		return nil, errors.New("perftest --out_json has no \"results\" object")
 	}
-	r := &PerftestResult{Test: str(doc.TestInfo["test"]), Device: str(doc.TestInfo["Device"]), LinkType: str(doc.TestInfo["Link_type"])}
+	r := &result.Perftest{Test: str(doc.TestInfo["test"]), Device: str(doc.TestInfo["Device"]), LinkType: str(doc.TestInfo["Link_type"])}
 	num := func(k string) *float64 {
 		if v, ok := doc.Results[k].(float64); ok {
 			return ptr(v)

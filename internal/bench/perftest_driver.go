@@ -86,7 +86,7 @@ func checkRDMA(fs *hostfs.FS) error {
 }
 
 // Run makes one perftest run: the server on the peer, the client here.
-func (d *Perftest) Run(ctx context.Context, p Params, live func(result.Interval)) (*Run, error) {
+func (d *Perftest) Run(ctx context.Context, p Params, live func(result.Interval)) (*result.Result, error) {
 	d.Test = p.Perftest.withDefaults().Test
 	if err := d.Check(); err != nil {
 		return nil, err
@@ -103,12 +103,12 @@ func (d *Perftest) Run(ctx context.Context, p Params, live func(result.Interval)
 	// pause frames show on the Ethernet port's counters, beside the host's.
 	nic := beginNIC(d.Hosts)
 	var out bytes.Buffer
-	var res *PerftestResult
+	var res *result.Perftest
 	var smp *telemetry.Ticker
 	if !p.NoTelemetry {
 		smp = telemetry.Start(fsOr(d.FS), d.Hosts.NICIRQs(), p.Interval)
 	}
-	_, err = retryConnect(ctx, func() (*Run, error) {
+	_, err = retryConnect(ctx, func() (*result.Result, error) {
 		out.Reset()
 		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 		cmd.Stdout, cmd.Stderr = &out, &out
@@ -129,8 +129,8 @@ func (d *Perftest) Run(ctx context.Context, p Params, live func(result.Interval)
 	}
 	run := perftestRun(res, p)
 	run.End.NICCounters = nic.end(srv)
-	run.raw = out.String()
-	run.Tool = &Tool{Name: "perftest", Client: args, Server: srvArgv}
+	run.Raw = out.String()
+	run.Tool = &result.Tool{Name: "perftest", Client: args, Server: srvArgv}
 	if len(samples) > 0 {
 		run.Intervals[0].CPU.Client = samples[len(samples)-1].PerCPU
 	}
@@ -148,8 +148,8 @@ func (d *Perftest) Run(ctx context.Context, p Params, live func(result.Interval)
 
 // perftestRun shapes a perftest result as a bench/v1 run: one interval
 // over the test, the average bandwidth as goodput.
-func perftestRun(res *PerftestResult, p Params) *Run {
-	r := &Run{Result: result.Result{Schema: result.Schema, Engine: "perftest"}, Perftest: res}
+func perftestRun(res *result.Perftest, p Params) *result.Result {
+	r := &result.Result{Schema: result.Schema, Engine: "perftest", Perftest: res}
 	r.Start = result.Start{Peer: "", Streams: max(p.Streams, 1), Direction: result.Send}
 	bps := 0.0
 	if res.BWAverageGbps != nil {

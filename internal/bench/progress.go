@@ -79,7 +79,7 @@ func (p *Progress) Interval(i int, iv result.Interval) {
 }
 
 // RunDone prints the run's result.
-func (p *Progress) RunDone(i, n int, id int64, r *Run) {
+func (p *Progress) RunDone(i, n int, id int64, r *result.Result) {
 	stored := ""
 	if id != 0 {
 		stored = fmt.Sprintf(" (stored as run %d)", id)

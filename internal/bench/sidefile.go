@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/linerate/linerate/internal/result"
 )
 
 // WriteSideFile writes run r, as its linerate.bench/v1 document, into a new
@@ -12,7 +14,7 @@ import (
 // and returns the file's path. It is where a run goes when the database
 // cannot take it, so that no finished measurement is lost to a damaged
 // or full database: the file is the document `bench --json` prints.
-func WriteSideFile(db string, r *Run) (string, error) {
+func WriteSideFile(db string, r *result.Result) (string, error) {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return "", err

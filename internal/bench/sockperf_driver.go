@@ -76,7 +76,7 @@ func sockperfArgs(addr string, p Params) ([]string, error) {
 }
 
 // Run makes one sockperf ping-pong.
-func (d *Sockperf) Run(ctx context.Context, p Params, live func(result.Interval)) (*Run, error) {
+func (d *Sockperf) Run(ctx context.Context, p Params, live func(result.Interval)) (*result.Result, error) {
 	if err := d.Check(); err != nil {
 		return nil, err
 	}
@@ -94,8 +94,8 @@ func (d *Sockperf) Run(ctx context.Context, p Params, live func(result.Interval)
 	}
 	var out []byte
 	var samples []telemetry.Sample
-	run, err := retryConnect(ctx, func() (*Run, error) {
-		var r *Run
+	run, err := retryConnect(ctx, func() (*result.Result, error) {
+		var r *result.Result
 		var err error
 		r, out, samples, err = d.client(ctx, p, args)
 		return r, err
@@ -110,8 +110,8 @@ func (d *Sockperf) Run(ctx context.Context, p Params, live func(result.Interval)
 	if stopErr != nil && !strings.Contains(stopErr.Error(), "signal") {
 		return nil, stopErr
 	}
-	run.raw = string(out)
-	run.Tool = &Tool{Name: "sockperf", Client: args, Server: srvArgv}
+	run.Raw = string(out)
+	run.Tool = &result.Tool{Name: "sockperf", Client: args, Server: srvArgv}
 	d.intervals(run, p, samples, srv)
 	finishStart(run, p, d.Hosts)
 	if live != nil {
@@ -123,7 +123,7 @@ func (d *Sockperf) Run(ctx context.Context, p Params, live func(result.Interval)
 }
 
 // client runs sockperf's client once, sampling this host beside it.
-func (d *Sockperf) client(ctx context.Context, p Params, args []string) (*Run, []byte, []telemetry.Sample, error) {
+func (d *Sockperf) client(ctx context.Context, p Params, args []string) (*result.Result, []byte, []telemetry.Sample, error) {
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -148,8 +148,8 @@ func (d *Sockperf) client(ctx context.Context, p Params, args []string) (*Run, [
 }
 
 // sockperfRun turns sockperf's report into a run.
-func sockperfRun(sp *SockperfResult, p Params) *Run {
-	r := &Run{Result: result.Result{Schema: result.Schema, RunID: time.Now().UnixMilli(), Engine: "sockperf", Intervals: []result.Interval{}}}
+func sockperfRun(sp *SockperfResult, p Params) *result.Result {
+	r := &result.Result{Schema: result.Schema, RunID: time.Now().UnixMilli(), Engine: "sockperf", Intervals: []result.Interval{}}
 	st := &r.Start
 	st.Peer, st.Port, st.Streams, st.Direction = sp.Address, sp.Port, 1, result.Send
 	st.DurationS, st.OmitS, st.IntervalS = p.Duration.Seconds(), 0.4, p.Interval.Seconds()
@@ -178,7 +178,7 @@ func firstOr(cpus []int) int {
 // intervals makes one interval per telemetry sample: sockperf reports
 // only at the end, so the intervals carry both hosts' load and nothing
 // else.
-func (d *Sockperf) intervals(r *Run, p Params, samples []telemetry.Sample, srv ServerProc) {
+func (d *Sockperf) intervals(r *result.Result, p Params, samples []telemetry.Sample, srv ServerProc) {
 	iv := p.Interval.Seconds()
 	for i := range samples {
 		r.Intervals = append(r.Intervals, result.Interval{Start: float64(i) * iv, End: float64(i+1) * iv, Streams: []result.StreamInterval{}})

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/linerate/linerate/internal/result"
 )
 
 // Summary is a campaign's result, the linerate.campaign/v1 document.
@@ -100,7 +102,7 @@ const bucketSplit = "split wherever two neighbours differ by more than max(5% of
 type Outcome struct {
 	Point int // index into Spec.Points
 	ID    int64
-	Run   *Run
+	Run   *result.Result
 }
 
 // Summarize computes a campaign's summary from its finished runs. topo
@@ -114,7 +116,7 @@ func Summarize(spec Spec, outs []Outcome, topo Topology, ceiling *float64) *Summ
 	for _, o := range outs {
 		byPoint[o.Point] = append(byPoint[o.Point], o)
 	}
-	runsOf := map[int][]*Run{}
+	runsOf := map[int][]*result.Result{}
 	pingPong := isPingPong(spec)
 	if pingPong {
 		s.BucketRule = LatencyBucketRule
@@ -157,7 +159,7 @@ func Summarize(spec Spec, outs []Outcome, topo Topology, ceiling *float64) *Summ
 
 // compareLatencyPoints explains a ping-pong campaign across points: the
 // placement of lowest round trips against the highest, then the best.
-func compareLatencyPoints(spec Spec, s *Summary, runsOf map[int][]*Run, best int, topo Topology) []string {
+func compareLatencyPoints(spec Spec, s *Summary, runsOf map[int][]*result.Result, best int, topo Topology) []string {
 	var out []string
 	if worst := worstLatency(s.Points, best); len(spec.Placements) > 1 && worst >= 0 {
 		if e := explainLatencyPlacements(&s.Points[best], &s.Points[worst], runsOf[best], runsOf[worst], topo); e != "" {
@@ -176,8 +178,8 @@ func placementOf(points []Point, ps PointSummary) Placement {
 	return Placement{}
 }
 
-func runs(outs []Outcome) []*Run {
-	out := make([]*Run, len(outs))
+func runs(outs []Outcome) []*result.Result {
+	out := make([]*result.Result, len(outs))
 	for i, o := range outs {
 		out[i] = o.Run
 	}
@@ -213,12 +215,12 @@ func summarizePoint(p Point, outs []Outcome, topo Topology, ceiling *float64, pi
 		return ps, explainLatencyPoint("placement "+ps.Placement, outs, lp, idx, p50s, topo)
 	}
 	groups := splitBuckets(gbps)
-	var bucketRuns [][]*Run
+	var bucketRuns [][]*result.Result
 	side := receiver(outs[0].Run.Start.Direction)
 	for _, g := range groups {
 		var b Bucket
 		var vals []float64
-		var rs []*Run
+		var rs []*result.Result
 		var loads []endLoad
 		for _, i := range g {
 			if outs[i].ID != 0 {
@@ -275,7 +277,7 @@ func cpuCost(outs []Outcome) CPUCost {
 // comparePoints explains the campaign across points: for a placement
 // campaign, the best placement against the worst of the same stream
 // count; for a sweep, where adding streams stopped paying.
-func comparePoints(spec Spec, s *Summary, runsOf map[int][]*Run, best int, topo Topology) []string {
+func comparePoints(spec Spec, s *Summary, runsOf map[int][]*result.Result, best int, topo Topology) []string {
 	var out []string
 	bp := s.Points[best]
 	if len(spec.Placements) > 1 {

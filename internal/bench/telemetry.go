@@ -10,7 +10,7 @@ import (
 // tool's start (the tool's first interval begins when its connections are
 // up, a few milliseconds later). With both ends on one machine (a lab)
 // the same samples describe the server.
-func attach(r *Run, samples []telemetry.Sample, sameMachine bool) {
+func attach(r *result.Result, samples []telemetry.Sample, sameMachine bool) {
 	for i := range r.Intervals {
 		if i >= len(samples) {
 			break
@@ -27,7 +27,7 @@ func attach(r *Run, samples []telemetry.Sample, sameMachine bool) {
 // attachUnread records the telemetry sources this host could not read
 // (telemetry.Sampler.Unread): unknown for the run, not zero. With both
 // ends on one machine they are the server's too.
-func attachUnread(r *Run, unread map[string]string, sameMachine bool) {
+func attachUnread(r *result.Result, unread map[string]string, sameMachine bool) {
 	r.End.Unread.Client = unread
 	if sameMachine {
 		r.End.Unread.Server = unread
@@ -43,7 +43,7 @@ type sampledServer interface {
 // attachServer puts the peer's samples on a run's intervals when its
 // server sampled them; the agent's clock starts when it starts the tool,
 // a moment before the client's.
-func attachServer(r *Run, srv ServerProc) {
+func attachServer(r *result.Result, srv ServerProc) {
 	ss, ok := srv.(sampledServer)
 	if !ok {
 		return

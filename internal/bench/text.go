@@ -51,14 +51,14 @@ func ProbeTextProgress(w io.Writer, verbose bool, probe *agent.ProbeTest) func(r
 			writeInterval(w, d, &st, verbose)
 		case *result.End:
 			writeEnd(w, d)
-			writeOtherLoad(w, &Run{Result: result.Result{Start: st, End: *d}})
+			writeOtherLoad(w, &result.Result{Start: st, End: *d})
 		}
 	}
 }
 
 // writeOtherLoad says what other work kept the run's CPUs busy, and
 // which telemetry is unknown.
-func writeOtherLoad(w io.Writer, r *Run) {
+func writeOtherLoad(w io.Writer, r *result.Result) {
 	for _, b := range busyCPUs(r) {
 		fmt.Fprintf(w, "Other load: %s; %s.\n", b.sentence(b.pct), b.how())
 	}

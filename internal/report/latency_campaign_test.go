@@ -44,9 +44,9 @@ func pingCampaign(t *testing.T) (*store.Campaign, *bench.Summary, map[int64]*sto
 		p50, p99 := f.p50, f.p99
 		r.RunID, r.End.Latency.RTTUs.P50, r.End.Latency.RTTUs.P99 = id, &p50, &p99
 		r.End.SumReceived.BitsPerSecond = f.gbps * 1e9
-		sr := &storedRun{Run: bench.Run{Result: r}, campaignID: 7}
+		sr := &storedRun{Result: r, campaignID: 7}
 		have[id] = sr
-		outs = append(outs, bench.Outcome{Point: f.point, ID: id, Run: &sr.Run})
+		outs = append(outs, bench.Outcome{Point: f.point, ID: id, Run: &sr.Result})
 		runs = append(runs, Run{Result: r})
 	}
 	sum := bench.Summarize(spec, outs, bench.Topology{}, nil)

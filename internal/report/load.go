@@ -181,7 +181,7 @@ func newestQuery(ctx context.Context, st *store.Store) (store.Query, error) {
 // storedRun is one stored run read back: the linerate.bench/v1 document
 // as package bench writes it.
 type storedRun struct {
-	bench.Run
+	result.Result
 
 	campaignID int64 // 0: a run of its own
 }
@@ -510,7 +510,7 @@ func campaignFrom(c *store.Campaign, sum *bench.Summary, have map[int64]*storedR
 func outcomesOf(ids []int64, have map[int64]*storedRun) []bench.Outcome {
 	out := make([]bench.Outcome, len(ids))
 	for i, id := range ids {
-		out[i] = bench.Outcome{ID: id, Run: &have[id].Run}
+		out[i] = bench.Outcome{ID: id, Run: &have[id].Result}
 	}
 	return out
 }

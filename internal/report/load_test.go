@@ -67,9 +67,9 @@ func storeDataset(tb testing.TB, ds Dataset) stored {
 	for i := range ds.Runs {
 		byID[ds.Runs[i].Result.RunID] = &ds.Runs[i]
 	}
-	var tools = map[string]*bench.Tool{}
+	var tools = map[string]*result.Tool{}
 	for _, t := range ds.Tools {
-		tools[t.Name] = &bench.Tool{Name: t.Name, Version: t.Version}
+		tools[t.Name] = &result.Tool{Name: t.Name, Version: t.Version}
 	}
 	add := func(r *Run, campaign int64, seq int) {
 		res := r.Result
@@ -77,7 +77,8 @@ func storeDataset(tb testing.TB, ds Dataset) stored {
 		if r.TuneID != "" {
 			res.Start.Server.TuneJournal = journalIDs[r.TuneID]
 		}
-		br := bench.Run{Result: res, Label: r.Label, Tool: tools[res.Engine]}
+		br := res
+		br.Label, br.Tool = r.Label, tools[res.Engine]
 		doc, err := json.Marshal(&br)
 		if err != nil {
 			tb.Fatal(err)
@@ -502,10 +503,11 @@ func TestReportLoadPerftestAndHosts(t *testing.T) {
 	res := result.Result{Schema: result.Schema, Engine: "perftest", Start: result.Start{Peer: "10.0.0.1", Streams: 1,
 		Client: result.HostInfo{Hostname: "mark1amd"}, Server: result.HostInfo{Hostname: "mark1nvidia"}},
 		End: result.End{SumReceived: result.Received{BitsPerSecond: avg * 1e9}}}
-	br := bench.Run{Result: res, Tool: &bench.Tool{Name: "perftest", Client: []string{"taskset", "-c", "6", "ib_write_bw", "--size=1048576", "-d", "rocep5s0", "10.0.0.1"},
+	br := res
+	br.Tool, br.Perftest = &result.Tool{Name: "perftest", Client: []string{"taskset", "-c", "6", "ib_write_bw", "--size=1048576", "-d", "rocep5s0", "10.0.0.1"},
 		Server: []string{"ib_write_bw", "--size=1048576", "-d", "rocep3s0"}},
-		Perftest: &bench.PerftestResult{Test: "RDMA_Write BW Test", Device: "rocep5s0", MsgBytes: 1 << 20, Iterations: 5000,
-			BWPeakGbps: &peak, BWAverageGbps: &avg, MsgRateMpps: &rate}}
+		&result.Perftest{Test: "RDMA_Write BW Test", Device: "rocep5s0", MsgBytes: 1 << 20, Iterations: 5000,
+			BWPeakGbps: &peak, BWAverageGbps: &avg, MsgRateMpps: &rate}
 	doc, err := json.Marshal(&br)
 	if err != nil {
 		t.Fatal(err)
@@ -536,7 +538,7 @@ func TestReportLoadPerftestAndHosts(t *testing.T) {
 		lr := result.Result{Schema: result.Schema, Engine: "native", Start: result.Start{Peer: "198.18.0.2", Streams: 1,
 			Client: result.HostInfo{Hostname: "lab", Iface: "lab0"}, Server: result.HostInfo{Hostname: "lab", Iface: "lab0"}},
 			End: result.End{Seconds: 1, SumReceived: result.Received{BitsPerSecond: 9e9}}}
-		doc, _ := json.Marshal(bench.Run{Result: lr})
+		doc, _ := json.Marshal(lr)
 		if err := st.AddRun(ctx, &store.Run{Engine: "native", Peer: "198.18.0.2", Streams: 1, Gbps: 9, Result: doc,
 			ClientDoctor: labRep(212992), ServerDoctor: server}); err != nil {
 			t.Fatal(err)

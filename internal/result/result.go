@@ -25,6 +25,22 @@ type Result struct {
 	// what the client measured. "" for a run that ran to its end. A
 	// failed run is shown as failed and never counted in a median.
 	Error string `json:"error,omitempty"`
+
+	// Label is the --label the run was made under.
+	Label string `json:"label,omitempty"`
+	// Tool is the external program that moved the bytes; nil for the
+	// native engine.
+	Tool *Tool `json:"tool,omitempty"`
+	// Perftest is what a perftest tool reported (latencies, message rate)
+	// beyond the bandwidth in End.
+	Perftest *Perftest `json:"perftest,omitempty"`
+	// Fairness is set when the run's streams differed by more than 25%:
+	// which streams, and the receive CPUs that explain it.
+	Fairness *Fairness `json:"fairness,omitempty"`
+
+	// Raw is an external tool's output as it printed it: kept in the
+	// results database beside the document, never in it.
+	Raw string `json:"-"`
 }
 
 // Start is what the test was and where it ran.

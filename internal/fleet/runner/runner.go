@@ -93,7 +93,7 @@ type relayDriver struct {
 func (d *relayDriver) Name() string { return "native" }
 func (d *relayDriver) Check() error { return nil }
 
-func (d *relayDriver) Run(ctx context.Context, p bench.Params, live func(result.Interval)) (*bench.Run, error) {
+func (d *relayDriver) Run(ctx context.Context, p bench.Params, live func(result.Interval)) (*result.Result, error) {
 	if !p.Placement.Auto() {
 		d.err = errors.New("a fleet's tests place their threads themselves")
 		return nil, d.err
@@ -113,5 +113,5 @@ func (d *relayDriver) Run(ctx context.Context, p bench.Params, live func(result.
 		d.err = err
 		return nil, err
 	}
-	return &bench.Run{Result: *res}, nil
+	return res, nil
 }
