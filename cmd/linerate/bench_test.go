@@ -288,8 +288,10 @@ func TestBenchFlagParsers(t *testing.T) {
 	}
 }
 
-// TestBenchLab runs `linerate bench lab:NAME` with the real binary: the
-// agent in host b, the client in host a.
+// TestBenchLab runs `linerate bench lab:NAME` with the real binary (the
+// agent in host b, the client in host a) in a lab of two queues, in every
+// mode and with every driver that runs here, and validates each
+// document it prints against docs/schema/bench-v1.schema.json.
 func TestBenchLab(t *testing.T) {
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") == "true" {
@@ -301,7 +303,7 @@ func TestBenchLab(t *testing.T) {
 	bin := testbin.Build(t, ".")
 	t.Setenv("LINERATE_STATE_DIR", dir)
 	const name = "t-bench"
-	if _, err := lab.Up(context.Background(), lab.Config{Name: name}); err != nil {
+	if _, err := lab.Up(context.Background(), lab.Config{Name: name, Queues: 2}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -309,12 +311,20 @@ func TestBenchLab(t *testing.T) {
 			t.Errorf("lab down: %v", err)
 		}
 	})
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(bin, "bench", "lab:"+name, "-t", "1", "-R", "--json")
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("bench lab:%s: %v\n%s", name, err, stderr.String())
+	schema := testutil.Schema(t, "../../docs/schema/bench-v1.schema.json")
+	bench := func(args ...string) []byte {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command(bin, append([]string{"bench", "lab:" + name, "--json"}, args...)...)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("bench lab:%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.String())
+		}
+		testutil.Validate(t, schema, "bench lab:"+name+" "+strings.Join(args, " "), stdout.Bytes())
+		return stdout.Bytes()
 	}
+
+	out := bench("-t", "1", "-R")
 	var res struct {
 		Start struct {
 			Peer      string `json:"peer"`
@@ -329,17 +339,40 @@ func TestBenchLab(t *testing.T) {
 			} `json:"sum_received"`
 		} `json:"end"`
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-		t.Fatalf("output: %v\n%s", err, stdout.String())
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("output: %v\n%s", err, out)
 	}
 	if res.Start.Peer != lab.AddrB || res.Start.Direction != "receive" || res.Start.Client.Iface != lab.Iface || res.End.SumReceived.Bytes == 0 {
 		t.Errorf("result: %+v", res)
 	}
+	// Every other mode, and the external drivers that run here; each
+	// document names what it was.
+	for _, c := range []struct {
+		args []string
+		want string // a path the mode's document must have
+	}{
+		{[]string{"-t", "1", "-P", "4"}, "intervals.0.streams.3.rx_cpu"},
+		{[]string{"-t", "1", "-P", "2", "--bidir"}, "end.sum_sent_bidir_reverse"},
+		{[]string{"-t", "1", "--latency"}, "end.latency.rtt_us.p50"},
+		{[]string{"-t", "1", "--latency", "--udp"}, "end.latency.rtt_us.p50"},
+		{[]string{"-t", "1", "--udp", "-b", "500M"}, "end.udp.target_bits_per_second"},
+		{[]string{"-t", "2", "--engine", "iperf3", "-P", "2"}, "tool.version"},
+		{[]string{"-t", "2", "--engine", "iperf2", "-P", "2"}, "tool.client"},
+		{[]string{"-t", "2", "--engine", "sockperf", "--latency"}, "end.latency.rtt_us.p50"},
+	} {
+		var doc map[string]any
+		if err := json.Unmarshal(bench(c.args...), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := lookup(doc, c.want); !ok {
+			t.Errorf("bench %s: the document lacks %s", strings.Join(c.args, " "), c.want)
+		}
+	}
 	// A lab that does not exist says how to make it.
-	cmd = exec.Command(bin, "bench", "lab:nosuch", "-t", "1")
-	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "linerate lab up --name nosuch") {
-		t.Errorf("bench lab:nosuch: %v: %s", err, out)
+	cmd := exec.Command(bin, "bench", "lab:nosuch", "-t", "1")
+	nosuch, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(nosuch), "linerate lab up --name nosuch") {
+		t.Errorf("bench lab:nosuch: %v: %s", err, nosuch)
 	}
 }
 

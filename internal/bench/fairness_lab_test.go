@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/testbin"
+	"github.com/linerate/linerate/internal/testutil"
 )
 
 // TestLabFairnessByRxCPU makes a per-stream imbalance that one CPU
@@ -63,6 +65,15 @@ func TestLabFairnessByRxCPU(t *testing.T) {
 			continue
 		}
 		t.Logf("run %d: %s", attempt, f.Explanation)
+		// The document carries it, and is one the schema describes.
+		doc, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(doc), `"fairness":{`) {
+			t.Errorf("the run's document lacks its fairness")
+		}
+		testutil.Validate(t, benchSchema(t), "a native -P 3 run with fairness", doc)
 		if f.Basis != "rx_cpu" {
 			t.Fatalf("basis %q, want rx_cpu", f.Basis)
 		}

@@ -18,6 +18,8 @@ import (
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
 	"github.com/linerate/linerate/internal/testbin"
+	"github.com/linerate/linerate/internal/testutil"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // TestMain doubles as the campaign process TestKilledCampaign kills.
@@ -254,4 +256,10 @@ func TestKilledCampaign(t *testing.T) {
 	if c, err := s.Campaign(context.Background(), 1); err != nil || !c.FinishedAt.IsZero() {
 		t.Errorf("killed campaign: %+v %v", c, err)
 	}
+}
+
+// benchSchema is docs/schema/bench-v1.schema.json, compiled.
+func benchSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	return testutil.Schema(t, "../../docs/schema/bench-v1.schema.json")
 }

@@ -2,72 +2,113 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/lab"
+	"github.com/linerate/linerate/internal/result"
+	"github.com/linerate/linerate/internal/testutil"
 )
 
-// TestLabPerftestNICCounters: a perftest run reads both ends' NIC
-// counters around it, as the iperf runs do. No RDMA device can exist
-// here (no soft-RoCE module), so ib_write_bw is a stand-in on PATH: the
-// server waits to be stopped, the client prints the RoCE baseline report's captured
-// output; the device check reads a tree holding one RDMA device. What is
-// real is what this test is about: the lab's two namespaces, the server
-// started in host b and stopped, and both lab0 interfaces read through
-// netlink before and after.
-func TestLabPerftestNICCounters(t *testing.T) {
+// TestLabStandInTools runs the drivers of the tools this machine cannot
+// run (perftest: no RDMA device; netperf: not in Debian's main section)
+// in one lab, each against a stand-in on PATH that prints the tool's
+// captured output: the server waits to be stopped, the client prints the
+// capture. What is real is the driver's whole path: the lab's two
+// namespaces, the server started in host b and stopped, the telemetry,
+// both lab0 interfaces read through netlink before and after, and the
+// document the run becomes, which must match the bench/v1 schema.
+func TestLabStandInTools(t *testing.T) {
 	const name = "t-perfnic"
 	h := newLab(t, name)
-	capture, err := filepath.Abs("testdata/perftest-seed002-ib_write_bw.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
 	bin := t.TempDir()
-	script := "#!/bin/sh\n" +
-		"# ib_write_bw stand-in: the client (its last argument the server's address) prints a capture; the server waits\n" +
-		"for a; do last=$a; done\n" +
-		"case $last in " + lab.AddrB + ") cat " + capture + "; exit 0;; esac\n" +
-		"exec sleep 60\n"
-	if err := os.WriteFile(filepath.Join(bin, "ib_write_bw"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
+	standIn := func(tool, client string) {
+		script := "#!/bin/sh\n" +
+			"# " + tool + " stand-in: the client (an argument is the server's address) prints a capture; the server waits\n" +
+			"for a; do case $a in " + lab.AddrB + ") " + client + "; exit 0;; esac; done\n" +
+			"exec sleep 60\n"
+		if err := os.WriteFile(filepath.Join(bin, tool), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
+	capture := func(file string) string {
+		p, err := filepath.Abs(filepath.Join("testdata", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	standIn("ib_write_bw", "cat "+capture("perftest-seed002-ib_write_bw.txt"))
+	// netperf -P 0 with the driver's eight selectors prints their values
+	// alone: the value line of the capture made with them.
+	standIn("netperf", "tail -n 1 "+capture("netperf-2.7.1-tcp_rr-o.csv"))
+	standIn("netserver", "true")
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	root := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(root, "sys/class/infiniband/rxe0"), 0o755); err != nil {
-		t.Fatal(err)
+	schema := benchSchema(t)
+	// run makes one run of d as a campaign does (the document a user
+	// gets), and checks that document against the schema.
+	run := func(what string, d Driver, p Params) *result.Result {
+		t.Helper()
+		c := &Campaign{Spec: Spec{Engine: d.Name(), Peer: "lab:" + name, Repeat: 1, Run: p}, Driver: d}
+		_, outs, err := c.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := json.Marshal(outs[0].Run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testutil.Validate(t, schema, what, doc)
+		return outs[0].Run
 	}
-	fs, err := hostfs.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fs.Close()
 
-	d := &Perftest{Hosts: h, FS: fs}
-	run, err := d.Run(context.Background(), Params{Duration: 2 * time.Second, Interval: time.Second, NoTelemetry: true}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g := run.Gbps(); g < 55 || g > 56 {
-		t.Errorf("the run's rate %.2f Gbit/s is not the capture's 55.86", g)
-	}
-	nc := run.End.NICCounters
-	if nc == nil || nc.Client == nil || nc.Server == nil {
-		t.Fatalf("NIC counters of both ends missing: %+v", nc)
-	}
-	for role, e := range map[string][2]string{
-		"client": {nc.Client.Interface, nc.Client.NotRead}, "server": {nc.Server.Interface, nc.Server.NotRead},
-	} {
-		if e[0] != lab.Iface || e[1] != "" {
-			t.Errorf("%s's NIC counters: interface %q, not read %q", role, e[0], e[1])
+	// perftest: its NIC counters are read around it, as the iperf runs'
+	// are.
+	t.Run("perftest", func(t *testing.T) {
+		root := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(root, "sys/class/infiniband/rxe0"), 0o755); err != nil {
+			t.Fatal(err)
 		}
-	}
-	for role, dl := range map[string]map[string]uint64{"client": nc.Client.Deltas, "server": nc.Server.Deltas} {
-		if _, ok := dl["qdisc_drops"]; !ok {
-			t.Errorf("%s's qdisc was not read: %v", role, dl)
+		fs, err := hostfs.New(root)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		defer fs.Close()
+		run := run("a perftest run (stand-in ib_write_bw)", &Perftest{Hosts: h, FS: fs},
+			Params{Duration: 2 * time.Second, Interval: time.Second, NoTelemetry: true})
+		if g := run.Gbps(); g < 55 || g > 56 {
+			t.Errorf("the run's rate %.2f Gbit/s is not the capture's 55.86", g)
+		}
+		nc := run.End.NICCounters
+		if nc == nil || nc.Client == nil || nc.Server == nil {
+			t.Fatalf("NIC counters of both ends missing: %+v", nc)
+		}
+		for role, e := range map[string][2]string{
+			"client": {nc.Client.Interface, nc.Client.NotRead}, "server": {nc.Server.Interface, nc.Server.NotRead},
+		} {
+			if e[0] != lab.Iface || e[1] != "" {
+				t.Errorf("%s's NIC counters: interface %q, not read %q", role, e[0], e[1])
+			}
+		}
+		for role, dl := range map[string]map[string]uint64{"client": nc.Client.Deltas, "server": nc.Server.Deltas} {
+			if _, ok := dl["qdisc_drops"]; !ok {
+				t.Errorf("%s's qdisc was not read: %v", role, dl)
+			}
+		}
+	})
+
+	// netperf: a TCP_RR ping-pong, its latencies the capture's.
+	t.Run("netperf", func(t *testing.T) {
+		run := run("a netperf run (stand-in netperf)", &Netperf{Hosts: h},
+			Params{Duration: 2 * time.Second, Interval: time.Second, Probe: &agent.ProbeTest{Kind: agent.ProbePingPong, Size: 1}})
+		l := run.End.Latency
+		if l == nil || l.RTTUs.P50 == nil || *l.RTTUs.P50 != 96 || l.RatePerSecond != 9596.970 || run.Tool == nil || run.Tool.Name != "netperf" {
+			t.Fatalf("the run is not the capture's (p50 96 µs, 9596.970/s): %+v", l)
+		}
+	})
 }

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Scratch returns a new temporary directory, on tmpfs (/dev/shm) when
@@ -120,4 +122,55 @@ func (b *Buffer) Reset() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.b.Reset()
+}
+
+// Schema compiles the JSON Schema at path (a docs/schema file, e.g.
+// "../../docs/schema/bench-v1.schema.json" from a package two levels
+// down) with formats asserted, its sibling schemas loaded under their
+// $id so that a $ref between them resolves as a standard validator given
+// the directory resolves it.
+func Schema(t testing.TB, path string) *jsonschema.Schema {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	siblings, err := filepath.Glob(filepath.Join(filepath.Dir(path), "*.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range siblings {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if m, ok := doc.(map[string]any); ok {
+			if id, ok := m["$id"].(string); ok {
+				if err := c.AddResource(id, doc); err != nil {
+					t.Fatalf("%s: %v", p, err)
+				}
+			}
+		}
+	}
+	sch, err := c.Compile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sch
+}
+
+// Validate checks the JSON document b against sch; what names it (a
+// command, a file) heads the failure.
+func Validate(t testing.TB, sch *jsonschema.Schema, what string, b []byte) {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Errorf("%s: not JSON: %v", what, err)
+		return
+	}
+	if err := sch.Validate(doc); err != nil {
+		t.Errorf("%s does not match %s:\n%v", what, sch.Location, err)
+	}
 }
