@@ -18,6 +18,7 @@ import (
 	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/bench"
 	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
 )
@@ -235,7 +236,7 @@ func runCampaign(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFla
 	if err != nil {
 		if sum != nil && len(sum.Points) > 0 && !f.json {
 			fmt.Fprintln(env.stdout, "\nwhat finished before the error:")
-			bench.WriteSummary(env.stdout, sum)
+			explain.WriteSummary(env.stdout, sum)
 		}
 		return err
 	}
@@ -246,7 +247,7 @@ func runCampaign(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFla
 		fmt.Fprintf(env.stdout, "\n%d runs stored in %s (linerate history --campaign %d; linerate report --last %d -o report.html)\n",
 			len(c.Spec.Order()), c.Store.Path(), sum.CampaignID, len(c.Spec.Order()))
 	}
-	return bench.WriteSummary(env.stdout, sum)
+	return explain.WriteSummary(env.stdout, sum)
 }
 
 // runOne makes one run with issue 4's output: iperf3-like lines, the

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/linerate/linerate/internal/bench"
+	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/store"
 )
 
@@ -127,7 +127,7 @@ func runCompare(cmd *cobra.Command, env *cliEnv, a, b string, f compareFlags) er
 	if doc.Warnings, err = checkComparable(&doc, f.unlike); err != nil {
 		return err
 	}
-	ch := bench.CompareRuns(doc.A.Sample, doc.B.Sample)
+	ch := explain.CompareRuns(doc.A.Sample, doc.B.Sample)
 	doc.A.Median, doc.B.Median = round(ch.MedianA, 3), round(ch.MedianB, 3)
 	doc.Change = round(ch.Relative, 4)
 	doc.PValue, doc.Alpha, doc.Significant, doc.StatsNote = round(ch.P, 4), ch.Alpha, ch.Significant, ch.Note
@@ -242,7 +242,7 @@ func measureDiffs(a, b runKind) int {
 }
 
 // verdict says in one sentence what the change means.
-func verdict(ch bench.Change, threshold float64) string {
+func verdict(ch explain.Change, threshold float64) string {
 	pct := 100 * ch.Relative
 	switch {
 	case !ch.Significant:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/linerate/linerate/internal/bench"
 	"github.com/linerate/linerate/internal/c2c"
 	"github.com/linerate/linerate/internal/report"
 	"github.com/linerate/linerate/internal/statedir"
@@ -123,6 +124,7 @@ func runReport(cmd *cobra.Command, env *cliEnv, f reportFlags) error {
 		TuneDir:   filepath.Join(state, "tune"),
 		Title:     f.title,
 		Linerate:  versionText(),
+		Commands:  bench.StoredCommands{},
 	})
 	if err != nil {
 		return err

@@ -24,6 +24,14 @@ var (
 		// and imports none of the packages that change or store things.
 		"internal/agent": {"internal/lab", "internal/tune", "internal/report", "internal/bench",
 			"internal/store", "internal/doctor"},
+		// The report shows documents: it reads runs and campaigns through
+		// their owners (result, explain), never through the package that
+		// makes them, and runs nothing.
+		"internal/report": {"internal/bench", "internal/agent", "internal/engine", "internal/lab"},
+		// The analysis reads documents only: it makes no run, stores
+		// nothing and reaches no network.
+		"internal/explain": {"internal/bench", "internal/agent", "internal/engine", "internal/lab",
+			"internal/store", "internal/tune", "internal/report", "internal/doctor"},
 	}
 	// importsOnly lists, for the packages at the bottom, every package of
 	// ours they may depend on.

@@ -6,8 +6,5 @@
 // fall into buckets, says in plain words what differed between them.
 //
 // Every run, whatever its driver, is a linerate.bench/v1 document (Run);
-// a campaign's summary is a linerate.campaign/v1 document (Summary).
+// a campaign's summary is a linerate.campaign/v1 document (explain.Summary).
 package bench
-
-// CampaignSchema names the JSON document of a campaign (docs/architecture.md).
-const CampaignSchema = "linerate.campaign/v1"

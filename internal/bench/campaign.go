@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
 )
@@ -60,7 +61,7 @@ type Reporter interface {
 
 // Run runs the campaign. On an error it returns what finished so far
 // (stored already) with the summary of those runs, and the error.
-func (c *Campaign) Run(ctx context.Context) (*Summary, []Outcome, error) {
+func (c *Campaign) Run(ctx context.Context) (*explain.Summary, []explain.Outcome, error) {
 	if err := c.Driver.Check(); err != nil {
 		return nil, nil, err
 	}
@@ -82,7 +83,7 @@ func (c *Campaign) Run(ctx context.Context) (*Summary, []Outcome, error) {
 		return nil, nil, err
 	}
 	points, order := c.Spec.Points(), c.Spec.Order()
-	var outs []Outcome
+	var outs []explain.Outcome
 	started := time.Now()
 	defer c.finishProgress()
 	for i, pi := range order {
@@ -160,7 +161,7 @@ func (c *Campaign) eta(done, total int, started time.Time) time.Duration {
 }
 
 // one makes and stores one run.
-func (c *Campaign) one(ctx context.Context, campaignID int64, seq, pi int, p Point) (Outcome, error) {
+func (c *Campaign) one(ctx context.Context, campaignID int64, seq, pi int, p Point) (explain.Outcome, error) {
 	params := c.Spec.params(p)
 	var live func(result.Interval)
 	if c.Progress != nil {
@@ -168,7 +169,7 @@ func (c *Campaign) one(ctx context.Context, campaignID int64, seq, pi int, p Poi
 	}
 	r, runErr := c.Driver.Run(ctx, params, live)
 	if r == nil {
-		return Outcome{}, runErr
+		return explain.Outcome{}, runErr
 	}
 	if runErr != nil && r.Error == "" {
 		r.Error = runErr.Error()
@@ -190,9 +191,9 @@ func (c *Campaign) one(ctx context.Context, campaignID int64, seq, pi int, p Poi
 	if r.Start.Peer == "" {
 		r.Start.Peer = c.Spec.Peer
 	}
-	CompactTelemetry(r, TopologyFromDoctor(c.ClientDoctor), TopologyFromDoctor(c.ServerDoctor))
-	r.Fairness = FairnessOf(r)
-	out := Outcome{Point: pi, Run: r}
+	explain.CompactTelemetry(r, explain.TopologyFromDoctor(c.ClientDoctor), explain.TopologyFromDoctor(c.ServerDoctor))
+	r.Fairness = explain.FairnessOf(r)
+	out := explain.Outcome{Point: pi, Run: r}
 	if err := c.keep(ctx, &out, params, campaignID, seq); err != nil {
 		return out, err
 	}
@@ -206,7 +207,7 @@ func (c *Campaign) one(ctx context.Context, campaignID int64, seq, pi int, p Poi
 // or its peer went away): what it measured until then is kept, stored
 // marked failed when the campaign stores runs.
 type FailedRun struct {
-	Outcome
+	explain.Outcome
 	Err error
 }
 
@@ -217,7 +218,7 @@ func (e *FailedRun) Unwrap() error { return e.Err }
 // beside the database (WriteSideFile) so that no finished measurement is
 // lost; the campaign goes on, and ends with an UnstoredError naming the
 // files.
-func (c *Campaign) keep(ctx context.Context, out *Outcome, params Params, campaignID int64, seq int) error {
+func (c *Campaign) keep(ctx context.Context, out *explain.Outcome, params Params, campaignID int64, seq int) error {
 	if c.Store == nil && c.Unstored == "" {
 		return nil
 	}
@@ -323,8 +324,8 @@ func placementText(p Placement) string {
 }
 
 // summary summarises what ran.
-func (c *Campaign) summary(campaignID int64, outs []Outcome) *Summary {
-	s := Summarize(c.Spec, outs, TopologyFromDoctor(c.ClientDoctor), CeilingFromDoctor(c.ClientDoctor, c.Iface))
+func (c *Campaign) summary(campaignID int64, outs []explain.Outcome) *explain.Summary {
+	s := explain.Summarize(c.Spec.Design(), outs, explain.TopologyFromDoctor(c.ClientDoctor), explain.CeilingFromDoctor(c.ClientDoctor, c.Iface))
 	s.CampaignID = campaignID
 	s.Engine = c.Driver.Name()
 	return s

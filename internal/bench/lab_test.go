@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
@@ -128,7 +129,7 @@ func TestLabCampaigns(t *testing.T) {
 				t.Fatal(err)
 			}
 			var text strings.Builder
-			WriteSummary(&text, ps)
+			explain.WriteSummary(&text, ps)
 			t.Logf("\n%s", text.String())
 			// Which placement wins is the lab's to say (on a veth the
 			// receive softirq runs on the sender's CPU, which favours 0,0

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/telemetry"
 )
@@ -56,9 +57,9 @@ func TestSamplingOverhead(t *testing.T) {
 	t.Logf("| sampling | runs | median Gbit/s | ratio to off | U test p against off |")
 	t.Logf("|---|---|---|---|---|")
 	for m, mode := range modes {
-		ch := CompareRuns(got[0], got[m])
-		t.Logf("| %s | %d | %.2f | %.4f | %.3g |", mode.name, len(got[m]), median(got[m]),
-			median(got[m])/median(got[0]), ch.P)
+		ch := explain.CompareRuns(got[0], got[m])
+		t.Logf("| %s | %d | %.2f | %.4f | %.3g |", mode.name, len(got[m]), explain.Median(got[m]),
+			explain.Median(got[m])/explain.Median(got[0]), ch.P)
 	}
 	t.Logf("raw: %v", fmt.Sprint(got))
 }
@@ -119,8 +120,8 @@ func TestSamplingOverheadPaired(t *testing.T) {
 	t.Logf("| sampling | intervals | median Gbit/s | ratio to off | U test p against off (intervals, indicative) |")
 	t.Logf("|---|---|---|---|---|")
 	for m := range got {
-		ch := CompareRuns(got[0], got[m])
-		t.Logf("| %s | %d | %.2f | %.4f | %.3g |", names[m], len(got[m]), median(got[m]),
-			median(got[m])/median(got[0]), ch.P)
+		ch := explain.CompareRuns(got[0], got[m])
+		t.Logf("| %s | %d | %.2f | %.4f | %.3g |", names[m], len(got[m]), explain.Median(got[m]),
+			explain.Median(got[m])/explain.Median(got[0]), ch.P)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/linerate/linerate/internal/agent"
+	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/latency"
 	"github.com/linerate/linerate/internal/result"
 )
@@ -35,7 +36,7 @@ func writeProbeEnd(w io.Writer, e *result.End) {
 			rate(e.SumReceived.Bytes, u.ReceivedBitsPerSecond), u.JitterMS, u.LostPackets, u.Packets, u.LostPercent)
 	}
 	fmt.Fprintf(w, "CPU time: client %.2f s, server %.2f s\n", e.CPU.ClientSeconds, e.CPU.ServerSeconds)
-	if l := NICLine(e.NICCounters); l != "" {
+	if l := explain.NICLine(e.NICCounters); l != "" {
 		fmt.Fprintln(w, l)
 	}
 	for _, err := range e.Errors {

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,7 +11,9 @@ import (
 	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/result"
+	"github.com/linerate/linerate/internal/store"
 )
 
 // Placement is an -A pair: the CPUs of the client's and the server's
@@ -181,6 +184,16 @@ func (s Spec) Order() []int {
 // IsCampaign reports whether the spec asks for more than one run.
 func (s Spec) IsCampaign() bool { return len(s.Order()) > 1 }
 
+// Design is the campaign as its summary names and compares it.
+func (s Spec) Design() explain.Design {
+	d := explain.Design{Engine: s.Engine, Peer: s.Peer, Label: s.Label, Sweep: len(s.Streams) > 1, Placements: len(s.Placements) > 1,
+		PingPong: s.Run.Probe != nil && s.Run.Probe.Kind == agent.ProbePingPong}
+	for _, p := range s.Points() {
+		d.Points = append(d.Points, explain.Point{Streams: p.Streams, Placement: p.Placement.String(), Command: s.Command(p)})
+	}
+	return d
+}
+
 // params returns the settings of a run of point p.
 func (s Spec) params(p Point) Params {
 	r := s.Run
@@ -325,6 +338,41 @@ func RunCommand(r *result.Result, label string) string {
 	}
 	s := Spec{Engine: r.Engine, Peer: peer, Label: label, Run: p}
 	return s.Command(Point{Streams: max(st.Streams, 1), Placement: p.Placement})
+}
+
+// StoredCommands writes the commands that reproduce what a results
+// database holds (the report's Commands): a run's from what was asked
+// (its params) and its peer as it was named ("lab:ux1", not the address
+// the lab resolved it to), so that the command runs as printed; from its
+// document's start section when its params are not there; none for a
+// perftest run, which carries its tool's own command lines.
+type StoredCommands struct{}
+
+// Run is the command that makes the stored run again.
+func (StoredCommands) Run(row *store.Run) string {
+	var p Params
+	if row.Peer != "" && len(row.Params) > 0 && json.Unmarshal(row.Params, &p) == nil {
+		if p.Perftest.Test != "" {
+			return ""
+		}
+		s := Spec{Engine: row.Engine, Peer: row.Peer, Label: row.Label, Run: p}
+		return s.Command(Point{Streams: max(p.Streams, 1), Placement: p.Placement})
+	}
+	var r result.Result
+	if json.Unmarshal(row.Result, &r) != nil || r.Perftest != nil {
+		return ""
+	}
+	return RunCommand(&r, row.Label)
+}
+
+// Campaign is the command that makes the stored campaign again; "" when
+// its spec is not known, or for perftest (its runs carry their commands).
+func (StoredCommands) Campaign(c *store.Campaign) string {
+	var s Spec
+	if json.Unmarshal(c.Spec, &s) != nil || s.Peer == "" || s.Run.Perftest.Test != "" {
+		return ""
+	}
+	return s.CampaignCommand()
 }
 
 func secondsOf(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

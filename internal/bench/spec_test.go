@@ -1,9 +1,12 @@
 package bench
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/internal/agent"
+	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/result"
 )
 
@@ -47,5 +50,91 @@ func TestCommands(t *testing.T) {
 	p, err := ParsePlacement(multi.String())
 	if err != nil || p.String() != "0,2/1,3" {
 		t.Errorf("ParsePlacement(%q) = %v, %v", multi.String(), p, err)
+	}
+}
+
+func TestPlacementParsing(t *testing.T) {
+	// The forms -A takes: one CPU or range a side with a comma, several
+	// with a slash, one side only.
+	ps, err := ParsePlacements("6,6;0,0; 6,7 ;auto;0-3,4-7;6,;0,2/1,3;6;/7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range ps {
+		got = append(got, p.String())
+		if q, err := ParsePlacement(p.String()); err != nil || q.String() != p.String() {
+			t.Errorf("%s does not survive a round trip: %v %v", p, q, err)
+		}
+	}
+	if strings.Join(got, ";") != "6,6;0,0;6,7;auto;0-3,4-7;6,;0,2/1,3;6,;,7" {
+		t.Errorf("placements %v", got)
+	}
+	for _, bad := range []string{"6,7,8", "x,1", ";", "0,2,1,3"} {
+		if _, err := ParsePlacements(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	st, err := ParseStreams("1,2,4,2")
+	if err != nil || len(st) != 3 {
+		t.Errorf("streams %v %v", st, err)
+	}
+	if _, err := ParseStreams("0"); err == nil {
+		t.Error("0 streams accepted")
+	}
+}
+
+func TestSpecOrderInterleaves(t *testing.T) {
+	s := Spec{Repeat: 2, Streams: []int{1, 2}, Placements: []Placement{{}, {Client: []int{0}, Server: []int{1}}}}
+	if n := len(s.Points()); n != 4 {
+		t.Fatalf("%d points", n)
+	}
+	if o := s.Order(); len(o) != 8 || o[0] != 0 || o[3] != 3 || o[4] != 0 {
+		t.Errorf("order %v", o)
+	}
+	if !s.IsCampaign() || (Spec{}).IsCampaign() {
+		t.Error("IsCampaign")
+	}
+}
+
+// TestSummaryCommands: the commands a campaign's summary names for its
+// points (explain writes them into its explanation as the best point's
+// reproduce command) are the spec's, for a throughput and a ping-pong
+// campaign.
+func TestSummaryCommands(t *testing.T) {
+	six := Placement{Client: []int{6}, Server: []int{6}}
+	pinned := Spec{Engine: "iperf3", Peer: "192.168.88.3", Repeat: 7, Run: Params{Duration: 10 * time.Second, Placement: six}}
+	twoPlaces := Spec{Engine: "iperf3", Peer: "lab:t", Repeat: 2, Run: Params{Duration: 3 * time.Second},
+		Placements: []Placement{{Client: []int{0}, Server: []int{0}}, {Client: []int{0}, Server: []int{1}}}}
+	ping := func(udp bool, places ...Placement) Spec {
+		return Spec{Engine: "native", Peer: "lab:x", Repeat: 3, Placements: places,
+			Run: Params{Probe: &agent.ProbeTest{Kind: agent.ProbePingPong, Size: 64, UDP: udp}}}
+	}
+	for _, c := range []struct {
+		spec  Spec
+		point int
+		want  string
+	}{
+		{pinned, 0, "linerate bench 192.168.88.3 --engine iperf3 -t 10 -P 1 -A 6,6"},
+		{twoPlaces, 1, "linerate bench lab:t --engine iperf3 -t 3 -P 1 -A 0,1"},
+		{ping(false, Placement{Client: []int{0}, Server: []int{0}}, Placement{Client: []int{0}, Server: []int{1}}), 1,
+			"linerate bench lab:x -t 10 -A 0,1 --latency --size 64"},
+		{ping(true, Placement{Client: []int{2}, Server: []int{3}}), 0, "linerate bench lab:x -t 10 -A 2,3 --latency --size 64 --udp"},
+	} {
+		d := c.spec.Design()
+		if got := d.Points[c.point].Command; got != c.want {
+			t.Errorf("point %d of %s: %s\nwant %s", c.point, c.spec.Peer, got, c.want)
+		}
+	}
+	// The summary's best point carries its command.
+	var outs []explain.Outcome
+	for i, g := range []float64{7.1, 13.9, 7.3, 14.1} {
+		r := &result.Result{}
+		r.End.Seconds, r.End.SumReceived.BitsPerSecond = 3, g*1e9
+		outs = append(outs, explain.Outcome{Point: i % 2, ID: int64(i + 1), Run: r})
+	}
+	s := explain.Summarize(twoPlaces.Design(), outs, explain.Topology{}, nil)
+	if s.Best == nil || s.Best.Command != "linerate bench lab:t --engine iperf3 -t 3 -P 1 -A 0,1" || s.Best.Placement != "0,1" {
+		t.Errorf("best %+v", s.Best)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/cpulist"
+	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/result"
 )
 
@@ -59,8 +60,8 @@ func ProbeTextProgress(w io.Writer, verbose bool, probe *agent.ProbeTest) func(r
 // writeOtherLoad says what other work kept the run's CPUs busy, and
 // which telemetry is unknown.
 func writeOtherLoad(w io.Writer, r *result.Result) {
-	for _, b := range busyCPUs(r) {
-		fmt.Fprintf(w, "Other load: %s; %s.\n", b.sentence(b.pct), b.how())
+	for _, l := range explain.OtherLoad(r) {
+		fmt.Fprintf(w, "Other load: %s.\n", l)
 	}
 	for _, n := range r.End.Foreign.Notes {
 		fmt.Fprintf(w, "Note: %s\n", n)
@@ -212,7 +213,7 @@ func writeEnd(w io.Writer, e *result.End) {
 		}
 		fmt.Fprintln(w)
 	}
-	if l := NICLine(e.NICCounters); l != "" {
+	if l := explain.NICLine(e.NICCounters); l != "" {
 		fmt.Fprintln(w, l)
 	}
 	for _, err := range e.Errors {
@@ -266,4 +267,11 @@ func cpuList(cpus []int) string {
 		return "any"
 	}
 	return cpulist.Format(sortedCopy(cpus))
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/internal/latency"
+	"github.com/linerate/linerate/internal/telemetry"
+
 	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/result"
 )
@@ -128,5 +131,111 @@ func TestParseAffinity(t *testing.T) {
 				t.Errorf("%q does not survive FormatAffinity: %q", tt.in, FormatAffinity(c, s))
 			}
 		}
+	}
+}
+
+func TestProbeTextProgressPingPong(t *testing.T) {
+	var b bytes.Buffer
+	p := ProbeTextProgress(&b, false, &agent.ProbeTest{Kind: agent.ProbePingPong, Size: 32})
+	st := result.Start{Peer: "198.18.0.2", Port: 5301, Streams: 1, DurationS: 2, Direction: result.Send,
+		Placement: result.Placement{Client: []int{0}, Server: []int{1}, Source: "auto"}}
+	p(result.Event{Event: "start", Data: &st})
+	p(result.Event{Event: "interval", Data: &result.Interval{Start: 0, End: 0.5, Sum: result.Sum{Bytes: 12345 * 64, Retransmits: 9},
+		CPU: result.HostCPUs{Client: map[string]result.CPUSample{"0": {Busy: 97, SoftIRQ: 12}}}}})
+	// An interval with its percentiles, and one of too few round trips
+	// for a p99.
+	p50, p99 := 21.46, 133.04
+	p(result.Event{Event: "interval", Data: &result.Interval{Start: 0.5, End: 1, Sum: result.Sum{Bytes: 12000 * 64},
+		Latency: &result.IntervalLatency{Samples: 12000, RTTUs: latency.RTT{P50: &p50, P99: &p99}}}})
+	p(result.Event{Event: "interval", Data: &result.Interval{Start: 1, End: 1.5, Sum: result.Sum{Bytes: 50 * 64},
+		Latency: &result.IntervalLatency{Samples: 50, RTTUs: latency.RTT{P50: &p50}}}})
+	out := b.String()
+	for _, want := range []string{
+		"[ ID] Interval           Round trips   per second   p50 µs   p99 µs\n",
+		"[SUM]   0.00-0.50   sec        12345      24690/s        -        -  client pinned cpu0  97% si 12%\n",
+		"[SUM]   0.50-1.00   sec        12000      24000/s     21.5    133.0\n",
+		"[SUM]   1.00-1.50   sec           50        100/s     21.5        -\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "Window:") {
+		t.Errorf("ping-pong output shows socket buffers:\n%s", out)
+	}
+	if strings.Contains(out, "retr") || strings.Contains(out, "Retr") {
+		t.Errorf("ping-pong output has a retransmits column:\n%s", out)
+	}
+}
+
+// TestTextOtherLoad: one run's text output names the busy process and
+// says which telemetry is unknown.
+func TestTextOtherLoad(t *testing.T) {
+	r := busyRun(9, 96)
+	r.End.Unread.Server = map[string]string{telemetry.SrcSoftirqs: "open /proc/softirqs: permission denied"}
+	var b strings.Builder
+	p := TextProgress(&b, false)
+	p(result.Event{Event: "start", Data: &r.Start})
+	p(result.Event{Event: "end", Data: &r.End})
+	for _, want := range []string{
+		"Other load: CPU 0 was 96% busy with pid 4123 (stress-ng, 95% of a CPU, pinned to it) and pid 5 (go, 96% of a CPU), not this test; the test kept its threads off it.\n",
+		"Note: server telemetry: /proc/softirqs could not be read (open /proc/softirqs: permission denied): what it measures is unknown for this run, not zero\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "sshd") {
+		t.Errorf("a process at 2%% of a CPU named:\n%s", b.String())
+	}
+}
+
+// pingRun is a ping-pong run of one stream from CPU 0 to CPU 1 with the
+// given percentiles (µs), counts, protocol and goodput.
+func pingRun(p50, p99 float64, p999 *float64, samples, dropped, ooo int64, proto string, gbps float64) *result.Result {
+	r := &result.Result{}
+	r.Start.Placement = result.Placement{Client: []int{0}, Server: []int{1}}
+	r.End.Seconds = 2
+	r.End.SumReceived.BitsPerSecond = gbps * 1e9
+	r.End.Latency = &result.Latency{Summary: latency.Summary{Samples: samples, Dropped: dropped, OutOfOrder: ooo,
+		RTTUs: latency.RTT{P50: &p50, P99: &p99, P999: p999}}, Protocol: proto, Size: 64, RatePerSecond: float64(samples) / 2}
+	return r
+}
+
+// busyRun is a run whose CPU 0 other work kept pct busy (a pinned
+// stress-ng among others) while the test ran on CPU 1 of one machine.
+func busyRun(gbps, pct float64) *result.Result {
+	r := &result.Result{Schema: result.Schema, Engine: "iperf3"}
+	r.Start = result.Start{Streams: 1, DurationS: 10, Direction: result.Send,
+		Placement: result.Placement{Client: []int{1}, Server: []int{1}, Source: "auto"},
+		Client:    result.HostInfo{BootID: "one"}, Server: result.HostInfo{BootID: "one"}}
+	r.End = result.End{Seconds: 10, SumReceived: result.Received{BitsPerSecond: gbps * 1e9}}
+	r.End.Foreign = result.HostForeign{
+		Client: &result.Foreign{PID: 10, Seconds: 10, Own: map[string]float64{"1": 60}, CPU: map[string]float64{"0": pct, "1": 3},
+			Top: []result.Proc{{PID: 5, Name: "go", CPUPct: pct, CPU: 0}, {PID: 4123, Name: "stress-ng", CPUPct: pct - 1, CPU: 0, Pinned: true},
+				{PID: 6, Name: "gopls", CPUPct: 3, CPU: 0}, {PID: 77, Name: "sshd", CPUPct: 2, CPU: 1}}},
+		Server: &result.Foreign{PID: 11, Seconds: 10, CPU: map[string]float64{"0": pct}},
+	}
+	return r
+}
+
+// TestEndNICLine: the end of a run's text has explain's NIC line for a run
+// whose sender's qdisc dropped packets; none when nothing grew.
+func TestEndNICLine(t *testing.T) {
+	n := &result.NICCounters{
+		Client: &result.NICDelta{Interface: "lab0", Deltas: map[string]uint64{"qdisc_drops": 1234, "rx_dropped": 0, "tx_dropped": 2},
+			Sources: map[string]map[string]uint64{"qdisc_drops": {"qdisc.drops": 1234}, "tx_dropped": {"link.tx_dropped": 2}}},
+		Server: &result.NICDelta{Interface: "lab0", Deltas: map[string]uint64{"rx_dropped": 0}},
+	}
+	want := "NIC counters grew: client lab0: tx_dropped 2 (link.tx_dropped), qdisc_drops 1234 (qdisc.drops)"
+	var b bytes.Buffer
+	writeEnd(&b, &result.End{NICCounters: n})
+	if !strings.Contains(b.String(), want+"\n") {
+		t.Errorf("the end's text lacks the line:\n%s", b.String())
+	}
+	b.Reset()
+	writeEnd(&b, &result.End{NICCounters: &result.NICCounters{Server: n.Server}})
+	if strings.Contains(b.String(), "NIC") {
+		t.Errorf("a line though nothing grew:\n%s", b.String())
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"path/filepath"
 	"testing"
+
+	"github.com/linerate/linerate/internal/explain"
 )
 
 // thousandRuns is the home lab's hosts with a --repeat 1000 campaign in three
@@ -13,7 +15,7 @@ import (
 func thousandRuns(tb testing.TB) Dataset {
 	seed := loadFixture(tb, "seed000")
 	ds := Dataset{Title: "1,000 runs (synthetic)", Synthetic: "benchmark data", Hosts: seed.Hosts, Tunes: seed.Tunes, Linerate: "dev"}
-	names := []string{"worst", "better", "best"}
+	names, softirq := []string{"worst", "better", "best"}, []int{7, 9, 8}
 	rates := [][]float64{seedWorst, seedBetter, seedBest}
 	hot := [][]loadCPU{{{7, 100, 57, 3}}, {{2, 88, 3, 0.2}, {9, 63, 58, 3.4}}, {{10, 81, 2, 0.2}, {8, 60, 56, 3.3}}}
 	buckets := make([][]Run, 3)
@@ -32,11 +34,11 @@ func thousandRuns(tb testing.TB) Dataset {
 	}
 	var bks []Bucket
 	for k, runs := range buckets {
-		bks = append(bks, bucketOf(names[k], "", runs))
+		bks = append(bks, bucketOf(names[k], softirq[k], runs))
 	}
 	ds.Runs = all
-	ds.Campaigns = []Campaign{{Schema: CampaignSchema, Label: "repeat", Points: []Point{summarize(1, "auto", all, bks)},
-		Explanation: []string{"three buckets"}}}
+	ds.Campaigns = []Campaign{{Summary: explain.Summary{Schema: CampaignSchema, Label: "repeat", Points: []Point{summarize(1, "auto", all, bks)},
+		Explanation: []string{"three buckets"}}}}
 	return ds
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/internal/bench"
 	"github.com/linerate/linerate/internal/c2c"
 	"github.com/linerate/linerate/internal/store"
 )
@@ -39,7 +40,7 @@ func TestReportLoadC2C(t *testing.T) {
 	other := ds0.C2C[0]
 	other.Host = "owl"
 	storeC2C(t, s.st, other)
-	ds, err := Load(context.Background(), s.st, LoadOptions{TuneDir: s.tuneDir})
+	ds, err := Load(context.Background(), s.st, LoadOptions{Commands: bench.StoredCommands{}, TuneDir: s.tuneDir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ func (b *builder) sweepChart(id string, c *Campaign) (*chart, error) {
 			s.line("whisker "+class, x, f.y.at(p.MinGbps), x, f.y.at(p.MaxGbps))
 			s.line("cap "+class, x-4, f.y.at(p.MinGbps), x+4, f.y.at(p.MinGbps))
 			s.line("cap "+class, x-4, f.y.at(p.MaxGbps), x+4, f.y.at(p.MaxGbps))
-			if len(p.CI95Gbps) == 2 {
+			if p.CI95Gbps != nil {
 				s.line("ci "+class, x, f.y.at(p.CI95Gbps[0]), x, f.y.at(p.CI95Gbps[1]))
 			}
 			xs, ys = append(xs, x), append(ys, f.y.at(p.MedianGbps))

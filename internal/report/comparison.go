@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/linerate/linerate/internal/bench"
+	"github.com/linerate/linerate/internal/explain"
 )
 
 // comparisonSection sets the labels of a report of several side by side:
@@ -35,7 +35,7 @@ func (b *builder) comparisonSection() (*section, error) {
 		ceiling := ceilingOf(g.path, true)
 		change, p, reading := "—", "—", "the baseline"
 		if i > 0 {
-			ch := bench.CompareRuns(base.gbps, sm.gbps)
+			ch := explain.CompareRuns(base.gbps, sm.gbps)
 			change, p = fmt.Sprintf("%+.1f%%", 100*ch.Relative), num(ch.P, 3)
 			reading = changeReading(ch)
 		}
@@ -110,7 +110,7 @@ func runWhat(r *Run) string {
 }
 
 // changeReading words a U test's result.
-func changeReading(ch bench.Change) string {
+func changeReading(ch explain.Change) string {
 	switch {
 	case !ch.Significant && ch.Note != "":
 		return "too few runs to tell"

@@ -1,9 +1,9 @@
 package report
 
 import (
-	"github.com/linerate/linerate/internal/bench"
 	"github.com/linerate/linerate/internal/c2c"
 	"github.com/linerate/linerate/internal/doctor"
+	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/result"
 )
 
@@ -45,61 +45,31 @@ type Run struct {
 	// TuneID is the tune journal in effect during the run; "" for none.
 	// The tuning section compares runs before and after a journal by it.
 	TuneID string `json:"tune_id,omitempty"`
-	// Command reproduces the run; "" derives one from Result.Start.
+	// Command reproduces the run; "" when not known (the report then
+	// lists no command for it).
 	Command string `json:"command,omitempty"`
 }
 
-// CampaignSchema names the campaign JSON document.
-const CampaignSchema = "linerate.campaign/v1"
-
-// Campaign is a set of runs summarised per point (linerate.campaign/v1).
+// Campaign is a stored campaign as the report shows it: its summary (the
+// linerate.campaign/v1 document explain writes, reduced to the runs the
+// report holds: a point's figures then come from those runs) and the
+// command that makes it again.
 type Campaign struct {
-	Schema string `json:"schema"`
-	// ID is the campaign's number in the results database (what
-	// `linerate history --campaign` takes); 0 when it was not stored.
-	ID int64 `json:"id,omitempty"`
-	// Label is the --label the campaign ran with.
-	Label string `json:"label,omitempty"`
+	explain.Summary
 	// Command reproduces the whole campaign; "" lists the runs' commands.
-	Command     string   `json:"command,omitempty"`
-	Points      []Point  `json:"points"`
-	Best        *Best    `json:"best,omitempty"`
-	Explanation []string `json:"explanation"`
+	Command string `json:"command,omitempty"`
 }
 
-// Point is one combination of streams and placement, repeated.
-type Point struct {
-	Streams    int       `json:"streams"`
-	Placement  string    `json:"placement"`
-	RunIDs     []int64   `json:"run_ids"`
-	MedianGbps float64   `json:"median_gbps"`
-	MinGbps    float64   `json:"min_gbps"`
-	MaxGbps    float64   `json:"max_gbps"`
-	CI95Gbps   []float64 `json:"ci95_gbps"` // [lo, hi]; empty when too few runs
-	Buckets    []Bucket  `json:"buckets"`
-	// Latency is a ping-pong point's round trips (bench --latency): its
-	// Gbit/s above then only count the ping-pong's bytes.
-	Latency *bench.LatencyPoint `json:"latency,omitempty"`
-}
+// A campaign's points, buckets and best point are explain's: one type
+// per part of the document.
+type (
+	Point  = explain.PointSummary
+	Bucket = explain.Bucket
+	Best   = explain.Best
+)
 
-// Bucket is a group of runs of one point that performed alike, with what
-// set them apart.
-type Bucket struct {
-	Name       string  `json:"name"`
-	RunIDs     []int64 `json:"run_ids"`
-	MedianGbps float64 `json:"median_gbps"`
-	Why        string  `json:"why,omitempty"`
-}
-
-// Best is the campaign's best point: of a ping-pong campaign, the one of
-// lowest median p50 round trip, with it and its p99.
-type Best struct {
-	Streams     int      `json:"streams"`
-	Placement   string   `json:"placement"`
-	MedianGbps  float64  `json:"median_gbps"`
-	MedianP50Us *float64 `json:"median_p50_us,omitempty"`
-	MedianP99Us *float64 `json:"median_p99_us,omitempty"`
-}
+// CampaignSchema names the campaign JSON document.
+const CampaignSchema = explain.CampaignSchema
 
 // PerftestResult is one run of a perftest tool: a bandwidth test
 // (ib_write_bw, ib_read_bw, ib_send_bw) or a latency test (ib_*_lat).

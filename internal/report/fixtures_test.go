@@ -7,12 +7,15 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/internal/bench"
 	"github.com/linerate/linerate/internal/c2c"
 	"github.com/linerate/linerate/internal/doctor"
+	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/hosttree"
 	"github.com/linerate/linerate/internal/inventory"
@@ -52,6 +55,13 @@ func loadFixture(t testing.TB, name string) Dataset {
 	var ds Dataset
 	if err := json.Unmarshal(b, &ds); err != nil {
 		t.Fatalf("%s: %v", name, err)
+	}
+	// The recorded runs carry no command: bench writes them, from the
+	// run's start section, as it does for a stored run without params.
+	for i := range ds.Runs {
+		if r := &ds.Runs[i]; r.Command == "" {
+			r.Command = bench.RunCommand(&r.Result, r.Label)
+		}
 	}
 	return ds
 }
@@ -248,12 +258,12 @@ func summarize(streams int, placement string, runs []Run, buckets []Bucket) Poin
 	}
 	sorted := append([]float64(nil), vals...)
 	sortFloats(sorted)
-	p := Point{Streams: streams, Placement: placement, RunIDs: ids, MedianGbps: median(vals),
+	p := Point{Streams: streams, Placement: placement, RunIDs: ids, Runs: len(ids), MedianGbps: median(vals),
 		MinGbps: sorted[0], MaxGbps: sorted[len(sorted)-1], Buckets: buckets}
 	if n := len(sorted); n >= 5 {
 		// Ranks of a 95% interval for the median: n/2 ± 0.98·√n.
 		k := int(math.Floor(float64(n)/2 - 0.98*math.Sqrt(float64(n))))
-		p.CI95Gbps = []float64{sorted[max(k, 0)], sorted[min(n-1-k, n-1)]}
+		p.CI95Gbps = &[2]float64{sorted[max(k, 0)], sorted[min(n-1-k, n-1)]}
 	}
 	return p
 }
@@ -266,19 +276,20 @@ func sortFloats(v []float64) {
 	}
 }
 
-func bucketOf(name, why string, runs []Run) Bucket {
+// bucketOf builds a bucket of runs whose receiver's softirq ran on
+// softirq, as bench would, named as the story names it.
+func bucketOf(name string, softirq int, runs []Run) Bucket {
 	var vals []float64
 	var ids []int64
 	for i := range runs {
 		vals = append(vals, math.Round(runGbps(&runs[i].Result)*100)/100)
 		ids = append(ids, runs[i].Result.RunID)
 	}
-	return Bucket{Name: name, RunIDs: ids, MedianGbps: median(vals), Why: why}
+	return Bucket{Name: name, RunIDs: ids, MedianGbps: median(vals), MinGbps: slices.Min(vals), MaxGbps: slices.Max(vals), Softirq: []int{softirq}}
 }
 
 // homeLab is the story of the 100 GbE home lab after the card was
-// reseated (the fixture "seed000"): nine
-// iperf3 runs in three buckets, a tune on vulture, five pinned runs and a
+// reseated (the fixture "seed000"): nine iperf3 runs in three buckets, a tune on vulture, five pinned runs and a
 // stream sweep.
 func homeLab(t testing.TB) Dataset {
 	crow, vulture := diagnose(t, reseated("crow")), diagnose(t, reseated("vulture"))
@@ -286,19 +297,23 @@ func homeLab(t testing.TB) Dataset {
 	irqAfter := []int{7, 8, 9, 10, 11}
 	clientHot := func(busy float64) []loadCPU { return []loadCPU{{3, busy, 9, 0.4}} }
 	type bucketSpec struct {
-		name, why string
-		rates     []float64
-		retr      []uint64
-		server    int
-		hot       []loadCPU
-		ids       []int64
+		name    string
+		softirq int // the receiver's softirq CPU
+		rates   []float64
+		retr    []uint64
+		server  int
+		hot     []loadCPU
+		ids     []int64
 	}
 	specs := []bucketSpec{
-		{"worst", "vulture's CPU 7 ran both the receiving thread and the NIC's softirq", seedWorst, retrWorst, 7,
+		// worst: vulture's CPU 7 ran both the receiving thread and the NIC's softirq.
+		{"worst", 7, seedWorst, retrWorst, 7,
 			[]loadCPU{{7, 100, 57, 3.1}}, []int64{1, 4, 8}},
-		{"better", "receiver on CPU 2 (L3 0-5), softirq on CPU 9 (L3 6-11): every packet crossed CCDs", seedBetter, retrBetter, 2,
+		// better: receiver on CPU 2 (L3 0-5), softirq on CPU 9 (L3 6-11): every packet crossed CCDs.
+		{"better", 9, seedBetter, retrBetter, 2,
 			[]loadCPU{{2, 88, 3, 0.2}, {9, 63, 58, 3.4}}, []int64{2, 6, 9}},
-		{"best", "receiver on CPU 10, softirq on CPU 8: apart, but in one L3 domain", seedBest, retrBest, 10,
+		// best: receiver on CPU 10, softirq on CPU 8: apart, but in one L3 domain.
+		{"best", 8, seedBest, retrBest, 10,
 			[]loadCPU{{10, 81, 2, 0.2}, {8, 60, 56, 3.3}}, []int64{3, 5, 7}},
 	}
 	byID := map[int64]Run{}
@@ -311,23 +326,22 @@ func homeLab(t testing.TB) Dataset {
 				serverHot: sp.hot, clientIRQ: irqBefore, serverIRQ: irqBefore, nCPU: 12})
 			byID[id], runs = r, append(runs, r)
 		}
-		buckets = append(buckets, bucketOf(sp.name, sp.why, runs))
+		buckets = append(buckets, bucketOf(sp.name, sp.softirq, runs))
 	}
 	var all []Run
 	for id := int64(1); id <= 9; id++ {
 		all = append(all, byID[id])
 	}
-	baseline := Campaign{Schema: CampaignSchema, Label: "baseline",
-		Command: "linerate bench 192.168.88.3 --engine iperf3 -t 10 --repeat 9 --label baseline",
-		Points:  []Point{summarize(1, "auto", all, buckets)},
-		Explanation: []string{
-			fmt.Sprintf("The 9 runs fall into three buckets, %.1f, %.1f and %.1f Gbit/s, with nothing in between: placement, not noise.",
-				buckets[0].MedianGbps, buckets[1].MedianGbps, buckets[2].MedianGbps),
-			"worst (runs 1, 4, 8): vulture's CPU 7 was 100% busy, 57% of it in softirq: the receiving thread and the NIC's interrupts shared one core.",
-			"better (runs 2, 6, 9): the receiver ran on CPU 2 in L3 domain 0-5 while softirq ran on CPU 9 in 6-11; data crossed the CCDs.",
-			"best (runs 3, 5, 7): receiver and softirq on different CPUs of L3 domain 6-11.",
-			"Pin the NIC's IRQs inside one L3 domain and the application on another core of it: linerate tune --iface enp1s0f0np0 --app-cpus 6 --apply, then bench with -A 6/6.",
-		},
+	baseline := Campaign{Command: "linerate bench 192.168.88.3 --engine iperf3 -t 10 --repeat 9 --label baseline",
+		Summary: explain.Summary{Schema: CampaignSchema, Label: "baseline", Points: []Point{summarize(1, "auto", all, buckets)},
+			Explanation: []string{
+				fmt.Sprintf("The 9 runs fall into three buckets, %.1f, %.1f and %.1f Gbit/s, with nothing in between: placement, not noise.",
+					buckets[0].MedianGbps, buckets[1].MedianGbps, buckets[2].MedianGbps),
+				"worst (runs 1, 4, 8): vulture's CPU 7 was 100% busy, 57% of it in softirq: the receiving thread and the NIC's interrupts shared one core.",
+				"better (runs 2, 6, 9): the receiver ran on CPU 2 in L3 domain 0-5 while softirq ran on CPU 9 in 6-11; data crossed the CCDs.",
+				"best (runs 3, 5, 7): receiver and softirq on different CPUs of L3 domain 6-11.",
+				"Pin the NIC's IRQs inside one L3 domain and the application on another core of it: linerate tune --iface enp1s0f0np0 --app-cpus 6 --apply, then bench with -A 6/6.",
+			}},
 	}
 	baseline.Best = &Best{Streams: 1, Placement: "auto", MedianGbps: baseline.Points[0].MedianGbps}
 
@@ -342,16 +356,15 @@ func homeLab(t testing.TB) Dataset {
 			clientIRQ: irqBefore, serverIRQ: irqAfter, nCPU: 12})
 		pinned = append(pinned, r)
 	}
-	pinnedC := Campaign{Schema: CampaignSchema, Label: "pinned",
-		Command: "linerate bench 192.168.88.3 -t 10 --repeat 5 -A 6/6 --label pinned",
-		Points:  []Point{summarize(1, "6/6", pinned, nil)},
+	pinnedC := Campaign{Command: "linerate bench 192.168.88.3 -t 10 --repeat 5 -A 6/6 --label pinned",
+		Summary: explain.Summary{Schema: CampaignSchema, Label: "pinned", Points: []Point{summarize(1, "6/6", pinned, nil)}},
 	}
 	pp := pinnedC.Points[0]
 	pinnedC.Explanation = []string{fmt.Sprintf("The 5 runs agree within %.1f Gbit/s: one bucket. vulture's CPU 6 ran the receiver, CPU 8 its softirq, both in L3 domain 6-11.", pp.MaxGbps-pp.MinGbps)}
 	pinnedC.Best = &Best{Streams: 1, Placement: "6/6", MedianGbps: pinnedC.Points[0].MedianGbps}
 
-	sweep := Campaign{Schema: CampaignSchema, Label: "sweep",
-		Command: "linerate bench 192.168.88.3 -t 10 --sweep-streams 1,2,4,8 --repeat 3 --label sweep"}
+	sweep := Campaign{Command: "linerate bench 192.168.88.3 -t 10 --sweep-streams 1,2,4,8 --repeat 3 --label sweep",
+		Summary: explain.Summary{Schema: CampaignSchema, Label: "sweep"}}
 	var sweepRuns []Run
 	id := int64(15)
 	for _, n := range []int{1, 2, 4, 8} {

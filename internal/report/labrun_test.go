@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/internal/bench"
 	"github.com/linerate/linerate/internal/store"
 	"github.com/linerate/linerate/internal/testbin"
 )
@@ -79,7 +80,7 @@ func TestLabRunReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	ds, err := Load(context.Background(), st, LoadOptions{Selection: Selection{Labels: []string{"demo-before-tune", "demo-after-tune"}},
+	ds, err := Load(context.Background(), st, LoadOptions{Commands: bench.StoredCommands{}, Selection: Selection{Labels: []string{"demo-before-tune", "demo-after-tune"}},
 		TuneDir: filepath.Join(out, "state", "tune")})
 	if err != nil {
 		t.Fatal(err)

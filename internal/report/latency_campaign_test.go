@@ -9,6 +9,7 @@ import (
 
 	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/bench"
+	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
 )
@@ -18,7 +19,7 @@ import (
 // its p50 and p99 set per run; bench summarizes it as a campaign does.
 // Placement 0,0's runs move more bytes, so a Gbit/s ranking would pick
 // it; its p50s are the higher.
-func pingCampaign(t *testing.T) (*store.Campaign, *bench.Summary, map[int64]*storedRun, []Run) {
+func pingCampaign(t *testing.T) (*store.Campaign, *explain.Summary, map[int64]*storedRun, []Run) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", "latency", "native-tcp.json"))
 	if err != nil {
@@ -32,7 +33,7 @@ func pingCampaign(t *testing.T) (*store.Campaign, *bench.Summary, map[int64]*sto
 		p50, p99 float64
 		gbps     float64
 	}{{0, 30, 60, 0.2}, {1, 22, 40, 0.1}, {0, 28, 50, 0.2}, {1, 20, 45, 0.1}, {0, 35, 70, 0.2}, {1, 21, 42, 0.1}}
-	var outs []bench.Outcome
+	var outs []explain.Outcome
 	have := map[int64]*storedRun{}
 	var runs []Run
 	for i, f := range figures {
@@ -46,10 +47,10 @@ func pingCampaign(t *testing.T) (*store.Campaign, *bench.Summary, map[int64]*sto
 		r.End.SumReceived.BitsPerSecond = f.gbps * 1e9
 		sr := &storedRun{Result: r, campaignID: 7}
 		have[id] = sr
-		outs = append(outs, bench.Outcome{Point: f.point, ID: id, Run: &sr.Result})
+		outs = append(outs, explain.Outcome{Point: f.point, ID: id, Run: &sr.Result})
 		runs = append(runs, Run{Result: r})
 	}
-	sum := bench.Summarize(spec, outs, bench.Topology{}, nil)
+	sum := explain.Summarize(spec.Design(), outs, explain.Topology{}, nil)
 	sj, _ := json.Marshal(spec)
 	return &store.Campaign{ID: 7, Spec: sj}, sum, have, runs
 }

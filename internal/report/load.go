@@ -15,9 +15,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/linerate/linerate/internal/bench"
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/doctor"
+	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
 	"github.com/linerate/linerate/internal/tune"
@@ -46,6 +46,19 @@ type LoadOptions struct {
 	Title string
 	// Linerate is the version of linerate writing the report.
 	Linerate string
+	// Commands writes the commands that reproduce stored runs and
+	// campaigns: package bench's writer, which cmd/linerate passes (the
+	// report knows the documents, not the command line). Nil leaves the
+	// commands out.
+	Commands Commands
+}
+
+// Commands writes the `linerate bench` command that makes a stored run,
+// or a stored campaign, again; "" when it cannot (a perftest run carries
+// its tool's own command lines).
+type Commands interface {
+	Run(*store.Run) string
+	Campaign(*store.Campaign) string
 }
 
 // Load builds a dataset from the results database and the tune journals:
@@ -63,7 +76,7 @@ func Load(ctx context.Context, st *store.Store, opts LoadOptions) (*Dataset, err
 		return nil, err
 	}
 	ds := &Dataset{Title: opts.Title, Linerate: opts.Linerate}
-	l := loader{ds: ds, hosts: newHostSet()}
+	l := loader{ds: ds, commands: opts.Commands, hosts: newHostSet()}
 	// The documents are read a chunk at a time and dropped once decoded:
 	// a thousand runs' JSON need not be held all at once.
 	for chunk := range slices.Chunk(ids, loadChunk) {
@@ -188,9 +201,10 @@ type storedRun struct {
 
 // loader gathers the dataset run by run.
 type loader struct {
-	ds    *Dataset
-	hosts *hostSet
-	order []*storedRun // every selected run, TCP or perftest, oldest first
+	ds       *Dataset
+	commands Commands
+	hosts    *hostSet
+	order    []*storedRun // every selected run, TCP or perftest, oldest first
 }
 
 // decodeRuns decodes the rows' results on every CPU the process may use:
@@ -242,7 +256,10 @@ func (l *loader) add(row *store.Run, r *storedRun) error {
 		l.ds.Perftest = append(l.ds.Perftest, perftestFrom(r, row))
 		return nil
 	}
-	run := Run{Result: r.Result, Label: r.Label, TuneID: tuneOf(&r.Result), Command: storedCommand(row, r.Label)}
+	run := Run{Result: r.Result, Label: r.Label, TuneID: tuneOf(&r.Result)}
+	if l.commands != nil {
+		run.Command = l.commands.Run(row)
+	}
 	l.ds.Runs = append(l.ds.Runs, run)
 	return nil
 }
@@ -284,7 +301,7 @@ func perftestFrom(r *storedRun, row *store.Run) PerftestResult {
 			AvgUs: deref(p.TAvgUs), P99Us: deref(p.P99Us), P999Us: deref(p.P999Us)}
 	}
 	if r.Tool != nil {
-		out.Command, out.Server = commandLine(r.Tool.Client), commandLine(r.Tool.Server)
+		out.Command, out.Server = doctor.Quote(r.Tool.Client), doctor.Quote(r.Tool.Server)
 	}
 	return out
 }
@@ -292,7 +309,11 @@ func perftestFrom(r *storedRun, row *store.Run) PerftestResult {
 // perftestTool names the perftest program of a run ("ib_write_bw"): from
 // the run's settings, else its command line, else what the tool printed.
 func perftestTool(r *storedRun, params json.RawMessage) string {
-	var p bench.Params
+	var p struct {
+		Perftest struct {
+			Test string `json:"test"`
+		} `json:"perftest"`
+	}
 	if json.Unmarshal(params, &p) == nil && p.Perftest.Test != "" {
 		return p.Perftest.Test
 	}
@@ -318,15 +339,6 @@ func toolWarnings(raw string) []string {
 		}
 	}
 	return out
-}
-
-// commandLine joins an argv as a shell would read it back.
-func commandLine(argv []string) string {
-	q := make([]string, len(argv))
-	for i, a := range argv {
-		q[i] = bench.ShellQuote(a)
-	}
-	return strings.Join(q, " ")
 }
 
 func deref(p *float64) float64 {
@@ -420,11 +432,14 @@ func (l *loader) campaigns(ctx context.Context, st *store.Store) error {
 		if len(c.Summary) == 0 {
 			continue
 		}
-		var sum bench.Summary
+		var sum explain.Summary
 		if err := json.Unmarshal(c.Summary, &sum); err != nil {
 			return fmt.Errorf("campaign %d: its stored summary is not valid %s JSON: %w", id, CampaignSchema, err)
 		}
 		if rc, ok := campaignFrom(c, &sum, tcp); ok {
+			if l.commands != nil {
+				rc.Command = l.commands.Campaign(c)
+			}
 			l.ds.Campaigns = append(l.ds.Campaigns, rc)
 		}
 	}
@@ -435,9 +450,10 @@ func (l *loader) campaigns(ctx context.Context, st *store.Store) error {
 // runs in have. A point whose runs are partly selected gets its median,
 // minimum and maximum from the selected runs, and no interval (the
 // stored one is of all its runs). ok is false when no run is left.
-func campaignFrom(c *store.Campaign, sum *bench.Summary, have map[int64]*storedRun) (Campaign, bool) {
-	out := Campaign{Schema: CampaignSchema, ID: c.ID, Label: cmp.Or(sum.Label, c.Label), Command: campaignCommand(c.Spec),
-		Explanation: slices.Clone(sum.Explanation)}
+func campaignFrom(c *store.Campaign, sum *explain.Summary, have map[int64]*storedRun) (Campaign, bool) {
+	out := Campaign{Summary: *sum}
+	out.Schema, out.CampaignID, out.Label = CampaignSchema, c.ID, cmp.Or(sum.Label, c.Label)
+	out.Points, out.Best, out.Explanation = nil, nil, slices.Clone(sum.Explanation)
 	if out.Explanation == nil {
 		out.Explanation = []string{}
 	}
@@ -449,23 +465,21 @@ func campaignFrom(c *store.Campaign, sum *bench.Summary, have map[int64]*storedR
 			continue
 		}
 		kept = append(kept, ids...)
-		whole := len(ids) == len(sp.RunIDs)
-		p := Point{Streams: sp.Streams, Placement: sp.Placement, RunIDs: ids,
-			MedianGbps: sp.MedianGbps, MinGbps: sp.MinGbps, MaxGbps: sp.MaxGbps}
-		if whole {
-			// No interval when the campaign had too few runs for one.
-			if ci := sp.CI95Gbps; ci != nil && known(ci[0]) && known(ci[1]) && ci[1] > 0 {
-				p.CI95Gbps = []float64{ci[0], ci[1]}
-			}
-		} else {
+		p := sp
+		p.RunIDs, p.Buckets = ids, nil
+		if len(ids) != len(sp.RunIDs) {
+			// Part of the point: its figures are of the selected runs,
+			// and it has no interval (the stored one is of all its runs).
 			vals := gbpsOf(ids, have)
+			p.Runs = len(ids)
 			p.MedianGbps, p.MinGbps, p.MaxGbps = round3(median(vals)), round3(slices.Min(vals)), round3(slices.Max(vals))
-		}
-		if sp.Latency != nil {
-			p.Latency = sp.Latency
-			if !whole {
-				p.Latency = bench.SummarizeLatency(outcomesOf(ids, have))
+			p.CI95Gbps, p.CILevel, p.CINote = nil, 0, ""
+			if sp.Latency != nil {
+				p.Latency = explain.SummarizeLatency(outcomesOf(ids, have))
 			}
+		}
+		if ci := p.CI95Gbps; ci != nil && !(known(ci[0]) && known(ci[1]) && ci[1] > 0) {
+			p.CI95Gbps = nil // none when the campaign had too few runs for one
 		}
 		if len(sp.Buckets) > 1 { // one bucket is no split
 			for bi, sb := range sp.Buckets {
@@ -473,12 +487,14 @@ func campaignFrom(c *store.Campaign, sum *bench.Summary, have map[int64]*storedR
 				if len(bids) == 0 {
 					continue
 				}
-				bk := Bucket{Name: bucketName(bi, len(sp.Buckets)), RunIDs: bids, MedianGbps: sb.MedianGbps}
-				if len(bids) != len(sb.RunIDs) {
-					bk.MedianGbps = round3(median(gbpsOf(bids, have)))
+				bk := sb
+				bk.RunIDs = bids
+				if bk.Name == "" { // a summary stored before buckets had names
+					bk.Name = explain.BucketName(bi, len(sp.Buckets))
 				}
-				if len(sb.Softirq) > 0 {
-					bk.Why = "the receiver's softirq work ran on CPU" + plural(len(sb.Softirq)) + " " + cpulist.Format(sb.Softirq)
+				if len(bids) != len(sb.RunIDs) {
+					vals := gbpsOf(bids, have)
+					bk.MedianGbps, bk.MinGbps, bk.MaxGbps = round3(median(vals)), round3(slices.Min(vals)), round3(slices.Max(vals))
 				}
 				p.Buckets = append(p.Buckets, bk)
 			}
@@ -507,10 +523,10 @@ func campaignFrom(c *store.Campaign, sum *bench.Summary, have map[int64]*storedR
 }
 
 // outcomesOf is the runs of ids, as bench summarizes them.
-func outcomesOf(ids []int64, have map[int64]*storedRun) []bench.Outcome {
-	out := make([]bench.Outcome, len(ids))
+func outcomesOf(ids []int64, have map[int64]*storedRun) []explain.Outcome {
+	out := make([]explain.Outcome, len(ids))
 	for i, id := range ids {
-		out[i] = bench.Outcome{ID: id, Run: &have[id].Result}
+		out[i] = explain.Outcome{ID: id, Run: &have[id].Result}
 	}
 	return out
 }
@@ -524,7 +540,7 @@ func isPingPong(c *Campaign) bool {
 // bestLatency is the point of lowest median p50 round trip (the first on
 // a tie), as bench picks it; nil when no point has one.
 func bestLatency(points []Point) *Best {
-	i := bench.LowestP50(len(points), func(i int) *bench.LatencyPoint { return points[i].Latency })
+	i := explain.LowestP50(len(points), func(i int) *explain.LatencyPoint { return points[i].Latency })
 	if i < 0 {
 		return nil
 	}
@@ -556,25 +572,13 @@ func gbpsOf(ids []int64, have map[int64]*storedRun) []float64 {
 // round3 rounds as bench rounds its summaries.
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
-// bucketName names bucket i of n, which bench lists from the slowest up.
-func bucketName(i, n int) string {
-	switch n {
-	case 2:
-		return []string{"low", "high"}[i]
-	case 3:
-		return []string{"low", "middle", "high"}[i]
+// bucketWhy says what set a bucket apart: where the receiver's softirq
+// work ran; "" when not known.
+func bucketWhy(bk Bucket) string {
+	if len(bk.Softirq) == 0 {
+		return ""
 	}
-	return fmt.Sprintf("bucket %d of %d", i+1, n)
-}
-
-// campaignCommand is the linerate bench command that makes the campaign
-// again; "" when the spec is not known.
-func campaignCommand(spec json.RawMessage) string {
-	var s bench.Spec
-	if json.Unmarshal(spec, &s) != nil || s.Peer == "" || s.Run.Perftest.Test != "" {
-		return "" // the runs' own commands stand in; perftest results carry theirs
-	}
-	return s.CampaignCommand()
+	return "the receiver's softirq work ran on CPU" + plural(len(bk.Softirq)) + " " + cpulist.Format(bk.Softirq)
 }
 
 // loadTunes reads the journals the runs name (either end's), oldest

@@ -17,6 +17,7 @@ import (
 
 	"github.com/linerate/linerate/internal/bench"
 	"github.com/linerate/linerate/internal/doctor"
+	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
 	"github.com/linerate/linerate/internal/tune"
@@ -146,24 +147,25 @@ func specOf(tb testing.TB, c Campaign, runs map[int64]*Run) json.RawMessage {
 	return b
 }
 
-// summaryOf is the campaign's linerate.campaign/v1 document, in bench's
-// types.
+// summaryOf is the campaign's linerate.campaign/v1 document as bench
+// stores it: null intervals below 6 runs, buckets with the receiver's
+// softirq CPUs, the best point's command.
 func summaryOf(tb testing.TB, c Campaign) json.RawMessage {
-	s := bench.Summary{Schema: bench.CampaignSchema, Label: c.Label, Points: []bench.PointSummary{}, Explanation: c.Explanation,
-		CIMethod: bench.CIMethod, BucketRule: bench.BucketRule}
+	s := c.Summary
+	s.Schema, s.CIMethod, s.BucketRule = explain.CampaignSchema, explain.CIMethod, explain.BucketRule
+	s.Points = nil
 	for _, p := range c.Points {
-		ps := bench.PointSummary{Streams: p.Streams, Placement: p.Placement, RunIDs: p.RunIDs, MedianGbps: p.MedianGbps,
-			MinGbps: p.MinGbps, MaxGbps: p.MaxGbps, Buckets: []bench.Bucket{}}
-		if len(p.CI95Gbps) == 2 { // null, as bench writes it, below 6 runs
-			ps.CI95Gbps = &[2]float64{p.CI95Gbps[0], p.CI95Gbps[1]}
+		p.Buckets = slices.Clone(p.Buckets)
+		if p.Buckets == nil {
+			p.Buckets = []Bucket{}
 		}
-		for _, bk := range p.Buckets {
-			ps.Buckets = append(ps.Buckets, bench.Bucket{RunIDs: bk.RunIDs, MedianGbps: bk.MedianGbps, Softirq: []int{8}})
+		for i := range p.Buckets {
+			p.Buckets[i].Name = explain.BucketName(i, len(p.Buckets))
 		}
-		s.Points = append(s.Points, ps)
+		s.Points = append(s.Points, p)
 	}
 	if c.Best != nil {
-		s.Best = &bench.Best{Streams: c.Best.Streams, Placement: c.Best.Placement, MedianGbps: c.Best.MedianGbps, Command: c.Command}
+		s.Best = &explain.Best{Streams: c.Best.Streams, Placement: c.Best.Placement, MedianGbps: c.Best.MedianGbps, Command: c.Command}
 	}
 	b, err := json.Marshal(s)
 	if err != nil {
@@ -237,7 +239,7 @@ func rawDoc(t testing.TB, b []byte) any {
 func TestReportLoadNumbersMatchDatabase(t *testing.T) {
 	ctx := context.Background()
 	s := storeDataset(t, loadFixture(t, "seed000"))
-	ds, err := Load(ctx, s.st, LoadOptions{Selection: Selection{Labels: []string{"baseline", "pinned", "sweep"}}, TuneDir: s.tuneDir, Linerate: "v9.9.9"})
+	ds, err := Load(ctx, s.st, LoadOptions{Commands: bench.StoredCommands{}, Selection: Selection{Labels: []string{"baseline", "pinned", "sweep"}}, TuneDir: s.tuneDir, Linerate: "v9.9.9"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +394,7 @@ func TestReportLoadSelection(t *testing.T) {
 		{"overlap", Selection{RunIDs: []int64{26}, Last: 1}, []int64{26}, []string{"sweep"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ds, err := Load(ctx, s.st, LoadOptions{Selection: tc.sel, TuneDir: s.tuneDir})
+			ds, err := Load(ctx, s.st, LoadOptions{Commands: bench.StoredCommands{}, Selection: tc.sel, TuneDir: s.tuneDir})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -414,7 +416,7 @@ func TestReportLoadSelection(t *testing.T) {
 
 	// Run 3 alone of the baseline: its point is that run, with no interval
 	// and a note that says so.
-	ds, err := Load(ctx, s.st, LoadOptions{Selection: Selection{RunIDs: []int64{3}}})
+	ds, err := Load(ctx, s.st, LoadOptions{Commands: bench.StoredCommands{}, Selection: Selection{RunIDs: []int64{3}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -453,7 +455,7 @@ func TestReportLoadErrors(t *testing.T) {
 		{s.st, Selection{Labels: []string{"pinned", "nope"}}, `label "nope": no run in`},
 		{s.st, Selection{Last: -1}, "--last -1"},
 	} {
-		_, err := Load(ctx, tc.st, LoadOptions{Selection: tc.sel})
+		_, err := Load(ctx, tc.st, LoadOptions{Commands: bench.StoredCommands{}, Selection: tc.sel})
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%+v: error %v, want one line with %q", tc.sel, err, tc.want)
 		}
@@ -466,7 +468,7 @@ func TestReportLoadMissingJournal(t *testing.T) {
 	ctx := context.Background()
 	s := storeDataset(t, loadFixture(t, "seed000"))
 	for _, dir := range []string{t.TempDir(), filepath.Join(t.TempDir(), "absent"), ""} {
-		ds, err := Load(ctx, s.st, LoadOptions{Selection: Selection{Labels: []string{"baseline", "pinned"}}, TuneDir: dir})
+		ds, err := Load(ctx, s.st, LoadOptions{Commands: bench.StoredCommands{}, Selection: Selection{Labels: []string{"baseline", "pinned"}}, TuneDir: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -544,7 +546,7 @@ func TestReportLoadPerftestAndHosts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ds, err := Load(ctx, st, LoadOptions{Selection: Selection{RunIDs: []int64{1}, Last: 2}})
+	ds, err := Load(ctx, st, LoadOptions{Commands: bench.StoredCommands{}, Selection: Selection{RunIDs: []int64{1}, Last: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -601,7 +603,7 @@ func BenchmarkReport1000Stored(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ds, err := Load(ctx, st, LoadOptions{Selection: Selection{Last: 1000}, TuneDir: s.tuneDir})
+		ds, err := Load(ctx, st, LoadOptions{Commands: bench.StoredCommands{}, Selection: Selection{Last: 1000}, TuneDir: s.tuneDir})
 		st.Close()
 		if err != nil {
 			b.Fatal(err)

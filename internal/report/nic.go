@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/linerate/linerate/internal/bench"
+	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/nicstats"
 	"github.com/linerate/linerate/internal/result"
 )
@@ -37,7 +37,7 @@ func (b *builder) nicCounters(s *section) {
 			grew := d.Grew()
 			for _, c := range causes(grew) {
 				t.Rows = append(t.Rows, []string{strconv.FormatInt(r.Result.RunID, 10), orDash(r.Label), endName(&r.Result, role),
-					orDash(d.Interface), c, strconv.FormatUint(grew[c], 10), sources(d, c), bench.CauseWords(c, grew[c])})
+					orDash(d.Interface), c, strconv.FormatUint(grew[c], 10), sources(d, c), explain.CauseWords(c, grew[c])})
 				t.Classes = append(t.Classes, causeClass(c))
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/linerate/linerate/internal/doctor"
+	"github.com/linerate/linerate/internal/explain"
 )
 
 // renderHTML builds and writes a dataset's report.
@@ -522,8 +523,8 @@ func TestTuneMedianRounding(t *testing.T) {
 	}
 	ds := Dataset{
 		Runs: []Run{run(1, 4.9, ""), run(2, 5.0050727, ""), run(3, 5.1, ""), run(4, 9, "j1"), run(5, 9.2, "j1"), run(6, 9.4, "j1")},
-		Campaigns: []Campaign{{Schema: CampaignSchema, Points: []Point{{Streams: 1, Placement: "auto", RunIDs: []int64{1, 2, 3},
-			MedianGbps: 5.005, MinGbps: 4.9, MaxGbps: 5.1}}, Explanation: []string{}}},
+		Campaigns: []Campaign{{Summary: explain.Summary{Schema: CampaignSchema, Points: []Point{{Streams: 1, Placement: "auto", RunIDs: []int64{1, 2, 3},
+			MedianGbps: 5.005, MinGbps: 4.9, MaxGbps: 5.1}}, Explanation: []string{}}}},
 		Tunes: []TuneJournal{{ID: "j1", Host: "b", Changes: []TuneChange{{Kind: "sysctl", Target: "net.ipv4.tcp_rmem", Before: "1", After: "2"}}}},
 	}
 	m, err := Build(ds)

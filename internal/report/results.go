@@ -60,8 +60,8 @@ func (b *builder) resultsSection() (*section, error) {
 // which history shows too, else its place in the report.
 func campaignName(ci int, c *Campaign) string {
 	id := int64(ci + 1)
-	if c.ID > 0 {
-		id = c.ID
+	if c.CampaignID > 0 {
+		id = c.CampaignID
 	}
 	n := "Campaign " + strconv.FormatInt(id, 10)
 	if c.Label != "" {
@@ -133,7 +133,7 @@ func (b *builder) pointsTable(ci int, c *Campaign) *table {
 	for _, p := range c.Points {
 		runs := b.runsOf(p.RunIDs)
 		ci95 := "—"
-		if len(p.CI95Gbps) == 2 {
+		if p.CI95Gbps != nil {
 			ci95 = gbps(p.CI95Gbps[0]) + "–" + gbps(p.CI95Gbps[1])
 		}
 		cl, sv, retr := cpuCost(runs)

@@ -89,7 +89,7 @@ func (b *builder) bucketTable(ci int, c *Campaign) *table {
 			runs := b.runsOf(bk.RunIDs)
 			lo, hi := spread(runs)
 			t.Rows = append(t.Rows, []string{pointLabel(p), bk.Name, strconv.Itoa(len(bk.RunIDs)), idRanges(sortedIDs(runs)),
-				gbps(bk.MedianGbps), gbps(lo), gbps(hi), pct(bk.MedianGbps, ceiling), orDash(bk.Why)})
+				gbps(bk.MedianGbps), gbps(lo), gbps(hi), pct(bk.MedianGbps, ceiling), orDash(bucketWhy(bk))})
 		}
 	}
 	return t

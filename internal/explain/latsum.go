@@ -1,4 +1,4 @@
-package bench
+package explain
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/latency"
 	"github.com/linerate/linerate/internal/result"
 )
@@ -56,12 +55,6 @@ func SummarizeLatency(outs []Outcome) *LatencyPoint {
 	return lp
 }
 
-// isPingPong reports whether a campaign measures round trips
-// (--latency): its summary is then in µs, not Gbit/s.
-func isPingPong(spec Spec) bool {
-	return spec.Run.Probe != nil && spec.Run.Probe.Kind == agent.ProbePingPong
-}
-
 // latencyOf is what one percentile of each run's round trips says across
 // runs: median, min and max, each nil when no run had it.
 func latencyOf(outs []Outcome, get func(*latency.RTT) *float64) (med, lo, hi *float64) {
@@ -76,7 +69,7 @@ func latencyOf(outs []Outcome, get func(*latency.RTT) *float64) (med, lo, hi *fl
 	if len(vs) == 0 {
 		return nil, nil, nil
 	}
-	m, a, b := round3(median(vs)), round3(slices.Min(vs)), round3(slices.Max(vs))
+	m, a, b := round3(Median(vs)), round3(slices.Min(vs)), round3(slices.Max(vs))
 	return &m, &a, &b
 }
 
@@ -104,7 +97,7 @@ func summarizeLatency(outs []Outcome) (*LatencyPoint, []int, []float64) {
 	}
 	lp.Runs = len(p50s)
 	if len(rates) > 0 {
-		lp.MedianRatePerS = math.Round(median(rates))
+		lp.MedianRatePerS = math.Round(Median(rates))
 	}
 	for _, g := range splitBuckets(p50s) {
 		b := LatencyBucket{RunIDs: []int64{}}
@@ -115,7 +108,7 @@ func summarizeLatency(outs []Outcome) (*LatencyPoint, []int, []float64) {
 			}
 			vals = append(vals, p50s[k])
 		}
-		b.MedianP50Us, b.MinP50Us, b.MaxP50Us = round3(median(vals)), round3(slices.Min(vals)), round3(slices.Max(vals))
+		b.MedianP50Us, b.MinP50Us, b.MaxP50Us = round3(Median(vals)), round3(slices.Min(vals)), round3(slices.Max(vals))
 		lp.Buckets = append(lp.Buckets, b)
 	}
 	return lp, idx, p50s

@@ -1,4 +1,4 @@
-package bench
+package explain
 
 import (
 	"strings"
@@ -78,7 +78,7 @@ func TestUnknownIsUnknown(t *testing.T) {
 		}
 		outs = append(outs, Outcome{Run: r})
 	}
-	s := Summarize(Spec{Engine: "iperf3", Peer: "h", Repeat: 6}, outs, ryzenX4Topology(), nil)
+	s := Summarize(designOf("iperf3", "h", nil, nil, nil), outs, ryzenX4Topology(), nil)
 	text := strings.Join(s.Explanation, "\n")
 	for _, want := range []string{
 		"The server's softirq load and CPU busy shares unknown (/proc/stat could not be read: open /proc/stat: permission denied) during runs 1-5: unmeasured, not zero.",
@@ -107,32 +107,10 @@ func TestFewRunsNoVariance(t *testing.T) {
 		for i := range n {
 			outs = append(outs, Outcome{Run: syntheticRun(5+float64(i)*3, nil)})
 		}
-		s := Summarize(Spec{Engine: "native", Peer: "h", Repeat: n}, outs, Topology{}, nil)
+		s := Summarize(designOf("native", "h", nil, nil, nil), outs, Topology{}, nil)
 		text := strings.Join(s.Explanation, "\n")
 		if got := strings.Contains(text, "runs cannot fall into buckets") && strings.Contains(text, "run --repeat 4 or more"); got != want {
 			t.Errorf("%d runs: says why there is no variance explanation: %v, want %v\n%s", n, got, want, text)
 		}
-	}
-}
-
-// TestTextOtherLoad: one run's text output names the busy process and
-// says which telemetry is unknown.
-func TestTextOtherLoad(t *testing.T) {
-	r := busyRun(9, 96)
-	r.End.Unread.Server = map[string]string{telemetry.SrcSoftirqs: "open /proc/softirqs: permission denied"}
-	var b strings.Builder
-	p := TextProgress(&b, false)
-	p(result.Event{Event: "start", Data: &r.Start})
-	p(result.Event{Event: "end", Data: &r.End})
-	for _, want := range []string{
-		"Other load: CPU 0 was 96% busy with pid 4123 (stress-ng, 95% of a CPU, pinned to it) and pid 5 (go, 96% of a CPU), not this test; the test kept its threads off it.\n",
-		"Note: server telemetry: /proc/softirqs could not be read (open /proc/softirqs: permission denied): what it measures is unknown for this run, not zero\n",
-	} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, b.String())
-		}
-	}
-	if strings.Contains(b.String(), "sshd") {
-		t.Errorf("a process at 2%% of a CPU named:\n%s", b.String())
 	}
 }

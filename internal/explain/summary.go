@@ -1,4 +1,4 @@
-package bench
+package explain
 
 import (
 	"fmt"
@@ -7,6 +7,9 @@ import (
 
 	"github.com/linerate/linerate/internal/result"
 )
+
+// CampaignSchema names the JSON document of a campaign's summary.
+const CampaignSchema = "linerate.campaign/v1"
 
 // Summary is a campaign's result, the linerate.campaign/v1 document.
 type Summary struct {
@@ -65,6 +68,9 @@ type CPUCost struct {
 // Bucket is a group of a point's repeats whose throughputs lie close
 // together (see BucketRule).
 type Bucket struct {
+	// Name is the bucket's place among its point's, slowest first:
+	// "low", "high"; "low", "middle", "high"; "bucket 2 of 4" (BucketName).
+	Name       string  `json:"name"`
 	RunIDs     []int64 `json:"run_ids"`
 	MedianGbps float64 `json:"median_gbps"`
 	MinGbps    float64 `json:"min_gbps"`
@@ -87,6 +93,18 @@ type Best struct {
 	MedianP99Us *float64 `json:"median_p99_us,omitempty"`
 }
 
+// BucketName names bucket i of n, as a point's buckets are listed: from
+// the slowest up.
+func BucketName(i, n int) string {
+	switch n {
+	case 2:
+		return []string{"low", "high"}[i]
+	case 3:
+		return []string{"low", "middle", "high"}[i]
+	}
+	return fmt.Sprintf("bucket %d of %d", i+1, n)
+}
+
 // BucketRule is the rule that splits repeats into buckets, as the summary
 // states it.
 const BucketRule = "sort the runs' throughputs; " + bucketSplit
@@ -98,9 +116,31 @@ const LatencyBucketRule = "sort the runs' p50 round trips; " + bucketSplit
 // bucketSplit is where both rules split (splitBuckets).
 const bucketSplit = "split wherever two neighbours differ by more than max(5% of the median, 3 × the median gap between neighbours)"
 
+// Design is a campaign as asked, in the terms its summary uses: its
+// points (every stream count crossed with every placement, in the order
+// Outcome.Point indexes them) and what they vary.
+type Design struct {
+	Engine, Peer, Label string
+	Points              []Point
+	// Sweep is true when the campaign varies the stream count,
+	// Placements when it varies the placement; PingPong when its runs
+	// measure round trips (--latency) rather than throughput.
+	Sweep, Placements, PingPong bool
+}
+
+// Point is one combination of a campaign's design.
+type Point struct {
+	Streams int
+	// Placement is the -A pair as the campaign writes it ("6,7",
+	// "auto").
+	Placement string
+	// Command reproduces the point with one run.
+	Command string
+}
+
 // Outcome is one finished run of a campaign: its point and its result.
 type Outcome struct {
-	Point int // index into Spec.Points
+	Point int // index into Design.Points
 	ID    int64
 	Run   *result.Result
 }
@@ -108,16 +148,16 @@ type Outcome struct {
 // Summarize computes a campaign's summary from its finished runs. topo
 // names CPUs in explanations; ceiling (Gbit/s, nil when unknown) is the
 // path's goodput ceiling.
-func Summarize(spec Spec, outs []Outcome, topo Topology, ceiling *float64) *Summary {
-	s := &Summary{Schema: CampaignSchema, Engine: spec.Engine, Peer: spec.Peer, Label: spec.Label,
+func Summarize(d Design, outs []Outcome, topo Topology, ceiling *float64) *Summary {
+	s := &Summary{Schema: CampaignSchema, Engine: d.Engine, Peer: d.Peer, Label: d.Label,
 		Points: []PointSummary{}, Explanation: []string{}, CIMethod: CIMethod, BucketRule: BucketRule}
-	points := spec.Points()
+	points := d.Points
 	byPoint := make([][]Outcome, len(points))
 	for _, o := range outs {
 		byPoint[o.Point] = append(byPoint[o.Point], o)
 	}
 	runsOf := map[int][]*result.Result{}
-	pingPong := isPingPong(spec)
+	pingPong := d.PingPong
 	if pingPong {
 		s.BucketRule = LatencyBucketRule
 	}
@@ -146,22 +186,22 @@ func Summarize(spec Spec, outs []Outcome, topo Topology, ceiling *float64) *Summ
 	}
 	bp := s.Points[best]
 	s.Best = &Best{Streams: bp.Streams, Placement: bp.Placement, MedianGbps: bp.MedianGbps,
-		Command: spec.Command(Point{Streams: bp.Streams, Placement: placementOf(points, bp)})}
+		Command: commandOf(points, bp)}
 	if pingPong {
 		s.Best.MedianP50Us, s.Best.MedianP99Us = bp.Latency.MedianP50Us, bp.Latency.MedianP99Us
-		s.Explanation = append(s.Explanation, compareLatencyPoints(spec, s, runsOf, best, topo)...)
+		s.Explanation = append(s.Explanation, compareLatencyPoints(d, s, runsOf, best, topo)...)
 		return s
 	}
 	s.Explanation = append(s.Explanation, fairnessSentences(s.Points, runsOf)...)
-	s.Explanation = append(s.Explanation, comparePoints(spec, s, runsOf, best, topo)...)
+	s.Explanation = append(s.Explanation, comparePoints(d, s, runsOf, best, topo)...)
 	return s
 }
 
 // compareLatencyPoints explains a ping-pong campaign across points: the
 // placement of lowest round trips against the highest, then the best.
-func compareLatencyPoints(spec Spec, s *Summary, runsOf map[int][]*result.Result, best int, topo Topology) []string {
+func compareLatencyPoints(d Design, s *Summary, runsOf map[int][]*result.Result, best int, topo Topology) []string {
 	var out []string
-	if worst := worstLatency(s.Points, best); len(spec.Placements) > 1 && worst >= 0 {
+	if worst := worstLatency(s.Points, best); d.Placements && worst >= 0 {
 		if e := explainLatencyPlacements(&s.Points[best], &s.Points[worst], runsOf[best], runsOf[worst], topo); e != "" {
 			out = append(out, e)
 		}
@@ -169,13 +209,14 @@ func compareLatencyPoints(spec Spec, s *Summary, runsOf map[int][]*result.Result
 	return append(out, bestLatencySentence(s))
 }
 
-func placementOf(points []Point, ps PointSummary) Placement {
+// commandOf is the command that reproduces the point ps summarises.
+func commandOf(points []Point, ps PointSummary) string {
 	for _, p := range points {
-		if p.Streams == ps.Streams && p.Placement.String() == ps.Placement {
-			return p.Placement
+		if p.Streams == ps.Streams && p.Placement == ps.Placement {
+			return p.Command
 		}
 	}
-	return Placement{}
+	return ""
 }
 
 func runs(outs []Outcome) []*result.Result {
@@ -188,21 +229,21 @@ func runs(outs []Outcome) []*result.Result {
 
 func summarizePoint(p Point, outs []Outcome, topo Topology, ceiling *float64, pingPong bool) (PointSummary, []string) {
 	gbps := make([]float64, len(outs))
-	ps := PointSummary{Streams: p.Streams, Placement: p.Placement.String(), RunIDs: []int64{}, Runs: len(outs), Buckets: []Bucket{}}
+	ps := PointSummary{Streams: p.Streams, Placement: p.Placement, RunIDs: []int64{}, Runs: len(outs), Buckets: []Bucket{}}
 	for i, o := range outs {
 		gbps[i] = o.Run.Gbps()
 		if o.ID != 0 { // 0: not stored (--no-store)
 			ps.RunIDs = append(ps.RunIDs, o.ID)
 		}
 	}
-	ps.MedianGbps, ps.MinGbps, ps.MaxGbps = round3(median(gbps)), round3(slices.Min(gbps)), round3(slices.Max(gbps))
+	ps.MedianGbps, ps.MinGbps, ps.MaxGbps = round3(Median(gbps)), round3(slices.Min(gbps)), round3(slices.Max(gbps))
 	if ci := medianCI(gbps); ci.OK() {
 		ps.CI95Gbps, ps.CILevel = &[2]float64{round3(ci.Lo), round3(ci.Hi)}, round4(ci.Level)
 	} else {
 		ps.CINote = ci.Note
 	}
 	if ceiling != nil && *ceiling > 0 {
-		share := round3(median(gbps) / *ceiling)
+		share := round3(Median(gbps) / *ceiling)
 		ps.CeilingGbps, ps.CeilingShare = ceiling, &share
 	}
 	ps.CPUPerGbit = cpuCost(outs)
@@ -230,7 +271,8 @@ func summarizePoint(p Point, outs []Outcome, topo Topology, ceiling *float64, pi
 			rs = append(rs, outs[i].Run)
 			loads = append(loads, loadOf(outs[i].Run, side))
 		}
-		b.MedianGbps, b.MinGbps, b.MaxGbps = round3(median(vals)), round3(slices.Min(vals)), round3(slices.Max(vals))
+		b.Name = BucketName(len(ps.Buckets), len(groups))
+		b.MedianGbps, b.MinGbps, b.MaxGbps = round3(Median(vals)), round3(slices.Min(vals)), round3(slices.Max(vals))
 		b.Softirq = meanLoad(loads).softirqCPUs()
 		ps.Buckets = append(ps.Buckets, b)
 		bucketRuns = append(bucketRuns, rs)
@@ -264,11 +306,11 @@ func cpuCost(outs []Outcome) CPUCost {
 	}
 	var out CPUCost
 	if len(c) > 0 {
-		v := round4(median(c))
+		v := round4(Median(c))
 		out.Client = &v
 	}
 	if len(s) > 0 {
-		v := round4(median(s))
+		v := round4(Median(s))
 		out.Server = &v
 	}
 	return out
@@ -277,10 +319,10 @@ func cpuCost(outs []Outcome) CPUCost {
 // comparePoints explains the campaign across points: for a placement
 // campaign, the best placement against the worst of the same stream
 // count; for a sweep, where adding streams stopped paying.
-func comparePoints(spec Spec, s *Summary, runsOf map[int][]*result.Result, best int, topo Topology) []string {
+func comparePoints(d Design, s *Summary, runsOf map[int][]*result.Result, best int, topo Topology) []string {
 	var out []string
 	bp := s.Points[best]
-	if len(spec.Placements) > 1 {
+	if d.Placements {
 		worst := -1
 		for i, p := range s.Points {
 			if p.Streams == bp.Streams && i != best && (worst < 0 || p.MedianGbps < s.Points[worst].MedianGbps) {
@@ -291,7 +333,7 @@ func comparePoints(spec Spec, s *Summary, runsOf map[int][]*result.Result, best 
 			out = append(out, explainPlacements(&s.Points[best], &s.Points[worst], runsOf[best], runsOf[worst], topo))
 		}
 	}
-	if len(spec.Streams) > 1 {
+	if d.Sweep {
 		out = append(out, kneeSentence(s.Points, bp.Placement))
 	}
 	out = append(out, fmt.Sprintf("Best: %d stream%s, placement %s, median %.2f Gbit/s. Reproduce it with: %s",

@@ -1,4 +1,4 @@
-package bench
+package explain
 
 import (
 	"encoding/json"
@@ -96,8 +96,7 @@ func TestSplitBuckets(t *testing.T) {
 }
 
 func TestExplainRyzenX4(t *testing.T) {
-	spec := Spec{Engine: "iperf3", Peer: "192.168.88.3", Repeat: 7,
-		Run: Params{Duration: 10e9, Placement: Placement{Client: []int{6}, Server: []int{6}}}}
+	spec := designOf("iperf3", "192.168.88.3", nil, []string{"6,6"}, iperf3Command("192.168.88.3", 10))
 	var outs []Outcome
 	for i, r := range ryzenX4Runs() {
 		outs = append(outs, Outcome{Point: 0, ID: int64(i + 1), Run: r})
@@ -160,8 +159,7 @@ func TestExplainPlacements(t *testing.T) {
 		}
 		return r
 	}
-	spec := Spec{Engine: "iperf3", Peer: "lab:t", Repeat: 2, Run: Params{Duration: 3e9},
-		Placements: []Placement{{Client: []int{0}, Server: []int{0}}, {Client: []int{0}, Server: []int{1}}}}
+	spec := designOf("iperf3", "lab:t", nil, []string{"0,0", "0,1"}, iperf3Command("lab:t", 3))
 	shared := map[int][2]float64{0: {99, 35}, 1: {3, 1}}
 	apart := map[int][2]float64{0: {97, 20}, 1: {88, 30}}
 	outs := []Outcome{
@@ -234,55 +232,11 @@ func TestCompareRuns(t *testing.T) {
 	}
 }
 
-func TestPlacementParsing(t *testing.T) {
-	// The forms -A takes: one CPU or range a side with a comma, several
-	// with a slash, one side only.
-	ps, err := ParsePlacements("6,6;0,0; 6,7 ;auto;0-3,4-7;6,;0,2/1,3;6;/7")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, p := range ps {
-		got = append(got, p.String())
-		if q, err := ParsePlacement(p.String()); err != nil || q.String() != p.String() {
-			t.Errorf("%s does not survive a round trip: %v %v", p, q, err)
-		}
-	}
-	if strings.Join(got, ";") != "6,6;0,0;6,7;auto;0-3,4-7;6,;0,2/1,3;6,;,7" {
-		t.Errorf("placements %v", got)
-	}
-	for _, bad := range []string{"6,7,8", "x,1", ";", "0,2,1,3"} {
-		if _, err := ParsePlacements(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-	st, err := ParseStreams("1,2,4,2")
-	if err != nil || len(st) != 3 {
-		t.Errorf("streams %v %v", st, err)
-	}
-	if _, err := ParseStreams("0"); err == nil {
-		t.Error("0 streams accepted")
-	}
-}
-
-func TestSpecOrderInterleaves(t *testing.T) {
-	s := Spec{Repeat: 2, Streams: []int{1, 2}, Placements: []Placement{{}, {Client: []int{0}, Server: []int{1}}}}
-	if n := len(s.Points()); n != 4 {
-		t.Fatalf("%d points", n)
-	}
-	if o := s.Order(); len(o) != 8 || o[0] != 0 || o[3] != 3 || o[4] != 0 {
-		t.Errorf("order %v", o)
-	}
-	if !s.IsCampaign() || (Spec{}).IsCampaign() {
-		t.Error("IsCampaign")
-	}
-}
-
 // TestSummaryInterval: a campaign of 3 runs prints no 95% interval and
 // says why; one of 10 prints the order-statistic interval [x(2), x(9)];
 // both count their runs though none was stored (--no-store: ID 0).
 func TestSummaryInterval(t *testing.T) {
-	spec := Spec{Engine: "native", Peer: "lab:t", Repeat: 3}
+	spec := designOf("native", "lab:t", nil, nil, nil)
 	gb := []float64{9.7, 9.1, 9.9, 9.3, 9.5, 9.0, 9.8, 9.2, 9.6, 9.4}
 	outs := func(n int) []Outcome {
 		var o []Outcome
@@ -306,7 +260,6 @@ func TestSummaryInterval(t *testing.T) {
 	if j, _ := json.Marshal(s3.Points[0]); !strings.Contains(string(j), `"ci95_gbps":null,`) || !strings.Contains(string(j), `"ci_note":"too few runs`) {
 		t.Errorf("3 runs, JSON: %s", j)
 	}
-	spec.Repeat = 10
 	b.Reset()
 	s10 := Summarize(spec, outs(10), Topology{}, nil)
 	if err := WriteSummary(&b, s10); err != nil {

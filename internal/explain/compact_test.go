@@ -1,4 +1,4 @@
-package bench
+package explain
 
 import (
 	"context"
@@ -135,7 +135,7 @@ func TestCompactKeepsWhatExplanationsUse(t *testing.T) {
 		CompactTelemetry(c, topo, topo)
 		small = append(small, Outcome{ID: int64(i + 1), Run: c})
 	}
-	spec := Spec{Engine: "native", Peer: "198.18.0.2", Repeat: 7, Run: Params{Streams: 8}}
+	spec := designOf("native", "198.18.0.2", []int{8}, nil, nil)
 	a, b := Summarize(spec, full, topo, nil), Summarize(spec, small, topo, nil)
 	if !reflect.DeepEqual(a, b) {
 		ja, _ := json.MarshalIndent(a, "", " ")
@@ -298,10 +298,12 @@ func BenchmarkRecords512(b *testing.B) {
 			if kind == "compact" {
 				CompactTelemetry(r, topo, topo)
 			}
-			sr, err := storeRun(r, Params{Streams: 8}, Spec{Engine: "native", Peer: "198.18.0.2", Label: "big"}, nil, nil)
+			doc, err := json.Marshal(r)
 			if err != nil {
 				b.Fatal(err)
 			}
+			sr := &store.Run{StartedAt: r.Start.Timestamp, Label: "big", Engine: "native", Peer: "198.18.0.2", Streams: 8,
+				DurationS: r.End.Seconds, Gbps: r.Gbps(), Params: json.RawMessage(`{"streams":8}`), Result: doc}
 			if err := db.AddRun(context.Background(), sr); err != nil {
 				b.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package bench
+package explain
 
 import (
 	"fmt"
@@ -8,8 +8,8 @@ import (
 	"golang.org/x/perf/benchmath"
 )
 
-// median returns the median of xs (NaN for none).
-func median(xs []float64) float64 {
+// Median returns the median of xs (NaN for none).
+func Median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return math.NaN()
 	}
@@ -48,9 +48,9 @@ func bucketGap(gbps []float64) float64 {
 	}
 	g := 0.0
 	if len(gaps) > 0 {
-		g = median(gaps)
+		g = Median(gaps)
 	}
-	return math.Max(0.05*median(gbps), 3*g)
+	return math.Max(0.05*Median(gbps), 3*g)
 }
 
 // splitBuckets returns the indexes of gbps grouped into buckets, slowest
@@ -160,7 +160,7 @@ type Change struct {
 
 // CompareRuns compares two samples of whole runs' throughputs.
 func CompareRuns(a, b []float64) Change {
-	ch := Change{MedianA: median(a), MedianB: median(b), NA: len(a), NB: len(b), P: 1,
+	ch := Change{MedianA: Median(a), MedianB: Median(b), NA: len(a), NB: len(b), P: 1,
 		Alpha: benchmath.DefaultThresholds.CompareAlpha}
 	ch.Relative = relChange(ch.MedianA, ch.MedianB)
 	if len(a) == 0 || len(b) == 0 {

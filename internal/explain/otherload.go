@@ -1,4 +1,4 @@
-package bench
+package explain
 
 import (
 	"fmt"
@@ -129,6 +129,16 @@ func (b busyCPU) how() string {
 	return "the test kept its threads off it"
 }
 
+// OtherLoad is, for each CPU of a run that other work kept busy, a clause
+// saying what it was and what the test did about it.
+func OtherLoad(r *result.Result) []string {
+	var out []string
+	for _, b := range busyCPUs(r) {
+		out = append(out, b.sentence(b.pct)+"; "+b.how())
+	}
+	return out
+}
+
 // explainOtherLoad says, for a campaign's runs in the order they ran,
 // which CPUs other work kept busy and during which runs: "CPU 0 was 96%
 // busy with pid 4123 (stress-ng, 95% of a CPU), not this test, during
@@ -157,7 +167,7 @@ func explainOtherLoad(runs []*result.Result) []string {
 	}
 	out := explainUnread(runs)
 	for _, g := range groups {
-		out = append(out, g.sentence(median(g.pcts))+", "+runsPhrase(g.runs, len(runs))+"; "+g.how()+".")
+		out = append(out, g.sentence(Median(g.pcts))+", "+runsPhrase(g.runs, len(runs))+"; "+g.how()+".")
 	}
 	for _, n := range slices.Sorted(maps.Keys(unknown)) {
 		out = append(out, fmt.Sprintf("Other load on the CPUs unknown %s: %s.", runsPhrase(unknown[n], len(runs)), n))

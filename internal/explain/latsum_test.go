@@ -1,4 +1,4 @@
-package bench
+package explain
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/latency"
 	"github.com/linerate/linerate/internal/result"
 )
@@ -27,17 +26,26 @@ func pingRun(p50, p99 float64, p999 *float64, samples, dropped, ooo int64, proto
 
 func f64(v float64) *float64 { return &v }
 
-func pingSpec(udp bool, placements ...string) Spec {
-	s := Spec{Engine: "native", Peer: "lab:x", Repeat: 3,
-		Run: Params{Probe: &agent.ProbeTest{Kind: agent.ProbePingPong, Size: 64, UDP: udp}}}
-	for _, p := range placements {
-		pl, err := ParsePlacement(p)
-		if err != nil {
-			panic(err)
-		}
-		s.Placements = append(s.Placements, pl)
+// pingDesign is a ping-pong campaign's design (native, lab:x, 64-byte
+// messages) over the placements given ("auto" when none), each point's
+// command as bench writes it.
+func pingDesign(udp bool, placements ...string) Design {
+	if len(placements) == 0 {
+		placements = []string{"auto"}
 	}
-	return s
+	d := Design{Engine: "native", Peer: "lab:x", PingPong: true, Placements: len(placements) > 1}
+	for _, p := range placements {
+		cmd := "linerate bench lab:x -t 10"
+		if p != "auto" {
+			cmd += " -A " + p
+		}
+		cmd += " --latency --size 64"
+		if udp {
+			cmd += " --udp"
+		}
+		d.Points = append(d.Points, Point{Streams: 1, Placement: p, Command: cmd})
+	}
+	return d
 }
 
 func TestSummarizeLatency(t *testing.T) {
@@ -53,7 +61,7 @@ func TestSummarizeLatency(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		spec     Spec
+		design   Design
 		outs     []Outcome
 		want     []point
 		best     string
@@ -61,8 +69,8 @@ func TestSummarizeLatency(t *testing.T) {
 		bestP99  float64
 		explains []string // substrings of the explanation, in order
 	}{{
-		name: "tcp, two placements, three runs each: the best is the lowest p50, not the highest Gbit/s",
-		spec: pingSpec(false, "0,0", "0,1"),
+		name:   "tcp, two placements, three runs each: the best is the lowest p50, not the highest Gbit/s",
+		design: pingDesign(false, "0,0", "0,1"),
 		outs: []Outcome{
 			{Point: 0, ID: 1, Run: pingRun(30, 60, f64(90), 1000, 0, 0, "tcp", 0.2)},
 			{Point: 1, ID: 2, Run: pingRun(22, 40, f64(70), 1000, 0, 0, "tcp", 0.1)},
@@ -83,8 +91,8 @@ func TestSummarizeLatency(t *testing.T) {
 			"Best: placement 0,1, median p50 round trip 21.0 µs, p99 42.0 µs. Reproduce it with: linerate bench lab:x -t 10 -A 0,1 --latency --size 64",
 		},
 	}, {
-		name: "udp, one placement, five runs in two buckets: losses summed, buckets by p50",
-		spec: pingSpec(true, "2,3"),
+		name:   "udp, one placement, five runs in two buckets: losses summed, buckets by p50",
+		design: pingDesign(true, "2,3"),
 		outs: []Outcome{
 			{Point: 0, ID: 11, Run: pingRun(20, 30, f64(40), 100, 1, 0, "udp", 1)},
 			{Point: 0, ID: 12, Run: pingRun(41, 60, f64(80), 100, 0, 2, "udp", 1)},
@@ -102,7 +110,7 @@ func TestSummarizeLatency(t *testing.T) {
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := Summarize(tc.spec, tc.outs, Topology{}, nil)
+			s := Summarize(tc.design, tc.outs, Topology{}, nil)
 			if len(s.Points) != len(tc.want) {
 				t.Fatalf("%d points, want %d", len(s.Points), len(tc.want))
 			}
@@ -159,7 +167,7 @@ func TestSummarizeLatencyBuckets(t *testing.T) {
 		{Point: 0, ID: 13, Run: pingRun(20.5, 31, nil, 100, 0, 0, "udp", 1)},
 		{Point: 0, ID: 14, Run: pingRun(40, 58, nil, 100, 0, 0, "udp", 1)},
 	}
-	s := Summarize(pingSpec(true), outs, Topology{}, nil)
+	s := Summarize(pingDesign(true), outs, Topology{}, nil)
 	b, err := json.Marshal(s.Points[0].Latency.Buckets)
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +187,7 @@ func TestSummarizeLatencyBuckets(t *testing.T) {
 // TestSummarizeThroughputHasNoLatency: a TCP stream campaign keeps its
 // Gbit/s best and gets no latency fields.
 func TestSummarizeThroughputHasNoLatency(t *testing.T) {
-	spec := Spec{Engine: "native", Peer: "lab:x", Repeat: 2}
+	spec := designOf("native", "lab:x", nil, nil, nil)
 	mk := func(g float64) *result.Result {
 		r := &result.Result{}
 		r.End.Seconds, r.End.SumReceived.BitsPerSecond = 2, g*1e9
@@ -207,7 +215,7 @@ func TestWriteSummaryLatency(t *testing.T) {
 		{Point: 0, Run: pingRun(35, 70, f64(100), 900, 0, 0, "udp", 0.2)},
 	}
 	var b bytes.Buffer
-	if err := WriteSummary(&b, Summarize(pingSpec(true, "0,1"), outs, Topology{}, nil)); err != nil {
+	if err := WriteSummary(&b, Summarize(pingDesign(true, "0,1"), outs, Topology{}, nil)); err != nil {
 		t.Fatal(err)
 	}
 	want := "round trip in µs: median of the runs' percentiles (min-max across runs)\n" +
@@ -218,115 +226,5 @@ func TestWriteSummaryLatency(t *testing.T) {
 	}
 	if strings.Contains(b.String(), "Gbit") {
 		t.Errorf("latency summary speaks of Gbit/s:\n%s", b.String())
-	}
-}
-
-func TestPingPongIntervalLine(t *testing.T) {
-	iv := result.Interval{Start: 1, End: 2, Sum: result.Sum{Bytes: 40_000 * 2 * 64, BitsPerSecond: 40_000 * 2 * 64 * 8, Retransmits: 3},
-		CPU: result.HostCPUs{Client: map[string]result.CPUSample{"0": {Busy: 55, SoftIRQ: 20}}, Server: map[string]result.CPUSample{"1": {Busy: 60, SoftIRQ: 30}}}}
-	want := "    1.00-2.00   s      40000 round trips/s  (40000)  client cpu0 55% (si 20%)  server cpu1 60% (si 30%)"
-	if got := PingPongIntervalLine(iv, 64); got != want {
-		t.Errorf("line\n%q\nwant\n%q", got, want)
-	}
-	p50, p99 := 25.94, 111.86
-	iv.Latency = &result.IntervalLatency{Samples: 40_000, RTTUs: latency.RTT{P50: &p50, P99: &p99}}
-	want = "    1.00-2.00   s      40000 round trips/s  (40000)  p50 25.9 µs  p99 111.9 µs  client cpu0 55% (si 20%)  server cpu1 60% (si 30%)"
-	if got := PingPongIntervalLine(iv, 64); got != want {
-		t.Errorf("line with percentiles\n%q\nwant\n%q", got, want)
-	}
-	iv.Latency = nil
-	var b bytes.Buffer
-	p := NewProgress(&b, false).ForProbe(&agent.ProbeTest{Kind: agent.ProbePingPong, Size: 64})
-	iv.Omitted = true
-	p.Interval(0, iv)
-	p.RunDone(0, 3, 7, pingRun(21.5, 40, nil, 80000, 0, 0, "tcp", 0.1))
-	wantOut := "    1.00-2.00   s      40000 round trips/s  (40000) (warm-up)  client cpu0 55% (si 20%)  server cpu1 60% (si 30%)\n" +
-		"run 1/3: round trip p50 21.5 µs, p99 40.0 µs, p99.9 - µs; 80000 round trips (40000/s) (stored as run 7)\n"
-	if b.String() != wantOut {
-		t.Errorf("progress\n%q\nwant\n%q", b.String(), wantOut)
-	}
-	if strings.Contains(b.String(), "retr") || strings.Contains(b.String(), "Gbit") {
-		t.Errorf("ping-pong progress shows retransmits or Gbit/s: %q", b.String())
-	}
-}
-
-func TestProbeTextProgressPingPong(t *testing.T) {
-	var b bytes.Buffer
-	p := ProbeTextProgress(&b, false, &agent.ProbeTest{Kind: agent.ProbePingPong, Size: 32})
-	st := result.Start{Peer: "198.18.0.2", Port: 5301, Streams: 1, DurationS: 2, Direction: result.Send,
-		Placement: result.Placement{Client: []int{0}, Server: []int{1}, Source: "auto"}}
-	p(result.Event{Event: "start", Data: &st})
-	p(result.Event{Event: "interval", Data: &result.Interval{Start: 0, End: 0.5, Sum: result.Sum{Bytes: 12345 * 64, Retransmits: 9},
-		CPU: result.HostCPUs{Client: map[string]result.CPUSample{"0": {Busy: 97, SoftIRQ: 12}}}}})
-	// An interval with its percentiles, and one of too few round trips
-	// for a p99.
-	p50, p99 := 21.46, 133.04
-	p(result.Event{Event: "interval", Data: &result.Interval{Start: 0.5, End: 1, Sum: result.Sum{Bytes: 12000 * 64},
-		Latency: &result.IntervalLatency{Samples: 12000, RTTUs: latency.RTT{P50: &p50, P99: &p99}}}})
-	p(result.Event{Event: "interval", Data: &result.Interval{Start: 1, End: 1.5, Sum: result.Sum{Bytes: 50 * 64},
-		Latency: &result.IntervalLatency{Samples: 50, RTTUs: latency.RTT{P50: &p50}}}})
-	out := b.String()
-	for _, want := range []string{
-		"[ ID] Interval           Round trips   per second   p50 µs   p99 µs\n",
-		"[SUM]   0.00-0.50   sec        12345      24690/s        -        -  client pinned cpu0  97% si 12%\n",
-		"[SUM]   0.50-1.00   sec        12000      24000/s     21.5    133.0\n",
-		"[SUM]   1.00-1.50   sec           50        100/s     21.5        -\n",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
-	if strings.Contains(out, "Window:") {
-		t.Errorf("ping-pong output shows socket buffers:\n%s", out)
-	}
-	if strings.Contains(out, "retr") || strings.Contains(out, "Retr") {
-		t.Errorf("ping-pong output has a retransmits column:\n%s", out)
-	}
-}
-
-// TestUDPIntervalLines: a UDP run's interval lines, live and in the text
-// output, count datagrams and show no retransmits column.
-func TestUDPIntervalLines(t *testing.T) {
-	iv := result.Interval{Start: 1, End: 2, Sum: result.Sum{Bytes: 85_000 * 1470, BitsPerSecond: 85_000 * 1470 * 8, Retransmits: 4},
-		Streams: []result.StreamInterval{{ID: 1, Packets: 60_000}, {ID: 2, Packets: 25_000}},
-		CPU:     result.HostCPUs{Client: map[string]result.CPUSample{"0": {Busy: 40, SoftIRQ: 5}}}}
-	want := "    1.00-2.00   s     1.00 Gbit/s  85000 datagrams  client cpu0 40% (si 5%)"
-	if got := UDPIntervalLine(iv); got != want {
-		t.Errorf("line\n%q\nwant\n%q", got, want)
-	}
-	var live bytes.Buffer
-	NewProgress(&live, false).ForProbe(&agent.ProbeTest{Kind: agent.ProbeUDP, Size: 1470}).Interval(0, iv)
-	if live.String() != want+"\n" {
-		t.Errorf("progress %q, want %q", live.String(), want+"\n")
-	}
-
-	var b bytes.Buffer
-	p := ProbeTextProgress(&b, false, &agent.ProbeTest{Kind: agent.ProbeUDP, Size: 1470})
-	st := result.Start{Peer: "198.18.0.2", Port: 5301, Streams: 2, DurationS: 2, Direction: result.Send, Protocol: result.UDP,
-		Placement: result.Placement{Client: []int{0}, Server: []int{1}, Source: "auto"}}
-	p(result.Event{Event: "start", Data: &st})
-	p(result.Event{Event: "interval", Data: &iv})
-	out := b.String()
-	for _, want := range []string{
-		"[ ID] Interval           Transfer     Bitrate         Datagrams\n",
-		"[SUM]   1.00-2.00   sec  ",
-		"  85000 datagrams  client pinned cpu0  40% si  5%\n",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
-	if strings.Contains(out, "retr") || strings.Contains(out, "Retr") {
-		t.Errorf("UDP output has a retransmits column:\n%s", out)
-	}
-	p(result.Event{Event: "end", Data: &result.End{Seconds: 2, UDP: &result.UDPSum{Packets: 85_000, Length: 1470, LostPackets: 12},
-		NICCounters: &result.NICCounters{Client: &result.NICDelta{Interface: "lab0", Driver: "veth",
-			Deltas: map[string]uint64{"qdisc_drops": 12}, Sources: map[string]map[string]uint64{"qdisc_drops": {"qdisc.drops": 12}}}}}})
-	out = b.String()
-	if !strings.Contains(out, "NIC counters grew: client lab0: qdisc_drops 12 (qdisc.drops)\n") {
-		t.Errorf("a UDP run's end does not say what its NIC dropped:\n%s", out)
-	}
-	if !strings.Contains(out, "Window: autotuned\n") {
-		t.Errorf("a window granted nothing recorded should read \"Window: autotuned\":\n%s", out)
 	}
 }
