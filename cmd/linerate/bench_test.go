@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -368,6 +369,7 @@ func TestBenchLab(t *testing.T) {
 			t.Errorf("bench %s: the document lacks %s", strings.Join(c.args, " "), c.want)
 		}
 	}
+	storedRuns(t, bin, name)
 	// A lab that does not exist says how to make it.
 	cmd := exec.Command(bin, "bench", "lab:nosuch", "-t", "1")
 	nosuch, err := cmd.CombinedOutput()
@@ -464,4 +466,98 @@ func TestBenchThroughAgent(t *testing.T) {
 			t.Errorf("run %d lacks a doctor report of both hosts", r.ID)
 		}
 	}
+}
+
+// storedRuns checks `history --run ID --json` of the lab's runs stored by
+// TestBenchLab (a native and an iperf3 one): each is a
+// linerate.stored-run/v1 document, and both ends' doctor reports of lab0
+// are what `linerate doctor --iface lab0 --json` says in that lab host
+// (the link and its channels included), but for its counters, which grow.
+func storedRuns(t *testing.T, bin, name string) {
+	t.Helper()
+	run := func(args ...string) []byte {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command(bin, args...)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("linerate %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		}
+		return stdout.Bytes()
+	}
+	var hist struct {
+		Runs []struct {
+			ID     int64  `json:"id"`
+			Engine string `json:"engine"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(run("history", "--json"), &hist); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]int64{}
+	for _, r := range hist.Runs {
+		if ids[r.Engine] == 0 {
+			ids[r.Engine] = r.ID
+		}
+	}
+	// lab0 as doctor sees it in each lab host, live.
+	live := map[string]map[string]any{}
+	for _, h := range []string{"a", "b"} {
+		live[h] = lab0Of(t, run("lab", "exec", name, h, "--", bin, "doctor", "--iface", "lab0", "--json"))
+	}
+	schema := testutil.Schema(t, "../../docs/schema/stored-run-v1.schema.json")
+	for _, engine := range []string{"native", "iperf3"} {
+		id := ids[engine]
+		if id == 0 {
+			t.Fatalf("no %s run stored: %+v", engine, hist.Runs)
+		}
+		out := run("history", "--run", strconv.FormatInt(id, 10), "--json")
+		testutil.Validate(t, schema, fmt.Sprintf("history --run %d --json", id), out)
+		var doc struct {
+			Schema string `json:"schema"`
+			Run    struct {
+				RunID  int64  `json:"run_id"`
+				Engine string `json:"engine"`
+			} `json:"run"`
+			Doctor struct {
+				Client, Server json.RawMessage
+			} `json:"doctor"`
+		}
+		if err := json.Unmarshal(out, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if doc.Schema != "linerate.stored-run/v1" || doc.Run.RunID != id || doc.Run.Engine != engine {
+			t.Errorf("run %d: schema %q, run %d of %s", id, doc.Schema, doc.Run.RunID, doc.Run.Engine)
+		}
+		for end, h := range map[string]string{"client": "a", "server": "b"} {
+			rep := map[string]json.RawMessage{"client": doc.Doctor.Client, "server": doc.Doctor.Server}[end]
+			stored := lab0Of(t, rep)
+			if stored["link"] == nil || stored["channels"] == nil {
+				t.Errorf("run %d, %s's lab0 has no link or channels: %v", id, end, stored)
+			}
+			if got, want := fmt.Sprint(stored), fmt.Sprint(live[h]); got != want {
+				t.Errorf("run %d, %s's lab0 differs from doctor --iface lab0 --json in host %s:\nstored %s\nlive   %s", id, end, h, got, want)
+			}
+		}
+	}
+}
+
+// lab0Of is the lab0 entry of a doctor report, without what changes from
+// one reading to the next (its counters).
+func lab0Of(t *testing.T, report []byte) map[string]any {
+	t.Helper()
+	var rep struct {
+		NICs []map[string]any `json:"nics"`
+	}
+	if err := json.Unmarshal(report, &rep); err != nil {
+		t.Fatalf("doctor report: %v\n%s", err, report)
+	}
+	for _, n := range rep.NICs {
+		if n["interface"] == "lab0" {
+			delete(n, "counters")
+			return n
+		}
+	}
+	t.Fatalf("no lab0 in the doctor report:\n%s", report)
+	return nil
 }

@@ -15,13 +15,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/linerate/linerate/internal/cpulist"
-	"github.com/linerate/linerate/internal/dcb"
 	"github.com/linerate/linerate/internal/doctor"
-	"github.com/linerate/linerate/internal/ethtool"
 	"github.com/linerate/linerate/internal/hostfs"
-	"github.com/linerate/linerate/internal/inventory"
 	"github.com/linerate/linerate/internal/metrics"
-	"github.com/linerate/linerate/internal/netdev"
 	"github.com/linerate/linerate/internal/snapshot"
 	"github.com/linerate/linerate/internal/termui"
 )
@@ -110,32 +106,6 @@ func runDoctor(ctx context.Context, env *cliEnv, f doctorFlags) error {
 		return err
 	}
 	defer closeRoot()
-	iopts := inventory.Options{}
-	if fs.IsLive() {
-		if iopts.Live = liveFacts(env); iopts.Live == nil {
-			srcErrors[metrics.SourceNetlink]++
-		}
-		c := ethtoolClient(env)
-		if c == nil {
-			srcErrors[metrics.SourceEthtool]++
-		}
-		if c != nil {
-			defer c.Close()
-			iopts.Ethtool = func(iface string) *ethtool.Facts { return ethtool.Collect(c, iface) }
-			// Virtual interfaces are read only when named: a host may have hundreds of veths.
-			iopts.EthtoolVirtual = func(iface string) bool { return slices.Contains(f.ifaces, iface) }
-		}
-		if cl, err := dcb.Dial(); err != nil {
-			srcErrors[metrics.SourceNetlink]++
-		} else {
-			defer cl.Close()
-			iopts.DCB = func(iface string) *dcb.Reading { return dcb.Read(cl, iface) }
-		}
-	}
-	inv, err := inventory.Collect(fs, iopts)
-	if err != nil {
-		return err
-	}
 	if f.peer != "" {
 		if opts.PathMTU, err = probePathMTU(ctx, f.peer); err != nil {
 			return err
@@ -145,10 +115,14 @@ func runDoctor(ctx context.Context, env *cliEnv, f doctorFlags) error {
 				opts.PathMTU.Peer, opts.PathMTU.Interface, strings.Join(opts.Ifaces, ","))
 		}
 	}
-	rep, err := doctor.Diagnose(inv, opts)
+	x, err := doctor.Live(fs, doctor.LiveOptions{Options: opts, Unread: func(source string, err error) {
+		srcErrors[metrics.LiveSource(source)]++
+		warnUnread(env, source, err)
+	}})
 	if err != nil {
 		return err
 	}
+	rep := x.Report
 	if f.prom != "" {
 		src := promSources{errors: srcErrors, started: started, took: time.Since(started)}
 		if err := writeProm(ctx, env, f.prom, rep, fs.IsLive(), src); err != nil {
@@ -210,24 +184,13 @@ func openRoot(root string) (*hostfs.FS, func() error, error) {
 	return fs, fs.Close, nil
 }
 
-// ethtoolClient opens the ethtool netlink client; without it doctor still
-// runs, it just cannot see link modes, FEC, optics or NIC counters.
-func ethtoolClient(env *cliEnv) *ethtool.Client {
-	c, err := ethtool.Open()
-	if err != nil {
-		fmt.Fprintf(env.stderr, "linerate: warning: %v (link modes, FEC, optics and NIC counters not read)\n", err)
-		return nil
-	}
-	return c
-}
-
-// liveFacts asks rtnetlink for link kinds and qdiscs; without them doctor
-// still runs, it just cannot see shaped rates.
-func liveFacts(env *cliEnv) *netdev.Facts {
-	facts, err := netdev.Query()
-	if err != nil {
-		fmt.Fprintf(env.stderr, "linerate: warning: %v (qdisc rates unknown)\n", err)
-		return nil
-	}
-	return facts
+// warnUnread says on stderr which live source could not be read and what
+// is unknown without it; the command goes on.
+func warnUnread(env *cliEnv, source string, err error) {
+	what := map[string]string{
+		doctor.SourceNetlink: "qdisc rates unknown",
+		doctor.SourceEthtool: "link modes, FEC, optics and NIC counters not read",
+		doctor.SourceDCB:     "PFC, ETS and the DCB APP table not read",
+	}[source]
+	fmt.Fprintf(env.stderr, "linerate: warning: %v (%s)\n", err, what)
 }

@@ -46,7 +46,7 @@ $XDG_DATA_HOME/linerate, i.e. ~/.local/share/linerate, for other users).`,
 	fl.Int64Var(&f.campaign, "campaign", 0, "only the runs of this campaign")
 	fl.IntVar(&f.limit, "last", 0, "only the newest N runs")
 	fl.Int64Var(&f.run, "run", 0, "show this one run as bench printed it, and the command that runs it again")
-	fl.BoolVar(&f.json, "json", false, "print the "+historySchema+" JSON document")
+	fl.BoolVar(&f.json, "json", false, "print the "+historySchema+" JSON document (with --run, "+storedRunSchema+": the run, its parameters and both ends' doctor reports)")
 	fl.StringVar(&f.db, "db", "", "the results database (default "+store.DefaultPath()+")")
 	return cmd
 }
@@ -84,6 +84,9 @@ func runHistory(cmd *cobra.Command, env *cliEnv, f historyFlags) error {
 		return err
 	}
 	defer db.Close()
+	if f.run != 0 && f.json {
+		return showRunJSON(cmd.Context(), env.stdout, db, f.run)
+	}
 	if f.run != 0 {
 		return showRun(cmd.Context(), env.stdout, db, f.run)
 	}

@@ -46,6 +46,60 @@ func showRun(ctx context.Context, w io.Writer, db *store.Store, id int64) error 
 	return nil
 }
 
+// storedRunSchema names the document `linerate history --run ID --json`
+// prints (docs/schema/stored-run-v1.schema.json).
+const storedRunSchema = "linerate.stored-run/v1"
+
+// storedRunDoc is one stored run, whole.
+type storedRunDoc struct {
+	Schema   string          `json:"schema"`
+	Run      *result.Result  `json:"run"`
+	Label    string          `json:"label"`
+	Campaign *storedCampaign `json:"campaign"`
+	Params   json.RawMessage `json:"params"`
+	Command  string          `json:"command,omitempty"`
+	Doctor   struct {
+		Client json.RawMessage `json:"client"`
+		Server json.RawMessage `json:"server"`
+	} `json:"doctor"`
+}
+
+// storedCampaign is where a stored run sits in its campaign.
+type storedCampaign struct {
+	ID  int64 `json:"id"`
+	Seq int   `json:"seq"`
+}
+
+// showRunJSON prints run id as linerate.stored-run/v1.
+func showRunJSON(ctx context.Context, w io.Writer, db *store.Store, id int64) error {
+	r, err := db.Run(ctx, id)
+	if err != nil {
+		return fmt.Errorf("run %d: %w (see 'linerate history')", id, err)
+	}
+	var res result.Result
+	if err := json.Unmarshal(r.Result, &res); err != nil || res.Schema != result.Schema {
+		return fmt.Errorf("run %d: its stored result is not %s JSON", id, result.Schema)
+	}
+	res.RunID = r.ID // the store numbers runs; the document holds 0
+	doc := storedRunDoc{Schema: storedRunSchema, Run: &res, Label: r.Label, Params: r.Params,
+		Command: bench.StoredCommands{}.Run(r)}
+	if r.CampaignID != 0 {
+		doc.Campaign = &storedCampaign{ID: r.CampaignID, Seq: r.Seq}
+	}
+	if len(doc.Params) == 0 {
+		doc.Params = json.RawMessage("{}")
+	}
+	doc.Doctor.Client, doc.Doctor.Server = orNull(r.ClientDoctor), orNull(r.ServerDoctor)
+	return writeJSON(w, doc)
+}
+
+func orNull(doc json.RawMessage) json.RawMessage {
+	if len(doc) == 0 {
+		return json.RawMessage("null")
+	}
+	return doc
+}
+
 // cpuPerGbit is CPU seconds per Gbit moved; nil when unknown.
 func cpuPerGbit(cpuS *float64, gbps, seconds float64) *float64 {
 	if cpuS == nil || gbps <= 0 || seconds <= 0 {

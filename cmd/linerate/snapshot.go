@@ -12,7 +12,6 @@ import (
 	"github.com/linerate/linerate/internal/doctor"
 	"github.com/linerate/linerate/internal/ethtool"
 	"github.com/linerate/linerate/internal/hostfs"
-	"github.com/linerate/linerate/internal/inventory"
 	"github.com/linerate/linerate/internal/netdev"
 	"github.com/linerate/linerate/internal/snapshot"
 )
@@ -51,60 +50,52 @@ func runSnapshot(env *cliEnv, out string, argv []string) error {
 	fs := hostfs.Live()
 	defer fs.Close()
 	rec := fs.Record()
-	facts, err := netdev.Query()
-	if err != nil {
-		fmt.Fprintf(env.stderr, "linerate: warning: %v (the snapshot will lack qdisc rates)\n", err)
-	} else {
-		b, err := facts.Marshal()
-		if err != nil {
-			return err
-		}
-		rec.Add(netdev.Path, b)
-	}
-	iopts := inventory.Options{Live: facts}
-	if c := ethtoolClient(env); c != nil {
-		defer c.Close()
-		iopts.Ethtool = func(iface string) *ethtool.Facts {
-			f := ethtool.Collect(c, iface)
+	// Every interface's ethtool facts but loopback's: a replay may be
+	// asked about any. What doctor said at capture time travels with the
+	// capture, so a replay can be compared with it.
+	x, err := doctor.Live(fs, doctor.LiveOptions{
+		EthtoolVirtual: func(iface string) bool { return iface != "lo" },
+		Read: func(iface string, f *ethtool.Facts) {
 			files, err := f.Files()
 			if err != nil {
 				fmt.Fprintf(env.stderr, "linerate: warning: %s: %v (its ethtool facts are not in the snapshot)\n", iface, err)
-				return f
+				return
 			}
 			for p, b := range files {
 				rec.Add(ethtool.Dir(iface)+"/"+p, b)
 			}
-			return f
-		}
-		// Every interface but loopback: a replay may be asked about any.
-		iopts.EthtoolVirtual = func(iface string) bool { return iface != "lo" }
-	}
-	if cl, err := dcb.Dial(); err != nil {
-		fmt.Fprintf(env.stderr, "linerate: warning: %v (the snapshot will lack DCB facts)\n", err)
-	} else {
-		defer cl.Close()
-		iopts.DCB = func(iface string) *dcb.Reading {
-			r := dcb.Read(cl, iface)
+		},
+		ReadDCB: func(iface string, r *dcb.Reading) {
 			files, err := r.Files()
 			if err != nil {
 				fmt.Fprintf(env.stderr, "linerate: warning: %s: %v (its DCB facts are not in the snapshot)\n", iface, err)
-				return r
+				return
 			}
 			for p, b := range files {
 				rec.Add(dcb.Dir(iface)+"/"+p, b)
 			}
-			return r
+		},
+		Unread: func(source string, err error) {
+			switch source {
+			case doctor.SourceNetlink:
+				fmt.Fprintf(env.stderr, "linerate: warning: %v (the snapshot will lack qdisc rates)\n", err)
+			case doctor.SourceDCB:
+				fmt.Fprintf(env.stderr, "linerate: warning: %v (the snapshot will lack DCB facts)\n", err)
+			default:
+				warnUnread(env, source, err)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	inv, rep := x.Inventory, x.Report
+	if x.Netdev != nil {
+		b, err := x.Netdev.Marshal()
+		if err != nil {
+			return err
 		}
-	}
-	inv, err := inventory.Collect(fs, iopts)
-	if err != nil {
-		return err
-	}
-	// What doctor said at capture time travels with the capture, so a
-	// replay can be compared with it.
-	rep, err := doctor.Diagnose(inv, doctor.Options{})
-	if err != nil {
-		return err
+		rec.Add(netdev.Path, b)
 	}
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {

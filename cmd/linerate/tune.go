@@ -12,11 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/linerate/linerate/internal/cpulist"
-	"github.com/linerate/linerate/internal/dcb"
 	"github.com/linerate/linerate/internal/doctor"
 	"github.com/linerate/linerate/internal/hostfs"
-	"github.com/linerate/linerate/internal/inventory"
-	"github.com/linerate/linerate/internal/netdev"
 	"github.com/linerate/linerate/internal/statedir"
 	"github.com/linerate/linerate/internal/termui"
 	"github.com/linerate/linerate/internal/tune"
@@ -151,22 +148,12 @@ func runTune(env *cliEnv, f tuneFlags) error {
 		return err
 	}
 	defer target.Close()
-	var live *netdev.Facts
-	if fs.IsLive() {
-		live = liveFacts(env)
-	}
-	iopts := inventory.Options{Live: live}
-	if fs.IsLive() {
-		if cl, err := dcb.Dial(); err == nil {
-			defer cl.Close()
-			iopts.DCB = func(iface string) *dcb.Reading { return dcb.Read(cl, iface) }
-		}
-	}
-	inv, err := inventory.Collect(fs, iopts)
+	x, err := doctor.Live(fs, doctor.LiveOptions{Options: doctor.Options{Ifaces: opts.Ifaces},
+		Unread: func(source string, err error) { warnUnread(env, source, err) }})
 	if err != nil {
 		return err
 	}
-	plan, err := tune.NewPlan(tune.Input{FS: fs, Inventory: inv, Devices: target.Devices}, opts)
+	plan, err := tune.NewPlan(tune.Input{FS: fs, Inventory: x.Inventory, Devices: target.Devices}, opts)
 	if err != nil {
 		return err
 	}

@@ -6,15 +6,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/linerate/linerate/internal/doctor"
 	"github.com/linerate/linerate/internal/hostfs"
-	"github.com/linerate/linerate/internal/inventory"
 	"github.com/linerate/linerate/internal/lab"
-	"github.com/linerate/linerate/internal/netdev"
 	"github.com/linerate/linerate/internal/osthread"
 	"github.com/linerate/linerate/internal/result"
 )
@@ -36,8 +33,10 @@ func NewLabHosts(name string) (*LabHosts, error) {
 	if err := lab.ValidateName(name); err != nil {
 		return nil, err
 	}
-	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	return &LabHosts{Name: name, bootID: strings.TrimSpace(string(b))}, nil
+	fs := hostfs.Live()
+	defer fs.Close()
+	boot, _ := fs.ReadString("proc/sys/kernel/random/boot_id")
+	return &LabHosts{Name: name, bootID: boot}, nil
 }
 
 // Addr is host b's lab address.
@@ -179,28 +178,7 @@ func (l *LabHosts) doctorHere(h lab.Host) (json.RawMessage, error) {
 	if err := lab.Enter(l.Name, h); err != nil {
 		return nil, fmt.Errorf("%w (run 'linerate lab up --name %s')", err, l.Name)
 	}
-	return LiveDoctor(lab.Iface)
-}
-
-// LiveDoctor returns the linerate.doctor/v1 report of this host (as the
-// calling thread sees it: its network namespace) for iface, or for every
-// NIC when iface is "": what `linerate doctor --iface IFACE --json`
-// prints. bench stores it with every run, for both ends.
-func LiveDoctor(iface string) (json.RawMessage, error) {
-	facts, _ := netdev.Query() // without it doctor still runs, blind to qdisc rates
-	inv, err := inventory.Collect(hostfs.Live(), inventory.Options{Live: facts})
-	if err != nil {
-		return nil, err
-	}
-	var opts doctor.Options
-	if iface != "" {
-		opts.Ifaces = []string{iface}
-	}
-	rep, err := doctor.Diagnose(inv, opts)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(rep)
+	return doctor.LiveReport(lab.Iface)
 }
 
 // withTimeout bounds a driver's run: its duration, warm-up, and a margin

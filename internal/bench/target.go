@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/agent"
+	"github.com/linerate/linerate/internal/doctor"
 	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/statedir"
@@ -156,7 +157,7 @@ func agentTarget(ctx context.Context, cfg TargetConfig) (*Target, error) {
 		t.ClientTune = ActiveTune(ns)
 	}
 	var err error
-	if t.ClientDoctor, err = LiveDoctor(me.Iface); err != nil {
+	if t.ClientDoctor, err = doctor.LiveReport(me.Iface); err != nil {
 		t.Notes = append(t.Notes, "doctor on this host: "+err.Error())
 	}
 	doc, host, err := agent.FetchDoctor(ctx, peer, cfg.Token)

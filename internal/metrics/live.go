@@ -4,19 +4,15 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
 
-	"github.com/linerate/linerate/internal/dcb"
 	"github.com/linerate/linerate/internal/doctor"
 	"github.com/linerate/linerate/internal/ethtool"
 	"github.com/linerate/linerate/internal/hostfs"
-	"github.com/linerate/linerate/internal/inventory"
-	"github.com/linerate/linerate/internal/netdev"
 	"github.com/linerate/linerate/internal/store"
 )
 
@@ -218,51 +214,34 @@ func (l *Live) fail(s *Snapshot, source string, err error) {
 // diagnose runs inventory and doctor, reading module memory through the
 // rate-limited cache on a live host.
 func (l *Live) diagnose(s *Snapshot) (*doctor.Report, error) {
-	iopts := inventory.Options{}
+	opts := doctor.LiveOptions{Options: l.Doctor, Unread: func(source string, err error) { l.fail(s, LiveSource(source), err) }}
 	fresh := map[string]bool{} // interfaces whose module was read in this collection
-	if l.FS.IsLive() {
-		facts, err := netdev.Query()
-		if err != nil {
-			l.fail(s, SourceNetlink, err)
+	if l.FS.IsLive() && l.eth == nil {
+		if c, err := ethtool.Open(); err != nil {
+			l.fail(s, SourceEthtool, err)
+			opts.Ethtool = doctor.NoEthtool
 		} else {
-			iopts.Live = facts
-		}
-		if cl, err := dcb.Dial(); err != nil {
-			l.fail(s, SourceNetlink, err)
-		} else {
-			defer cl.Close()
-			iopts.DCB = func(iface string) *dcb.Reading { return dcb.Read(cl, iface) }
-		}
-		if l.eth == nil {
-			if c, err := ethtool.Open(); err != nil {
-				l.fail(s, SourceEthtool, err)
-			} else {
-				l.eth = clientSource{c}
-			}
+			l.eth = clientSource{c}
 		}
 	}
 	if l.eth != nil {
 		seen := map[string]bool{}
-		iopts.Ethtool = func(iface string) *ethtool.Facts {
+		opts.Ethtool = func(iface string) *ethtool.Facts {
 			seen[iface] = true
 			return l.ethtoolFacts(iface, s, fresh)
 		}
-		iopts.EthtoolVirtual = func(iface string) bool { return slices.Contains(l.Doctor.Ifaces, iface) }
 		defer func() { l.pruneModules(seen) }()
 	}
-	inv, err := inventory.Collect(l.FS, iopts)
+	x, err := doctor.Live(l.FS, opts)
 	if err != nil {
 		return nil, err
 	}
-	rep, err := doctor.Diagnose(inv, l.Doctor)
-	if err != nil {
-		return nil, err
-	}
+	rep := x.Report
 	for _, n := range rep.NICs {
 		if n.Transceiver == nil {
 			continue
 		}
-		if iopts.Ethtool == nil { // read from a captured tree, all at once
+		if l.eth == nil { // read from a captured tree, all at once
 			s.ModuleReadAt[n.Interface] = s.At
 			fresh[n.Interface] = true
 		}

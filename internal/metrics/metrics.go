@@ -35,14 +35,23 @@ const (
 	// SourceDoctor: the inventory and its diagnosis (sysfs, procfs).
 	SourceDoctor = "doctor"
 	// SourceEthtool: the ethtool netlink family (link modes, FEC, counters).
-	SourceEthtool = "ethtool"
-	// SourceNetlink: rtnetlink (link kinds, shaping qdiscs).
-	SourceNetlink = "netlink"
+	SourceEthtool = doctor.SourceEthtool
+	// SourceNetlink: rtnetlink (link kinds, shaping qdiscs, DCB).
+	SourceNetlink = doctor.SourceNetlink
 	// SourceModule: a plugged module's memory (EEPROM).
 	SourceModule = "module_eeprom"
 	// SourceStore: the results database.
 	SourceStore = "store"
 )
+
+// LiveSource is the source label of a doctor.Live source: DCB is read
+// over rtnetlink, and counts as netlink.
+func LiveSource(source string) string {
+	if source == doctor.SourceDCB {
+		return SourceNetlink
+	}
+	return source
+}
 
 // Sources lists every source, so that each error counter exists (at 0)
 // from the first scrape on and rate() over it works.
