@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/agent"
+	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/result"
 )
@@ -81,8 +82,7 @@ type testConfig struct {
 }
 
 func (t testConfig) config() agent.Config {
-	return agent.Config{Mode: t.Mode, Streams: t.Streams, Threads: t.Threads, Size: t.Size, Duration: t.Duration,
-		Interval: t.Interval, NoTCPInfo: t.NoTCPInfo, SkipRxCopy: t.SkipRxCopy, ClientCPUs: t.ClientCPUs, ServerCPUs: t.ServerCPUs}
+	return agent.Config{Test: agent.Test{Params: engine.Params{Mode: t.Mode, Streams: t.Streams, Threads: t.Threads, Size: t.Size, Duration: t.Duration, Interval: t.Interval, NoTCPInfo: t.NoTCPInfo, SkipRxCopy: t.SkipRxCopy}, Pinning: agent.Pinning{Client: t.ClientCPUs, Server: t.ServerCPUs}}}
 }
 
 // flowFlags are the engine-level modes' own flags.

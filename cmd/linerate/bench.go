@@ -46,6 +46,10 @@ type benchFlags struct {
 	noStore    bool
 	perftest   bench.PerftestParams
 
+	// labClient makes this process the client of a lab run: the test
+	// comes on stdin (bench.RunLabClient).
+	labClient bool
+
 	// Latency and UDP tests (bench --latency, bench --udp).
 	latency   bool
 	udp       bool
@@ -57,6 +61,12 @@ type benchFlags struct {
 }
 
 func newBenchCmd(env *cliEnv) *cobra.Command {
+	return benchCommand(func(cmd *cobra.Command, peer string, f benchFlags) error { return runBench(cmd, env, peer, f) })
+}
+
+// benchCommand is `linerate bench` with its flags, calling run with what
+// they parsed to (a test parses a command line with it as the CLI does).
+func benchCommand(run func(cmd *cobra.Command, peer string, f benchFlags) error) *cobra.Command {
 	f := benchFlags{duration: seconds(10 * time.Second), interval: seconds(time.Second)}
 	cmd := &cobra.Command{
 		Use:   "bench PEER",
@@ -114,7 +124,7 @@ Exit status: 0 it ran, 2 it could not.`,
   linerate bench 192.168.15.102 --latency --udp --engine sockperf -A 6,6
   linerate bench 192.168.15.102 --udp -b 1G -l 1472`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runBench(cmd, env, args[0], f) },
+		RunE: func(cmd *cobra.Command, args []string) error { return run(cmd, args[0], f) },
 	}
 	fl := cmd.Flags()
 	fl.VarP(&f.duration, "time", "t", "measured time: seconds (10) or a duration (1m30s)")
@@ -152,38 +162,36 @@ Exit status: 0 it ran, 2 it could not.`,
 	fl.StringVar(&f.rate, "rate", "", "--latency: round trips per second, e.g. 10000 or 10k (default: as fast as replies come)")
 	fl.StringVarP(&f.udpRate, "bitrate", "b", "1M", "--udp: target bits per second, e.g. 1G or 500M; 0 unlimited")
 	fl.IntVarP(&f.udpLen, "length", "l", 1460, "--udp: datagram payload bytes (16 to 65507)")
+	fl.BoolVar(&f.labClient, bench.LabClientFlag, false, "the client of a lab run: read the test on stdin (linerate runs itself so in a lab host)")
+	fl.MarkHidden(bench.LabClientFlag)
 	return cmd
 }
 
 func runBench(cmd *cobra.Command, env *cliEnv, peer string, f benchFlags) error {
-	f.omitGiven = cmd.Flags().Changed("omit")
-	if err := f.checkProbe(cmd); err != nil {
-		return err
+	if f.labClient {
+		return runLabClient(cmd, env, peer)
 	}
-	cfg, err := f.config()
+	spec, err := f.spec(cmd, peer)
 	if err != nil {
 		return err
 	}
-	spec, err := f.spec(peer, cfg)
-	if err != nil {
-		return err
-	}
+	p := spec.Run
 	if f.json && f.jsonStream {
 		return errors.New("--json and --json-stream both own stdout: pick one")
 	}
 	if f.jsonStream && (spec.IsCampaign() || spec.Engine != "native") {
 		return errors.New("--json-stream shows one native run as it happens: use --json for campaigns and other engines")
 	}
-	if err := f.checkEngine(cfg); err != nil {
+	if err := f.checkEngine(p); err != nil {
 		return err
 	}
-	if err := checkAffinity(peer, f.affinity, cfg.ClientCPUs, cfg.ServerCPUs); err != nil {
+	if err := checkAffinity(peer, f.affinity, p.Pinning.Client, p.Pinning.Server); err != nil {
 		return err
 	}
 	if err := checkBenchPeer(cmd.Context(), peer, f.port); err != nil {
 		return err
 	}
-	tcfg := bench.TargetConfig{Peer: peer, Engine: f.engine, Port: f.port, Interval: cfg.Interval, Base: cfg,
+	tcfg := bench.TargetConfig{Peer: peer, Engine: f.engine, Port: f.port, Interval: p.Interval,
 		PerftestTest: f.perftest.Test, NoFacts: f.noStore && !spec.IsCampaign()}
 	if f.verbose {
 		tcfg.Stderr = env.stderr
@@ -312,16 +320,22 @@ func runOne(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFlags, t
 	return nil
 }
 
-// spec turns the flags into the campaign to run.
-func (f benchFlags) spec(peer string, cfg agent.Config) (bench.Spec, error) {
+// spec turns the flags into the campaign to run: its parameters are built
+// here, once, and every run of it, every driver and the agent's wire take
+// them as they are.
+func (f benchFlags) spec(cmd *cobra.Command, peer string) (bench.Spec, error) {
+	f.omitGiven = cmd.Flags().Changed("omit")
+	if err := f.checkProbe(cmd); err != nil {
+		return bench.Spec{}, err
+	}
+	p, err := f.params()
+	if err != nil {
+		return bench.Spec{}, err
+	}
 	if f.repeat < 1 || f.repeat > 10000 {
 		return bench.Spec{}, fmt.Errorf("--repeat %d: must be 1 to 10000", f.repeat)
 	}
-	s := bench.Spec{Engine: f.engine, Peer: peer, Label: f.label, Repeat: f.repeat,
-		Run: bench.Params{Streams: cfg.Streams, Duration: cfg.Duration, Omit: cfg.Omit, Interval: cfg.Interval,
-			Direction: cfg.Direction, Window: cfg.Window, Placement: bench.Placement{Client: cfg.ClientCPUs, Server: cfg.ServerCPUs},
-			ZeroCopy: cfg.ZeroCopy, Congestion: cfg.Congestion, FQRate: cfg.FQRate, Perftest: f.perftest, Probe: cfg.Probe}}
-	var err error
+	s := bench.Spec{Engine: f.engine, Peer: peer, Label: f.label, Repeat: f.repeat, Run: p}
 	if f.sweep != "" {
 		if s.Streams, err = bench.ParseStreams(f.sweep); err != nil {
 			return s, err
@@ -346,7 +360,7 @@ func (f benchFlags) spec(peer string, cfg agent.Config) (bench.Spec, error) {
 
 // checkEngine refuses flags the chosen engine cannot honour, before
 // anything runs.
-func (f benchFlags) checkEngine(cfg agent.Config) error {
+func (f benchFlags) checkEngine(p bench.Params) error {
 	if !slices.Contains(bench.Engines, f.engine) {
 		return fmt.Errorf("--engine %q: choose one of %s", f.engine, strings.Join(bench.Engines, ", "))
 	}
@@ -363,9 +377,9 @@ func (f benchFlags) checkEngine(cfg agent.Config) error {
 		return nil
 	}
 	switch {
-	case cfg.ZeroCopy != "":
+	case p.ZeroCopy != "":
 		return fmt.Errorf("--zerocopy is the native engine's: drop it for --engine %s", f.engine)
-	case cfg.Congestion != "" || cfg.FQRate != 0:
+	case p.Congestion != "" || p.FQRate != 0:
 		return fmt.Errorf("--congestion and --fq-rate are the native engine's: drop them for --engine %s", f.engine)
 	case f.engine != "perftest" && f.perftest != (bench.PerftestParams{}):
 		return errors.New("--perftest-* and --rdma-device are for --engine perftest")
@@ -379,51 +393,53 @@ func encodeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// config turns the flags into an agent.Config (without peer and token).
-func (f benchFlags) config() (agent.Config, error) {
-	cfg := agent.Config{Streams: f.streams, Duration: time.Duration(f.duration), Omit: time.Duration(f.omit),
-		Interval: time.Duration(f.interval), Direction: result.Send, Congestion: f.congestion}
+// params turns the flags into one run's parameters.
+func (f benchFlags) params() (bench.Params, error) {
+	var p bench.Params
+	p.Streams, p.Duration, p.Omit = f.streams, time.Duration(f.duration), time.Duration(f.omit)
+	p.Interval, p.Direction, p.Congestion = time.Duration(f.interval), result.Send, f.congestion
+	p.Perftest = f.perftest
 	switch {
 	case f.reverse && f.bidir:
-		return cfg, errors.New("--reverse and --bidir: pick one")
+		return p, errors.New("--reverse and --bidir: pick one")
 	case f.reverse:
-		cfg.Direction = result.Receive
+		p.Direction = result.Receive
 	case f.bidir:
-		cfg.Direction = result.Bidir
+		p.Direction = result.Bidir
 	}
 	if f.streams < 1 || f.streams > engine.MaxStreams {
-		return cfg, fmt.Errorf("-P %d: must be 1 to %d", f.streams, engine.MaxStreams)
+		return p, fmt.Errorf("-P %d: must be 1 to %d", f.streams, engine.MaxStreams)
 	}
 	var err error
 	if f.affinity != "" {
-		if cfg.ClientCPUs, cfg.ServerCPUs, err = bench.ParseAffinity(f.affinity); err != nil {
-			return cfg, err
+		if p.Pinning, err = agent.ParsePinning(f.affinity); err != nil {
+			return p, err
 		}
 	}
-	if cfg.ZeroCopy, err = result.ParseZeroCopy(f.zerocopy); err != nil {
-		return cfg, fmt.Errorf("--zerocopy: %w", err)
+	if p.ZeroCopy, err = result.ParseZeroCopy(f.zerocopy); err != nil {
+		return p, fmt.Errorf("--zerocopy: %w", err)
 	}
 	if f.window != "" {
 		w, err := parseSize(f.window, 1024)
 		if err != nil || w > engine.MaxWindow {
-			return cfg, fmt.Errorf("--window %q: give bytes with an optional K, M or G (powers of 1024), at most 2G-1", f.window)
+			return p, fmt.Errorf("--window %q: give bytes with an optional K, M or G (powers of 1024), at most 2G-1", f.window)
 		}
-		cfg.Window = int(w)
+		p.Window = int(w)
 	}
-	if cfg.Probe, err = f.probe(); err != nil {
-		return cfg, err
+	if p.Probe, err = f.probe(); err != nil {
+		return p, err
 	}
 	if f.latency && !f.omitGiven {
-		cfg.Omit = 400 * time.Millisecond // sockperf's warm-up
+		p.Omit = 400 * time.Millisecond // sockperf's warm-up
 	}
 	if f.fqRate != "" {
 		r, err := parseSize(f.fqRate, 1000)
 		if err != nil {
-			return cfg, fmt.Errorf("--fq-rate %q: give bits per second with an optional K, M, G or T (powers of 1000)", f.fqRate)
+			return p, fmt.Errorf("--fq-rate %q: give bits per second with an optional K, M, G or T (powers of 1000)", f.fqRate)
 		}
-		cfg.FQRate = r
+		p.FQRate = r
 	}
-	return cfg, nil
+	return p, nil
 }
 
 // benchToken reads the token from the file, or from $LINERATE_TOKEN.
@@ -483,4 +499,17 @@ func (s *seconds) Set(v string) error {
 	}
 	*s = seconds(d)
 	return nil
+}
+
+// runLabClient is `linerate bench ADDR --lab-client`, which a lab run
+// starts in host a: the test on stdin, the token in $LINERATE_TOKEN, each
+// event a JSON line on stdout.
+func runLabClient(cmd *cobra.Command, env *cliEnv, peer string) error {
+	tok, err := benchToken("")
+	if err != nil {
+		return err
+	}
+	ctx, stop := interruptible(cmd)
+	defer stop()
+	return bench.RunLabClient(ctx, peer, env.stdin, env.stdout, tok)
 }

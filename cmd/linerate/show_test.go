@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/bench"
+	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
 )
@@ -31,7 +33,7 @@ func TestHistoryRun(t *testing.T) {
 		End: result.End{Seconds: 2, SumSent: result.Sum{Bytes: 2_500_000_000, BitsPerSecond: 10e9},
 			SumReceived: result.Received{Bytes: 2_500_000_000, BitsPerSecond: 10e9}, CPU: result.EndCPU{ClientSeconds: 2, ServerSeconds: 1}}}
 	doc, _ := json.Marshal(res)
-	params, _ := json.Marshal(bench.Params{Streams: 1, Duration: 2 * time.Second, Interval: 500 * time.Millisecond, Direction: result.Send})
+	params, _ := json.Marshal(bench.Params{Test: agent.Test{Params: engine.Params{Streams: 1, Duration: 2 * time.Second, Interval: 500 * time.Millisecond, Direction: result.Send}}})
 	two, one := 2.0, 1.0
 	r := &store.Run{StartedAt: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC), Label: "one", Engine: "native", Peer: "lab:uxa",
 		Streams: 1, Direction: "send", DurationS: 2, Gbps: 10, SentGbps: 10, ClientCPUSeconds: &two, ServerCPUSeconds: &one,

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/result"
 )
 
@@ -31,7 +32,7 @@ func TestAgentRefuses(t *testing.T) {
 		c.Write(b)
 	}
 	t.Run("wrong token", func(t *testing.T) {
-		_, err := Run(context.Background(), Config{Peer: addr, Token: otherToken, Duration: time.Second})
+		_, err := Run(context.Background(), Config{Peer: addr, Token: otherToken, Test: Test{Params: engine.Params{Duration: time.Second}}})
 		if !errors.Is(err, ErrAuth) {
 			t.Errorf("err = %v, want ErrAuth", err)
 		}
@@ -62,7 +63,7 @@ func TestAgentRefuses(t *testing.T) {
 		waitLog(t, logs, "refused connection", "truncated frame")
 	})
 	t.Run("duration over the bound", func(t *testing.T) {
-		_, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Duration: 5 * time.Second})
+		_, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Test: Test{Params: engine.Params{Duration: 5 * time.Second}}})
 		var pe *PeerError
 		if !errors.As(err, &pe) || pe.Busy || !strings.Contains(pe.Reason, "over this agent's limit") {
 			t.Errorf("err = %v, want a refusal naming the limit", err)
@@ -74,13 +75,12 @@ func TestAgentRefuses(t *testing.T) {
 		first := make(chan error, 1)
 		go func() {
 			var once bool
-			_, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Duration: time.Second, Interval: 100 * time.Millisecond,
-				Progress: func(e result.Event) {
-					if e.Event == "interval" && !once {
-						once = true
-						close(started)
-					}
-				}})
+			_, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Progress: func(e result.Event) {
+				if e.Event == "interval" && !once {
+					once = true
+					close(started)
+				}
+			}, Test: Test{Params: engine.Params{Duration: time.Second, Interval: 100 * time.Millisecond}}})
 			first <- err
 		}()
 		select {
@@ -88,7 +88,7 @@ func TestAgentRefuses(t *testing.T) {
 		case err := <-first:
 			t.Fatalf("first client: %v", err)
 		}
-		_, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Duration: time.Second})
+		_, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Test: Test{Params: engine.Params{Duration: time.Second}}})
 		var pe *PeerError
 		if !errors.As(err, &pe) || !pe.Busy {
 			t.Errorf("second client: %v, want busy", err)
@@ -104,7 +104,7 @@ func TestAgentRefuses(t *testing.T) {
 	})
 	// After all that, the agent still serves.
 	for _, dir := range []result.Direction{result.Send, result.Receive} {
-		res, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Duration: time.Second, Direction: dir})
+		res, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Test: Test{Params: engine.Params{Duration: time.Second, Direction: dir}}})
 		if err != nil {
 			t.Fatalf("a good client after the refusals: %v", err)
 		}

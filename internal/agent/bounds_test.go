@@ -19,7 +19,7 @@ import (
 
 // goodRequest is a request every agent accepts.
 func goodRequest() requestMsg {
-	return requestMsg{Type: msgRequest, Streams: 1, DurationMS: 1000, IntervalMS: 1000, Direction: result.Send}
+	return requestMsg{Type: msgRequest, testWire: testWire{Params: engine.Params{Streams: 1, Direction: result.Send}, DurationMS: 1000, IntervalMS: 1000}}
 }
 
 // TestRequestBounds: every bound of a request, one field at a time.
@@ -180,7 +180,7 @@ func TestTamperedFrame(t *testing.T) {
 			out.Write(append(hdr[:], body...))
 		}
 	}()
-	_, err = Run(context.Background(), Config{Peer: ln.Addr().String(), Token: testToken, Duration: 500 * time.Millisecond})
+	_, err = Run(context.Background(), Config{Peer: ln.Addr().String(), Token: testToken, Test: Test{Params: engine.Params{Duration: 500 * time.Millisecond}}})
 	if err == nil {
 		t.Fatal("a test ran although its request was altered on the way")
 	}
@@ -190,7 +190,7 @@ func TestTamperedFrame(t *testing.T) {
 		t.Errorf("%d log lines about the MAC, want 1:\n%s", n, logs.String())
 	}
 	// The agent serves the next client.
-	if _, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Duration: 200 * time.Millisecond, Interval: 100 * time.Millisecond}); err != nil {
+	if _, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Test: Test{Params: engine.Params{Duration: 200 * time.Millisecond, Interval: 100 * time.Millisecond}}}); err != nil {
 		t.Errorf("the next client: %v", err)
 	}
 }

@@ -200,8 +200,7 @@ func TestSilentFloodSameSource(t *testing.T) {
 		}
 	}()
 	time.Sleep(50 * time.Millisecond) // all eight admitted and waiting
-	res, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Streams: 2, Duration: 300 * time.Millisecond,
-		Interval: 100 * time.Millisecond})
+	res, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Test: Test{Params: engine.Params{Streams: 2, Duration: 300 * time.Millisecond, Interval: 100 * time.Millisecond}}})
 	if err != nil {
 		t.Fatalf("the client could not run beside a silent flood from its own address: %v", err)
 	}
@@ -270,8 +269,7 @@ func TestAcceptBackoff(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, fl) }()
-	_, err := Run(context.Background(), Config{Peer: fl.Addr().String(), Token: testToken, Duration: 200 * time.Millisecond,
-		Interval: 100 * time.Millisecond})
+	_, err := Run(context.Background(), Config{Peer: fl.Addr().String(), Token: testToken, Test: Test{Params: engine.Params{Duration: 200 * time.Millisecond, Interval: 100 * time.Millisecond}}})
 	cancel()
 	if serr := <-done; serr != nil {
 		t.Fatalf("Serve: %v", serr)

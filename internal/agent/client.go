@@ -63,7 +63,7 @@ func Run(ctx context.Context, cfg Config) (*result.Result, error) {
 
 // runWith is Run authenticating with cred: a relaying agent's ticket.
 func runWith(ctx context.Context, cfg Config, cred credentials) (*result.Result, error) {
-	c := &client{cfg: cfg, cred: cred, p: cfg.Params(), log: cfg.Logger, fs: cfg.Host}
+	c := &client{cfg: cfg, cred: cred, p: cfg.EngineParams(), log: cfg.Logger, fs: cfg.Host}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -73,7 +73,7 @@ func runWith(ctx context.Context, cfg Config, cred credentials) (*result.Result,
 	if cfg.Probe != nil {
 		return runProbe(ctx, cfg)
 	}
-	if err := newRequest(c.p, cfg.ServerCPUs).validate(24 * time.Hour); err != nil { // the agent applies its own, lower bound
+	if err := newRequest(c.p, cfg.Pinning.Server).validate(24 * time.Hour); err != nil { // the agent applies its own, lower bound
 		return nil, err
 	}
 	if err := clientToken(cfg.Token); err != nil {
@@ -169,22 +169,22 @@ type choice struct {
 // placement decides the CPUs of both ends' stream threads: of the
 // candidates, those free by the look before the test (engine.Free).
 func (c *client) placement() (choice, error) {
-	for _, cpu := range c.cfg.ClientCPUs {
+	for _, cpu := range c.cfg.Pinning.Client {
 		if len(c.me.CPUs) > 0 && !cpulist.Contains(c.me.CPUs, cpu) {
 			return choice{}, fmt.Errorf("-A: CPU %d is not available to this process (it may use %s)", cpu, cpulist.Format(c.me.CPUs))
 		}
 	}
 	var ch choice
 	switch {
-	case c.cfg.ClientCPUs != nil && c.cfg.ServerCPUs != nil:
+	case c.cfg.Pinning.Client != nil && c.cfg.Pinning.Server != nil:
 		ch.source = "user"
-	case c.cfg.ClientCPUs == nil && c.cfg.ServerCPUs == nil:
+	case c.cfg.Pinning.Client == nil && c.cfg.Pinning.Server == nil:
 		ch.source = "auto"
 	default:
 		ch.source = "user+auto"
 	}
 	sameHost := c.me.BootID != "" && c.me.BootID == c.peer.BootID
-	if sameHost && c.p.Mode != result.Stream && c.cfg.ClientCPUs == nil && c.cfg.ServerCPUs == nil {
+	if sameHost && c.p.Mode != result.Stream && c.cfg.Pinning.Auto() {
 		// Transactions on one machine: both halves of a flow on one CPU
 		// (thread k of each end on the same one), so that a transaction
 		// never waits for a wake-up on another CPU.
@@ -193,10 +193,10 @@ func (c *client) placement() (choice, error) {
 		return ch, nil
 	}
 	if sameHost {
-		ch.client, ch.server, ch.why = engine.SplitFree(c.cfg.ClientCPUs, c.cfg.ServerCPUs, c.me.Candidates, c.me.CPUs, c.load)
+		ch.client, ch.server, ch.why = engine.SplitFree(c.cfg.Pinning.Client, c.cfg.Pinning.Server, c.me.Candidates, c.me.CPUs, c.load)
 		return ch, nil
 	}
-	ch.client, ch.server = c.cfg.ClientCPUs, c.cfg.ServerCPUs // nil server: the agent picks its own
+	ch.client, ch.server = c.cfg.Pinning.Client, c.cfg.Pinning.Server // nil server: the agent picks its own
 	if ch.client == nil {
 		ch.client = engine.Free(c.me.Candidates, c.load)
 		if why := engine.BusyWhy(c.me.Candidates, ch.client, c.load); why != "" {

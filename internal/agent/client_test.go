@@ -14,7 +14,7 @@ import (
 // measured per flow, as with a thread each), and both ends' placements
 // use the threads' CPUs only.
 func TestManyFlows(t *testing.T) {
-	res := run(t, Config{Streams: 40, Threads: 2, Direction: result.Bidir})
+	res := run(t, Config{Test: Test{Params: engine.Params{Streams: 40, Threads: 2, Direction: result.Bidir}}})
 	if res.Start.Threads != 2 || len(res.End.Streams) != 80 {
 		t.Fatalf("threads %d, %d end streams", res.Start.Threads, len(res.End.Streams))
 	}
@@ -35,7 +35,7 @@ func TestManyFlowsDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := run(t, Config{Streams: engine.OwnThreadsUpTo + 4})
+	res := run(t, Config{Test: Test{Params: engine.Params{Streams: engine.OwnThreadsUpTo + 4}}})
 	if want := min(len(cpus), engine.OwnThreadsUpTo+4); res.Start.Threads != want {
 		t.Errorf("start.threads %d, want %d", res.Start.Threads, want)
 	}
@@ -49,7 +49,7 @@ func TestSharedThreadsRefuseMsgZeroCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr, _ := agent(t, &Server{})
-	_, err = Run(t.Context(), Config{Peer: addr, Token: testToken, Streams: max(engine.OwnThreadsUpTo, len(cpus)) + 1, ZeroCopy: result.MsgZeroCopy, Duration: time.Second})
+	_, err = Run(t.Context(), Config{Peer: addr, Token: testToken, Test: Test{Params: engine.Params{Streams: max(engine.OwnThreadsUpTo, len(cpus)) + 1, ZeroCopy: result.MsgZeroCopy, Duration: time.Second}}})
 	if err == nil || !strings.Contains(err.Error(), "needs a thread per stream") {
 		t.Errorf("%v, want a refusal", err)
 	}

@@ -3,8 +3,10 @@ package agent
 import (
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
+	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/result"
@@ -23,37 +25,29 @@ const (
 	maxCongestionName  = 15    // TCP_CA_NAME_MAX - 1
 )
 
+// Test is a test as it is asked of the agent's client: the test both
+// ends run (engine.Params), where each end's threads go, and, instead of
+// TCP streams, a probe. bench's parameters embed it and the client's
+// Config does; the engine's part crosses the wire as it is (testWire).
+type Test struct {
+	engine.Params
+	// Pinning pins the stream threads of each end (-A); nil sides let
+	// the engine choose.
+	Pinning Pinning `json:"placement"`
+	// Probe, when set, makes the test a ping-pong or a UDP stream
+	// (probe.go) instead of TCP streams; Streams, Direction, Window and
+	// the stream options do not apply.
+	Probe *ProbeTest `json:"probe,omitempty"`
+}
+
 // Config is one test, as the client runs it.
 type Config struct {
 	// Peer is the agent: "host", "host:port", "[v6addr]:port".
 	Peer string
 	// Token authenticates both ends to each other (see package doc).
 	Token []byte
-
-	Streams   int              // parallel streams (each way for Bidir); 0 means 1
-	Duration  time.Duration    // measured time; 0 means 10 s
-	Omit      time.Duration    // warm-up before it, not counted
-	Interval  time.Duration    // report period; 0 means 1 s
-	Direction result.Direction // "" means Send
-
-	Window     int             // SO_SNDBUF and SO_RCVBUF on both ends, bytes; 0 leaves autotuning on
-	Congestion string          // TCP_CONGESTION on every data socket; "" keeps the default
-	FQRate     uint64          // SO_MAX_PACING_RATE per stream, bits per second (needs the fq qdisc); 0 none
-	ZeroCopy   result.ZeroCopy // how senders send
-
-	// Mode, Size, Depth, Threads, SkipRxCopy and NoTCPInfo are
-	// engine.Params's: transactions instead of streams, the flows'
-	// threads, how receivers take their data.
-	Mode       result.Mode
-	Size       int
-	Depth      int
-	Threads    int
-	SkipRxCopy result.SkipRxCopy
-	NoTCPInfo  bool
-
-	// ClientCPUs and ServerCPUs pin the stream threads of each end,
-	// round-robin (-A CLIENT,SERVER). Nil lets the engine choose.
-	ClientCPUs, ServerCPUs []int
+	// Test is the test; a zero field takes its default (EngineParams).
+	Test
 
 	// Progress, if set, is called with each event as it happens: Start,
 	// then each Interval, then End. It runs on the test's control
@@ -64,17 +58,12 @@ type Config struct {
 	// Host is where telemetry and placement facts are read; nil is the
 	// live host.
 	Host *hostfs.FS
-	// Probe, when set, makes the test a ping-pong or a UDP stream
-	// (probe.go) instead of TCP streams; Streams, Direction, Window and
-	// the stream options do not apply.
-	Probe *ProbeTest
 }
 
-// Params returns the test with its defaults filled in.
-func (c *Config) Params() engine.Params {
-	p := engine.Params{Streams: c.Streams, Duration: c.Duration, Omit: c.Omit, Interval: c.Interval,
-		Direction: c.Direction, Window: c.Window, Congestion: c.Congestion, FQRate: c.FQRate, ZeroCopy: c.ZeroCopy,
-		Mode: c.Mode, Size: c.Size, Depth: c.Depth, Threads: c.Threads, SkipRxCopy: c.SkipRxCopy, NoTCPInfo: c.NoTCPInfo}
+// EngineParams returns the test as the engine runs it, its defaults
+// filled in: 1 stream, 10 s, 1 s intervals, send.
+func (t *Test) EngineParams() engine.Params {
+	p := t.Params
 	if p.Streams == 0 {
 		p.Streams = 1
 	}
@@ -93,20 +82,34 @@ func (c *Config) Params() engine.Params {
 	return p
 }
 
-// newRequest writes p (with its defaults filled) as a request.
-func newRequest(p engine.Params, serverCPUs []int) requestMsg {
-	return requestMsg{Type: msgRequest, Streams: p.Streams, DurationMS: p.Duration.Milliseconds(),
-		OmitMS: p.Omit.Milliseconds(), IntervalMS: p.Interval.Milliseconds(), Direction: p.Direction,
-		Window: p.Window, Congestion: p.Congestion, FQRate: p.FQRate, ZeroCopy: p.ZeroCopy, ServerCPUs: serverCPUs,
-		Mode: p.Mode, Size: p.Size, Depth: p.Depth, Threads: p.Threads, SkipRxCopy: p.SkipRxCopy, NoTCPInfo: p.NoTCPInfo}
+// testWire is a test as the request and relay messages carry it: the
+// engine's parameters by their own JSON names, so that a parameter added
+// to the engine travels without a line here, and the times as integer
+// milliseconds, which validate checks before any becomes a Duration (a
+// large one would overflow).
+type testWire struct {
+	engine.Params
+	DurationMS int64 `json:"duration_ms"`
+	OmitMS     int64 `json:"omit_ms"`
+	IntervalMS int64 `json:"interval_ms"`
 }
 
-// params is the request as the engine runs it; validate it first.
-func (r requestMsg) params() engine.Params {
+// wireTest writes p (with its defaults filled) for the wire.
+func wireTest(p engine.Params) testWire {
+	return testWire{Params: p, DurationMS: p.Duration.Milliseconds(), OmitMS: p.Omit.Milliseconds(), IntervalMS: p.Interval.Milliseconds()}
+}
+
+// params is the test as the engine runs it; validate it first.
+func (w testWire) params() engine.Params {
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
-	return engine.Params{Streams: r.Streams, Duration: ms(r.DurationMS), Omit: ms(r.OmitMS), Interval: ms(r.IntervalMS),
-		Direction: r.Direction, Window: r.Window, Congestion: r.Congestion, FQRate: r.FQRate, ZeroCopy: r.ZeroCopy,
-		Mode: r.Mode, Size: r.Size, Depth: r.Depth, Threads: r.Threads, SkipRxCopy: r.SkipRxCopy, NoTCPInfo: r.NoTCPInfo}
+	p := w.Params
+	p.Duration, p.Omit, p.Interval = ms(w.DurationMS), ms(w.OmitMS), ms(w.IntervalMS)
+	return p
+}
+
+// newRequest writes p (with its defaults filled) as a request.
+func newRequest(p engine.Params, serverCPUs []int) requestMsg {
+	return requestMsg{Type: msgRequest, testWire: wireTest(p), ServerCPUs: serverCPUs}
 }
 
 // checkCongestion accepts what the kernel could name a congestion
@@ -121,4 +124,67 @@ func checkCongestion(s string) error {
 		}
 	}
 	return nil
+}
+
+// Pinning is where each end's stream threads run, round-robin over the
+// CPUs given (-A CLIENT,SERVER); a nil side lets that end choose. (Where
+// the threads did run is the run's start.placement.)
+type Pinning struct {
+	Client []int `json:"client,omitempty"`
+	Server []int `json:"server,omitempty"`
+}
+
+// Auto reports whether nothing was asked for either end.
+func (p Pinning) Auto() bool { return p.Client == nil && p.Server == nil }
+
+// String writes the -A form: "6,7" or "0-3,4-7" when each side is one CPU
+// or one range, "0,2/1,3" when a side lists several (a comma would be
+// ambiguous), "6," (client only), or "auto".
+func (p Pinning) String() string {
+	if p.Auto() {
+		return "auto"
+	}
+	c, s := cpulist.Format(p.Client), cpulist.Format(p.Server)
+	if strings.Contains(c, ",") || strings.Contains(s, ",") {
+		return c + "/" + s
+	}
+	return c + "," + s
+}
+
+// ParsePinning reads -A: "C,S" (iperf3's form: one CPU or range per end,
+// "0,1" or "0-3,4-7"), "C/S" (CPU lists with commas: "0,2/1,3"), "C" or
+// "C," (the client's only), ",S" or "/S" (the server's only); "auto" or ""
+// asks for nothing. An empty side is nil: that end chooses.
+func ParsePinning(s string) (Pinning, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "auto" {
+		return Pinning{}, nil
+	}
+	var c, sv string
+	switch {
+	case strings.Contains(s, "/"):
+		c, sv, _ = strings.Cut(s, "/")
+	case strings.Count(s, ",") == 1:
+		c, sv, _ = strings.Cut(s, ",")
+	case strings.Count(s, ",") > 1:
+		return Pinning{}, fmt.Errorf("-A %q: ambiguous: write CLIENT/SERVER when a side lists several CPUs, e.g. 0,2/1,3", s)
+	default:
+		c = s
+	}
+	var p Pinning
+	var err error
+	if p.Client, err = optionalCPUs(c); err != nil {
+		return Pinning{}, fmt.Errorf("-A client CPUs: %w", err)
+	}
+	if p.Server, err = optionalCPUs(sv); err != nil {
+		return Pinning{}, fmt.Errorf("-A server CPUs: %w", err)
+	}
+	return p, nil
+}
+
+func optionalCPUs(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	return cpulist.Parse(s)
 }

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/linerate/linerate/internal/engine"
 )
 
 // TestStalledTestGivesWay: a client that stops mid-test where the agent
@@ -38,7 +40,7 @@ func TestStalledTestGivesWay(t *testing.T) {
 	stopped := time.Now()
 	busy := 0
 	for {
-		res, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Duration: 500 * time.Millisecond, Interval: 250 * time.Millisecond})
+		res, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Test: Test{Params: engine.Params{Duration: 500 * time.Millisecond, Interval: 250 * time.Millisecond}}})
 		var pe *PeerError
 		if errors.As(err, &pe) && pe.Busy && time.Since(stopped) < 20*time.Second {
 			busy++

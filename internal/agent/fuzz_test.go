@@ -266,7 +266,7 @@ func TestRandomFrames(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if _, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Duration: 200 * time.Millisecond, Interval: 100 * time.Millisecond}); err != nil {
+	if _, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Test: Test{Params: engine.Params{Duration: 200 * time.Millisecond, Interval: 100 * time.Millisecond}}}); err != nil {
 		t.Fatalf("a good client after the random frames: %v", err)
 	}
 	// Every connection of the storm ends within its budget.

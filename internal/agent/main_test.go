@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/testbin"
 	"github.com/linerate/linerate/internal/testutil"
@@ -44,14 +45,12 @@ func helper(mode string, args []string) int {
 		var secs float64
 		fmt.Sscan(args[1], &secs)
 		once := false
-		res, err := Run(ctx, Config{Peer: args[0], Token: tok, Duration: time.Duration(secs * float64(time.Second)),
-			Interval: 100 * time.Millisecond, Direction: result.Direction(os.Getenv("DIRECTION")),
-			Progress: func(e result.Event) {
-				if e.Event == "interval" && !once {
-					once = true
-					fmt.Println("started")
-				}
-			}})
+		res, err := Run(ctx, Config{Peer: args[0], Token: tok, Progress: func(e result.Event) {
+			if e.Event == "interval" && !once {
+				once = true
+				fmt.Println("started")
+			}
+		}, Test: Test{Params: engine.Params{Duration: time.Duration(secs * float64(time.Second)), Interval: 100 * time.Millisecond, Direction: result.Direction(os.Getenv("DIRECTION"))}}})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2

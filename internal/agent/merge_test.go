@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/result"
 )
 
@@ -13,7 +14,7 @@ import (
 // sends; the limited times are parts of the busy time.
 func TestTCPAccount(t *testing.T) {
 	for _, dir := range []result.Direction{result.Send, result.Receive} {
-		res := run(t, Config{Streams: 2, Direction: dir})
+		res := run(t, Config{Test: Test{Params: engine.Params{Streams: 2, Direction: dir}}})
 		for k, iv := range res.Intervals {
 			for _, st := range iv.Streams {
 				tcp := st.TCP
@@ -40,7 +41,7 @@ func TestTCPAccount(t *testing.T) {
 // TestNoTCPInfo: a run asked not to read TCP_INFO has no tcp blocks and
 // still counts its bytes.
 func TestNoTCPInfo(t *testing.T) {
-	res := run(t, Config{Streams: 1, NoTCPInfo: true})
+	res := run(t, Config{Test: Test{Params: engine.Params{Streams: 1, NoTCPInfo: true}}})
 	for k, iv := range res.Intervals {
 		if iv.Streams[0].TCP != nil || iv.Streams[0].RTTus != 0 {
 			t.Errorf("interval %d: %+v", k, iv.Streams[0])
@@ -59,7 +60,7 @@ func TestNoTCPInfo(t *testing.T) {
 func TestTransactions(t *testing.T) {
 	for _, mode := range []result.Mode{result.RR, result.CRR} {
 		t.Run(string(mode), func(t *testing.T) {
-			res := run(t, Config{Mode: mode, Streams: 6, Threads: 2, Size: 100, Omit: 250 * time.Millisecond})
+			res := run(t, Config{Test: Test{Params: engine.Params{Mode: mode, Streams: 6, Threads: 2, Size: 100, Omit: 250 * time.Millisecond}}})
 			tx := res.End.Transactions
 			if tx == nil {
 				t.Fatalf("no end.transactions: %+v", res.End)
@@ -114,7 +115,7 @@ func ptrVal(p *float64) float64 {
 // agent: end.rx_copy says what the receivers did, and the bytes arrived.
 func TestSkipRxCopy(t *testing.T) {
 	for _, m := range []result.SkipRxCopy{result.MsgTrunc, result.ZerocopyReceive} {
-		res := run(t, Config{Streams: 1, SkipRxCopy: m})
+		res := run(t, Config{Test: Test{Params: engine.Params{Streams: 1, SkipRxCopy: m}}})
 		rc := res.End.RxCopy
 		if rc == nil || rc.Asked != m || rc.Method != m || rc.ReceiverThreadCPUSeconds <= 0 {
 			t.Errorf("%s: end.rx_copy %+v", m, rc)

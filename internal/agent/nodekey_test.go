@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/linerate/linerate/internal/engine"
 )
 
 func nodeKey(t *testing.T, name string) []byte {
@@ -98,7 +100,7 @@ func TestNodeKeysIsolate(t *testing.T) {
 		}
 	}
 	// A test, not only a probe, with the fleet's secret.
-	res, err := Run(ctx, Config{Peer: h2, Token: testToken, Duration: 500 * time.Millisecond, Interval: 250 * time.Millisecond})
+	res, err := Run(ctx, Config{Peer: h2, Token: testToken, Test: Test{Params: engine.Params{Duration: 500 * time.Millisecond, Interval: 250 * time.Millisecond}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +131,7 @@ func TestRelayWithTicket(t *testing.T) {
 	if _, err := relay(context.Background(), a, b, Config{}); err != nil {
 		t.Errorf("a relay toward an agent the controller never met: %v", err)
 	}
-	_, err = RunRemote(context.Background(), Remote{From: a, Config: Config{Peer: b, Token: nodeKey(t, "h01"), Duration: time.Second}})
+	_, err = RunRemote(context.Background(), Remote{From: a, Config: Config{Peer: b, Token: nodeKey(t, "h01"), Test: Test{Params: engine.Params{Duration: time.Second}}}})
 	if err == nil || !strings.Contains(err.Error(), "needs the fleet's secret") {
 		t.Errorf("a relay by a controller with h01's key: %v", err)
 	}
@@ -241,7 +243,7 @@ func TestRelayTicketChecks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := relayMsg{Type: msgRelay, Peer: b, Streams: 1, DurationMS: 1000, IntervalMS: 500, Direction: "send"}
+		m := relayMsg{Type: msgRelay, Peer: b, testWire: testWire{Params: engine.Params{Streams: 1, Direction: "send"}, DurationMS: 1000, IntervalMS: 500}}
 		change(&m, keys.wrap)
 		c.send(m, time.Second)
 		typ, body, err := c.recv(10 * time.Second)

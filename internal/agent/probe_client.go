@@ -23,7 +23,7 @@ import (
 // client's half of probe.go. A peer that stops answering, or goes away,
 // mid-run ends the run with what was measured, said in End.Errors.
 func runProbe(ctx context.Context, cfg Config) (*result.Result, error) {
-	c := &client{cfg: cfg, p: cfg.Params(), log: cfg.Logger, fs: cfg.Host}
+	c := &client{cfg: cfg, p: cfg.EngineParams(), log: cfg.Logger, fs: cfg.Host}
 	if c.fs == nil {
 		c.fs = hostfs.Live()
 	}

@@ -41,8 +41,7 @@ func TestProbePingPong(t *testing.T) {
 	for _, udp := range []bool{false, true} {
 		t.Run(map[bool]string{false: "tcp", true: "udp"}[udp], func(t *testing.T) {
 			const rate = 1000
-			res := run(t, Config{Omit: 200 * time.Millisecond, Duration: time.Second, Interval: 250 * time.Millisecond,
-				Probe: &ProbeTest{Kind: ProbePingPong, UDP: udp, Size: 64, Rate: rate}})
+			res := run(t, Config{Test: Test{Params: engine.Params{Omit: 200 * time.Millisecond, Duration: time.Second, Interval: 250 * time.Millisecond}, Probe: &ProbeTest{Kind: ProbePingPong, UDP: udp, Size: 64, Rate: rate}}})
 			l := res.End.Latency
 			if l == nil {
 				t.Fatalf("no end.latency: %+v", res.End)
@@ -128,8 +127,7 @@ func checkProbeStart(t *testing.T, res *result.Result) {
 // every datagram sent in the window arrived, nothing lost or out of
 // order, the sent rate is the window's bytes over its length.
 func TestProbeUDP(t *testing.T) {
-	res := run(t, Config{Omit: 200 * time.Millisecond, Duration: time.Second, Interval: 250 * time.Millisecond,
-		Probe: &ProbeTest{Kind: ProbeUDP, Size: 1200, Rate: 20e6}})
+	res := run(t, Config{Test: Test{Params: engine.Params{Omit: 200 * time.Millisecond, Duration: time.Second, Interval: 250 * time.Millisecond}, Probe: &ProbeTest{Kind: ProbeUDP, Size: 1200, Rate: 20e6}}})
 	u := res.End.UDP
 	if u == nil {
 		t.Fatalf("no end.sum: %+v", res.End)
@@ -176,8 +174,7 @@ func TestProbePeerDies(t *testing.T) {
 			addr := strings.TrimSpace(strings.TrimPrefix(line, ListeningPrefix))
 			time.AfterFunc(800*time.Millisecond, func() { srv.Process.Kill() })
 			start := time.Now()
-			res, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Duration: 20 * time.Second, Interval: 200 * time.Millisecond,
-				Probe: &ProbeTest{Kind: ProbePingPong, UDP: udp, Size: 32, Rate: 1000}})
+			res, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Test: Test{Params: engine.Params{Duration: 20 * time.Second, Interval: 200 * time.Millisecond}, Probe: &ProbeTest{Kind: ProbePingPong, UDP: udp, Size: 32, Rate: 1000}}})
 			took := time.Since(start)
 			if err != nil {
 				t.Fatalf("after %s: %v (want the result so far)", took, err)
@@ -198,8 +195,7 @@ func TestProbePeerDies(t *testing.T) {
 // and says what it achieved.
 func TestProbeUDPRateBeyondPath(t *testing.T) {
 	start := time.Now()
-	res := run(t, Config{Duration: 500 * time.Millisecond, Interval: 250 * time.Millisecond,
-		Probe: &ProbeTest{Kind: ProbeUDP, Size: 1400, Rate: 1e12}})
+	res := run(t, Config{Test: Test{Params: engine.Params{Duration: 500 * time.Millisecond, Interval: 250 * time.Millisecond}, Probe: &ProbeTest{Kind: ProbeUDP, Size: 1400, Rate: 1e12}}})
 	took := time.Since(start)
 	u := res.End.UDP
 	t.Logf("after %s: %+v, errors %q", took, *u, res.End.Errors)
@@ -215,8 +211,7 @@ func TestProbeUDPRateBeyondPath(t *testing.T) {
 // time and says the rate it reached.
 func TestProbePingRateBeyondPath(t *testing.T) {
 	start := time.Now()
-	res := run(t, Config{Duration: 500 * time.Millisecond, Interval: 250 * time.Millisecond,
-		Probe: &ProbeTest{Kind: ProbePingPong, Size: 64, Rate: MaxPingRate}})
+	res := run(t, Config{Test: Test{Params: engine.Params{Duration: 500 * time.Millisecond, Interval: 250 * time.Millisecond}, Probe: &ProbeTest{Kind: ProbePingPong, Size: 64, Rate: MaxPingRate}}})
 	took := time.Since(start)
 	l := res.End.Latency
 	t.Logf("after %s: %d samples, %.0f/s, errors %q", took, l.Samples, l.RatePerSecond, res.End.Errors)

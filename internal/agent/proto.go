@@ -155,29 +155,9 @@ type bareMsg struct {
 // The agent checks every field against its bounds (validate) before it
 // becomes an engine.Params.
 type requestMsg struct {
-	Type       string           `json:"type"`
-	Streams    int              `json:"streams"`
-	DurationMS int64            `json:"duration_ms"`
-	OmitMS     int64            `json:"omit_ms"`
-	IntervalMS int64            `json:"interval_ms"`
-	Direction  result.Direction `json:"direction"`
-	Window     int              `json:"window"`
-	Congestion string           `json:"congestion,omitempty"`
-	FQRate     uint64           `json:"fq_rate,omitempty"`
-	ZeroCopy   result.ZeroCopy  `json:"zerocopy,omitempty"`
-	ServerCPUs []int            `json:"server_cpus,omitempty"`
-
-	// Mode is stream (""), rr or crr; Size a transaction's request and
-	// response bytes, Depth its requests outstanding per flow; Threads
-	// the threads each end carries the flows on (0: the agent chooses);
-	// SkipRxCopy how receivers take their data; NoTCPInfo skips TCP_INFO
-	// (engine.Params).
-	Mode       result.Mode       `json:"mode,omitempty"`
-	Size       int               `json:"size,omitempty"`
-	Depth      int               `json:"depth,omitempty"`
-	Threads    int               `json:"threads,omitempty"`
-	SkipRxCopy result.SkipRxCopy `json:"skip_rx_copy,omitempty"`
-	NoTCPInfo  bool              `json:"no_tcp_info,omitempty"`
+	Type string `json:"type"`
+	testWire
+	ServerCPUs []int `json:"server_cpus,omitempty"`
 }
 
 // validate checks r against the bounds; maxDuration is the agent's. Times

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -332,4 +334,40 @@ func rxCPUs(cpus ...int) func() error {
 		m.Streams[i] = engine.StreamSample{ID: i, RxCPU: &cpus[i]}
 	}
 	return func() error { return m.check(len(cpus)) }
+}
+
+// TestTestWireNames: a request and a relay carry the test's fields by the
+// names the protocol documents (docs/architecture.md, "A native test"):
+// the engine's parameters by their own JSON names, the times in integer
+// milliseconds only, and they read back into the same parameters.
+func TestTestWireNames(t *testing.T) {
+	p := engine.Params{Streams: 3, Duration: 2500 * time.Millisecond, Omit: 250 * time.Millisecond, Interval: 500 * time.Millisecond,
+		Direction: result.Bidir, Window: 1 << 20, Congestion: "bbr", FQRate: 1e9, ZeroCopy: result.MsgZeroCopy}
+	req, err := json.Marshal(newRequest(p, []int{1, 2}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(req, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"congestion", "direction", "duration_ms", "fq_rate", "interval_ms", "omit_ms", "server_cpus", "streams", "type", "window", "zerocopy"}
+	if keys := slices.Sorted(maps.Keys(got)); !slices.Equal(keys, want) {
+		t.Errorf("request keys %v\nwant %v", keys, want)
+	}
+	if got["duration_ms"] != 2500.0 || got["omit_ms"] != 250.0 || got["interval_ms"] != 500.0 || got["fq_rate"] != 1e9 {
+		t.Errorf("request %s", req)
+	}
+	var back requestMsg
+	if err := json.Unmarshal(req, &back); err != nil || back.params() != p || !slices.Equal(back.ServerCPUs, []int{1, 2}) {
+		t.Errorf("read back %+v (%v), want %+v", back.params(), err, p)
+	}
+	rel, err := json.Marshal(relayMsg{Type: msgRelay, Peer: "198.18.0.2:5301", testWire: wireTest(p)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r relayMsg
+	if err := json.Unmarshal(rel, &r); err != nil || r.request().params() != p || r.Peer != "198.18.0.2:5301" {
+		t.Errorf("relay read back %+v (%v), want %+v", r.request().params(), err, p)
+	}
 }

@@ -70,17 +70,9 @@ const (
 // agent at Peer. It carries a request's test fields, without CPUs: each
 // end places its own threads.
 type relayMsg struct {
-	Type       string           `json:"type"`
-	Peer       string           `json:"peer"`
-	Streams    int              `json:"streams"`
-	DurationMS int64            `json:"duration_ms"`
-	OmitMS     int64            `json:"omit_ms"`
-	IntervalMS int64            `json:"interval_ms"`
-	Direction  result.Direction `json:"direction"`
-	Window     int              `json:"window"`
-	Congestion string           `json:"congestion,omitempty"`
-	FQRate     uint64           `json:"fq_rate,omitempty"`
-	ZeroCopy   result.ZeroCopy  `json:"zerocopy,omitempty"`
+	Type string `json:"type"`
+	Peer string `json:"peer"`
+	testWire
 	// Ticket lets an agent of a node key authenticate to the peer, and
 	// TicketKey is its key, masked (nodekey.go).
 	Ticket    *relayTicket `json:"ticket,omitempty"`
@@ -89,9 +81,7 @@ type relayMsg struct {
 
 // request is the test as a request to the peer.
 func (m relayMsg) request() requestMsg {
-	return requestMsg{Type: msgRequest, Streams: m.Streams, DurationMS: m.DurationMS, OmitMS: m.OmitMS,
-		IntervalMS: m.IntervalMS, Direction: m.Direction, Window: m.Window, Congestion: m.Congestion,
-		FQRate: m.FQRate, ZeroCopy: m.ZeroCopy}
+	return requestMsg{Type: msgRequest, testWire: m.testWire}
 }
 
 // validate checks the relay against the agent's bounds: the test as a
@@ -271,9 +261,7 @@ func (ss *session) runRelay(ctx context.Context, body []byte) bool {
 	defer cancelT()
 	unwatch := ss.watchController(cancel, time.Now().Add(relayLength(p)))
 	out := newRelayOut(ss, maxRelayIntervals(m))
-	cfg := Config{Peer: peer.String(), Token: ss.srv.Token, Streams: p.Streams, Duration: p.Duration, Omit: p.Omit,
-		Interval: p.Interval, Direction: p.Direction, Window: p.Window, Congestion: p.Congestion, FQRate: p.FQRate,
-		ZeroCopy: p.ZeroCopy, Progress: out.progress, Logger: ss.log, Host: ss.srv.Host}
+	cfg := Config{Peer: peer.String(), Token: ss.srv.Token, Test: Test{Params: p}, Progress: out.progress, Logger: ss.log, Host: ss.srv.Host}
 	ss.log.Info("relayed test started", "toward", peer.String(), "streams", p.Streams, "direction", string(p.Direction),
 		"duration", p.Duration.String())
 	res, err := runWith(ctx, cfg, cred)

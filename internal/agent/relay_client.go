@@ -28,8 +28,8 @@ type Remote struct {
 	// IP address and port; Token is the fleet's: the token its agents
 	// share, or the secret their node keys come from (then the
 	// controller gives From a ticket for Peer, nodekey.go). Each end
-	// places its own threads: ClientCPUs and ServerCPUs must be nil. Host
-	// and Logger are not used.
+	// places its own threads: Pinning must be empty. Host and Logger are
+	// not used.
 	Config
 	// PeerNode is the node of Peer's agent, when its key is a node key;
 	// "" means the node this process last authenticated to at Peer, or,
@@ -42,13 +42,10 @@ type Remote struct {
 // Progress, if set, sees the start, each interval and the end as From
 // relays them. Cancelling ctx ends the test at both agents.
 func RunRemote(ctx context.Context, r Remote) (*result.Result, error) {
-	if r.ClientCPUs != nil || r.ServerCPUs != nil {
+	if !r.Pinning.Auto() {
 		return nil, errors.New("a relayed test places its threads itself: no CPUs can be given")
 	}
-	p := r.Params()
-	m := relayMsg{Type: msgRelay, Peer: r.Peer, Streams: p.Streams, DurationMS: p.Duration.Milliseconds(),
-		OmitMS: p.Omit.Milliseconds(), IntervalMS: p.Interval.Milliseconds(), Direction: p.Direction, Window: p.Window,
-		Congestion: p.Congestion, FQRate: p.FQRate, ZeroCopy: p.ZeroCopy}
+	m := relayMsg{Type: msgRelay, Peer: r.Peer, testWire: wireTest(r.EngineParams())}
 	if err := m.request().validate(24 * time.Hour); err != nil { // the agent applies its own, lower bound
 		return nil, err
 	}

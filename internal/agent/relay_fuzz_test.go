@@ -100,8 +100,8 @@ func FuzzRelayMessages(f *testing.F) {
 		f.Add([]byte(s), uint8(2))
 	}
 	f.Fuzz(func(t *testing.T, body []byte, n uint8) {
-		r := relayMsg{Type: msgRelay, Peer: "198.18.0.2:5301", Streams: int(n%8) + 1, DurationMS: 1000, OmitMS: 250,
-			IntervalMS: 250, Direction: []result.Direction{result.Send, result.Receive, result.Bidir}[n%3]}
+		r := relayMsg{Type: msgRelay, Peer: "198.18.0.2:5301", testWire: testWire{Params: engine.Params{Streams: int(n%8) + 1,
+			Direction: []result.Direction{result.Send, result.Receive, result.Bidir}[n%3]}, DurationMS: 1000, OmitMS: 250, IntervalMS: 250}}
 		conns := r.request().params().Connections()
 		typ, err := messageType(body)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/result"
 )
@@ -46,8 +47,7 @@ func TestRelayInLab(t *testing.T) {
 		from, to lab.Host
 		dir      result.Direction
 	}{{"h01", "h02", result.Send}, {"h01", "h03", result.Receive}} {
-		res, err := RunRemote(ctx, Remote{From: tt.from.Addr(), Dial: dial, Config: Config{Peer: tt.to.Addr() + ":5301",
-			Token: testToken, Duration: time.Second, Interval: 250 * time.Millisecond, Direction: tt.dir}})
+		res, err := RunRemote(ctx, Remote{From: tt.from.Addr(), Dial: dial, Config: Config{Peer: tt.to.Addr() + ":5301", Token: testToken, Test: Test{Params: engine.Params{Duration: time.Second, Interval: 250 * time.Millisecond, Direction: tt.dir}}}})
 		if err != nil {
 			t.Fatalf("%s → %s: %v", tt.from, tt.to, err)
 		}

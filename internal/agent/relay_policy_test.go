@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/testutil"
 )
 
@@ -96,8 +97,7 @@ func TestParseRelayPeers(t *testing.T) {
 // peer, and returns the controller's error for it.
 func sendRelay(t *testing.T, addr, peer string) error {
 	t.Helper()
-	_, err := RunRemote(context.Background(), Remote{From: addr, Config: Config{Peer: peer, Token: testToken,
-		Duration: time.Second, Interval: 250 * time.Millisecond}})
+	_, err := RunRemote(context.Background(), Remote{From: addr, Config: Config{Peer: peer, Token: testToken, Test: Test{Params: engine.Params{Duration: time.Second, Interval: 250 * time.Millisecond}}}})
 	return err
 }
 

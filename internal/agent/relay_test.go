@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/result"
 )
 
@@ -34,8 +35,7 @@ func TestRelay(t *testing.T) {
 	for _, dir := range []result.Direction{result.Send, result.Receive, result.Bidir} {
 		t.Run(string(dir), func(t *testing.T) {
 			var events []string
-			res, err := relay(context.Background(), a, b, Config{Streams: 2, Direction: dir, Omit: 250 * time.Millisecond,
-				Progress: func(e result.Event) { events = append(events, e.Event) }})
+			res, err := relay(context.Background(), a, b, Config{Progress: func(e result.Event) { events = append(events, e.Event) }, Test: Test{Params: engine.Params{Streams: 2, Direction: dir, Omit: 250 * time.Millisecond}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,7 +97,7 @@ func TestRelayRefuses(t *testing.T) {
 		}
 		return decodeAs(typ, body, msgRelayStart, &relayStartMsg{})
 	}
-	good := relayMsg{Type: msgRelay, Peer: "127.0.0.1:1", Streams: 1, DurationMS: 1000, IntervalMS: 1000, Direction: result.Send}
+	good := relayMsg{Type: msgRelay, Peer: "127.0.0.1:1", testWire: testWire{Params: engine.Params{Streams: 1, Direction: result.Send}, DurationMS: 1000, IntervalMS: 1000}}
 	for _, tt := range []struct {
 		change func(*relayMsg)
 		want   string
@@ -161,13 +161,12 @@ func TestRelayPeerTrouble(t *testing.T) {
 	first := make(chan error, 1)
 	go func() {
 		var once bool
-		_, err := Run(context.Background(), Config{Peer: b, Token: testToken, Duration: 2 * time.Second, Interval: 100 * time.Millisecond,
-			Progress: func(e result.Event) {
-				if e.Event == "interval" && !once {
-					once = true
-					close(started)
-				}
-			}})
+		_, err := Run(context.Background(), Config{Peer: b, Token: testToken, Progress: func(e result.Event) {
+			if e.Event == "interval" && !once {
+				once = true
+				close(started)
+			}
+		}, Test: Test{Params: engine.Params{Duration: 2 * time.Second, Interval: 100 * time.Millisecond}}})
 		first <- err
 	}()
 	<-started
@@ -192,17 +191,16 @@ func TestRelayBusy(t *testing.T) {
 	first := make(chan error, 1)
 	go func() {
 		var once bool
-		_, err := relay(context.Background(), a, b, Config{Duration: 2 * time.Second, Interval: 100 * time.Millisecond,
-			Progress: func(e result.Event) {
-				if e.Event == "interval" && !once {
-					once = true
-					close(started)
-				}
-			}})
+		_, err := relay(context.Background(), a, b, Config{Progress: func(e result.Event) {
+			if e.Event == "interval" && !once {
+				once = true
+				close(started)
+			}
+		}, Test: Test{Params: engine.Params{Duration: 2 * time.Second, Interval: 100 * time.Millisecond}}})
 		first <- err
 	}()
 	<-started
-	_, err := Run(context.Background(), Config{Peer: a, Token: testToken, Duration: time.Second})
+	_, err := Run(context.Background(), Config{Peer: a, Token: testToken, Test: Test{Params: engine.Params{Duration: time.Second}}})
 	var pe *PeerError
 	if !errors.As(err, &pe) || !pe.Busy {
 		t.Errorf("a test to the relaying agent: %v, want busy", err)
@@ -229,12 +227,11 @@ func TestRelayControllerGone(t *testing.T) {
 	done := make(chan error, 1)
 	began := time.Now()
 	go func() {
-		_, err := relay(ctx, a, b, Config{Duration: 20 * time.Second, Interval: 100 * time.Millisecond,
-			Progress: func(e result.Event) {
-				if e.Event == "interval" {
-					cancel()
-				}
-			}})
+		_, err := relay(ctx, a, b, Config{Progress: func(e result.Event) {
+			if e.Event == "interval" {
+				cancel()
+			}
+		}, Test: Test{Params: engine.Params{Duration: 20 * time.Second, Interval: 100 * time.Millisecond}}})
 		done <- err
 	}()
 	if err := <-done; err == nil || !errors.Is(err, context.Canceled) {

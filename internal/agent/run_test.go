@@ -41,7 +41,7 @@ func run(t *testing.T, cfg Config) *result.Result {
 func TestDirections(t *testing.T) {
 	for _, dir := range []result.Direction{result.Send, result.Receive, result.Bidir} {
 		t.Run(string(dir), func(t *testing.T) {
-			res := run(t, Config{Streams: 2, Direction: dir, Omit: 250 * time.Millisecond})
+			res := run(t, Config{Test: Test{Params: engine.Params{Streams: 2, Direction: dir, Omit: 250 * time.Millisecond}}})
 			conns := 2
 			if dir == result.Bidir {
 				conns = 4
@@ -157,12 +157,11 @@ func TestPinning(t *testing.T) {
 	c, s := cpus[0], cpus[len(cpus)-1]
 	var once sync.Once
 	var seen map[string]string
-	res := run(t, Config{Streams: 2, Duration: 2 * time.Second, ClientCPUs: []int{c}, ServerCPUs: []int{s},
-		Progress: func(e result.Event) {
-			if e.Event == "interval" {
-				once.Do(func() { seen = streamThreads(t) })
-			}
-		}})
+	res := run(t, Config{Progress: func(e result.Event) {
+		if e.Event == "interval" {
+			once.Do(func() { seen = streamThreads(t) })
+		}
+	}, Test: Test{Params: engine.Params{Streams: 2, Duration: 2 * time.Second}, Pinning: Pinning{Client: []int{c}, Server: []int{s}}}})
 	want := map[string]string{
 		"lrc-tx-1": strconv.Itoa(c), "lrc-tx-2": strconv.Itoa(c),
 		"lrs-rx-1": strconv.Itoa(s), "lrs-rx-2": strconv.Itoa(s),
@@ -251,13 +250,13 @@ func TestOptions(t *testing.T) {
 		cfg  Config
 		test func(*testing.T, *result.Result)
 	}{
-		{"window", Config{Window: 1 << 20}, func(t *testing.T, r *result.Result) {
+		{"window", Config{Test: Test{Params: engine.Params{Window: 1 << 20}}}, func(t *testing.T, r *result.Result) {
 			w := r.Start.Window
 			if w.Requested != 1<<20 || w.Client.Sndbuf == 0 || w.Server.Rcvbuf == 0 || w.Granted == 0 {
 				t.Errorf("window = %+v", w)
 			}
 		}},
-		{"window capped", Config{Window: engine.MaxWindow}, func(t *testing.T, r *result.Result) {
+		{"window capped", Config{Test: Test{Params: engine.Params{Window: engine.MaxWindow}}}, func(t *testing.T, r *result.Result) {
 			w := r.Start.Window
 			if len(w.Client.CappedBy) == 0 || !strings.HasPrefix(w.Client.CappedBy[0], "net.core.wmem_max=") {
 				t.Errorf("a 2 GiB window was not reported capped: %+v", w)
@@ -266,15 +265,15 @@ func TestOptions(t *testing.T) {
 				t.Error("no note about the capped window")
 			}
 		}},
-		{"congestion", Config{Congestion: "cubic"}, nil},
-		{"fq-rate", Config{FQRate: 200e6}, func(t *testing.T, r *result.Result) {
+		{"congestion", Config{Test: Test{Params: engine.Params{Congestion: "cubic"}}}, nil},
+		{"fq-rate", Config{Test: Test{Params: engine.Params{FQRate: 200e6}}}, func(t *testing.T, r *result.Result) {
 			if bps := r.End.SumReceived.BitsPerSecond; bps > 260e6 {
 				t.Errorf("paced at 200 Mbit/s, got %.0f bit/s", bps)
 			}
 		}},
-		{"sendfile", Config{ZeroCopy: result.Sendfile}, nil},
-		{"sendfile reverse", Config{ZeroCopy: result.Sendfile, Direction: result.Receive}, nil},
-		{"msg_zerocopy", Config{ZeroCopy: result.MsgZeroCopy}, func(t *testing.T, r *result.Result) {
+		{"sendfile", Config{Test: Test{Params: engine.Params{ZeroCopy: result.Sendfile}}}, nil},
+		{"sendfile reverse", Config{Test: Test{Params: engine.Params{ZeroCopy: result.Sendfile, Direction: result.Receive}}}, nil},
+		{"msg_zerocopy", Config{Test: Test{Params: engine.Params{ZeroCopy: result.MsgZeroCopy}}}, func(t *testing.T, r *result.Result) {
 			z := r.End.ZeroCopy
 			if z == nil || z.Sends == 0 || z.Completions == 0 {
 				t.Fatalf("zerocopy = %+v", z)

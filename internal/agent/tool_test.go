@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/result"
 )
 
@@ -157,7 +158,7 @@ func TestToolSessionClientGone(t *testing.T) {
 		t.Fatal("the tool still runs after its client went away")
 	}
 	waitLog(t, logs, "tool session aborted", "went away")
-	if _, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Duration: 200 * time.Millisecond}); err != nil {
+	if _, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Test: Test{Params: engine.Params{Duration: 200 * time.Millisecond}}}); err != nil {
 		t.Errorf("the next client: %v", err)
 	}
 }
@@ -202,7 +203,7 @@ func TestBackToBack(t *testing.T) {
 		if _, _, err := ts.Stop(); err != nil {
 			t.Fatalf("round %d, tool stop: %v", i, err)
 		}
-		if _, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Duration: 100 * time.Millisecond, Interval: 100 * time.Millisecond}); err != nil {
+		if _, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Test: Test{Params: engine.Params{Duration: 100 * time.Millisecond, Interval: 100 * time.Millisecond}}}); err != nil {
 			t.Fatalf("round %d, test: %v", i, err)
 		}
 	}
@@ -226,7 +227,7 @@ func TestDoctorBudget(t *testing.T) {
 	if _, _, err := FetchDoctor(context.Background(), addr, testToken); err == nil || !strings.Contains(err.Error(), "has not finished") {
 		t.Errorf("second doctor while the first hangs: %v", err)
 	}
-	if _, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Duration: 200 * time.Millisecond}); err != nil {
+	if _, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Test: Test{Params: engine.Params{Duration: 200 * time.Millisecond}}}); err != nil {
 		t.Errorf("a test after the hung doctor: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/telemetry"
 )
@@ -29,8 +30,7 @@ func TestUnreadableProc(t *testing.T) {
 	}
 	defer fs.Close()
 	addr, _ := agent(t, &Server{Host: fs})
-	res, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Host: fs,
-		Duration: time.Second, Interval: 250 * time.Millisecond})
+	res, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Host: fs, Test: Test{Params: engine.Params{Duration: time.Second, Interval: 250 * time.Millisecond}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
@@ -70,7 +71,7 @@ func (c *Campaign) Run(ctx context.Context) (*explain.Summary, []explain.Outcome
 	if pc, ok := c.Driver.(paramChecker); ok {
 		for _, p := range c.Spec.Points() {
 			if err := pc.CheckParams(c.Spec.params(p)); err != nil {
-				return nil, nil, fmt.Errorf("%d streams, placement %s: %w", p.Streams, p.Placement, err)
+				return nil, nil, fmt.Errorf("%d streams, placement %s: %w", p.Streams, p.Pinning, err)
 			}
 		}
 	}
@@ -94,7 +95,7 @@ func (c *Campaign) Run(ctx context.Context) (*explain.Summary, []explain.Outcome
 		if err != nil {
 			if c.Spec.IsCampaign() { // one run needs no number
 				err = fmt.Errorf("run %d of %d (%d streams, placement %s): %w",
-					i+1, len(order), points[pi].Streams, points[pi].Placement, err)
+					i+1, len(order), points[pi].Streams, points[pi].Pinning, err)
 			}
 			if u := c.unstored(); u != nil {
 				err = fmt.Errorf("%w; %w", err, u)
@@ -299,7 +300,7 @@ func storeRun(r *result.Result, p Params, spec Spec, clientDoc, serverDoc json.R
 	}
 	sr := &store.Run{
 		StartedAt: r.Start.Timestamp, Label: spec.Label, Engine: r.Engine, Peer: spec.Peer,
-		Streams: r.Start.Streams, Placement: placementText(p.Placement), Direction: string(r.Start.Direction),
+		Streams: r.Start.Streams, Placement: placementText(p.Pinning), Direction: string(r.Start.Direction),
 		DurationS: r.End.Seconds, Gbps: r.Gbps(), SentGbps: r.End.SumSent.BitsPerSecond / 1e9,
 		Retransmits: int64(r.End.SumSent.Retransmits),
 		Params:      params, Result: result, ClientDoctor: clientDoc, ServerDoctor: serverDoc, Raw: r.Raw,
@@ -316,7 +317,7 @@ func storeRun(r *result.Result, p Params, spec Spec, clientDoc, serverDoc json.R
 	return sr, nil
 }
 
-func placementText(p Placement) string {
+func placementText(p agent.Pinning) string {
 	if p.Auto() {
 		return ""
 	}

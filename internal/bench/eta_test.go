@@ -3,13 +3,16 @@ package bench
 import (
 	"testing"
 	"time"
+
+	"github.com/linerate/linerate/internal/agent"
+	"github.com/linerate/linerate/internal/engine"
 )
 
 // TestFirstETA: before any run is timed, 5 runs of -t 2 are estimated at
 // 5 × 2.25 s, not the 20 s the walkthrough saw for a campaign that took
 // about 10; once runs are timed, their mean is used.
 func TestFirstETA(t *testing.T) {
-	c := &Campaign{Spec: Spec{Run: Params{Duration: 2 * time.Second}, Repeat: 5}}
+	c := &Campaign{Spec: Spec{Run: Params{Test: agent.Test{Params: engine.Params{Duration: 2 * time.Second}}}, Repeat: 5}}
 	if got := c.eta(0, 5, time.Now()); got != 11250*time.Millisecond {
 		t.Errorf("first ETA %v, want 11.25s", got)
 	}

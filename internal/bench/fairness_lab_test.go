@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/internal/agent"
+	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/testbin"
@@ -38,7 +40,7 @@ func TestLabFairnessByRxCPU(t *testing.T) {
 	bin := testbin.Build(t, "../../cmd/linerate")
 	d := &Native{Lab: LabEngine{Name: name, Self: bin}}
 	spec := Spec{Engine: "native", Peer: "lab:" + name, Repeat: 3,
-		Run: Params{Streams: 3, Duration: 3 * time.Second, Interval: time.Second, Placement: Placement{Client: []int{0, 1}, Server: []int{0, 1}}}}
+		Run: Params{Test: agent.Test{Params: engine.Params{Streams: 3, Duration: 3 * time.Second, Interval: time.Second}, Pinning: agent.Pinning{Client: []int{0, 1}, Server: []int{0, 1}}}}}
 	for attempt := 1; attempt <= 5; attempt++ {
 		c := &Campaign{Spec: Spec{Engine: spec.Engine, Peer: spec.Peer, Repeat: 1, Run: spec.Run}, Driver: d}
 		_, outs, err := c.Run(context.Background())

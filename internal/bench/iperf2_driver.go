@@ -75,7 +75,7 @@ func (d *Iperf2) Run(ctx context.Context, p Params, live func(result.Interval)) 
 	if err := d.CheckParams(p); err != nil {
 		return nil, err
 	}
-	if len(p.Placement.Client) > 0 {
+	if len(p.Pinning.Client) > 0 {
 		if _, err := exec.LookPath("taskset"); err != nil {
 			return nil, missingTool("taskset", "util-linux")
 		}
@@ -83,7 +83,7 @@ func (d *Iperf2) Run(ctx context.Context, p Params, live func(result.Interval)) 
 	ctx, cancel := withTimeout(ctx, p)
 	defer cancel()
 	port := strconv.Itoa(iperf2Port)
-	srv, srvArgv, err := d.Hosts.StartServer(ctx, ToolServer{Tool: "iperf", Port: iperf2Port, Bind: d.Hosts.Addr(), CPUs: p.Placement.Server}, p.Duration+p.Omit)
+	srv, srvArgv, err := d.Hosts.StartServer(ctx, ToolServer{Tool: "iperf", Port: iperf2Port, Bind: d.Hosts.Addr(), CPUs: p.Pinning.Server}, p.Duration+p.Omit)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func (d *Iperf2) Run(ctx context.Context, p Params, live func(result.Interval)) 
 	if p.Window > 0 {
 		args = append(args, "-w", strconv.Itoa(p.Window))
 	}
-	args = pinned(p.Placement.Client, args)
+	args = pinned(p.Pinning.Client, args)
 	nic := beginNIC(d.Hosts) // both ends' NIC counters, before any payload
 	var raw string
 	var clientCPU float64

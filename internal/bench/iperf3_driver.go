@@ -59,7 +59,7 @@ func (d *Iperf3) clientArgs(p Params) []string {
 	if p.Omit > 0 {
 		a = append(a, "-O", secs(p.Omit))
 	}
-	switch pl := p.Placement; {
+	switch pl := p.Pinning; {
 	case pl.Auto():
 	case len(pl.Server) == 0:
 		a = append(a, "-A", firstCPU(pl.Client)) // the client only; "-A n," would pin the server to CPU 0
@@ -86,7 +86,7 @@ func (d *Iperf3) clientArgs(p Params) []string {
 // whole process to one CPU, and the server only through the client's
 // choice.
 func (d *Iperf3) CheckParams(p Params) error {
-	pl := p.Placement
+	pl := p.Pinning
 	switch {
 	case len(pl.Client) > 1 || len(pl.Server) > 1:
 		return errors.New("iperf3 -A pins each end to one CPU: give one CPU per side")
@@ -200,8 +200,8 @@ func (d *Iperf3) finish(r *result.Result, p Params) {
 
 func finishStart(r *result.Result, p Params, h Hosts) {
 	r.Start.Client, r.Start.Server = h.Facts()
-	r.Start.Placement = result.Placement{Client: p.Placement.Client, Server: p.Placement.Server, Source: "user"}
-	if p.Placement.Auto() {
+	r.Start.Placement = result.Placement{Client: p.Pinning.Client, Server: p.Pinning.Server, Source: "user"}
+	if p.Pinning.Auto() {
 		r.Start.Placement.Source = "auto"
 	}
 	if r.Start.IntervalS == 0 {

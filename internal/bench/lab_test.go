@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/internal/agent"
+	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/result"
@@ -106,7 +108,7 @@ func TestLabCampaigns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			run := Params{Duration: 2 * time.Second, Interval: time.Second}
+			run := Params{Test: agent.Test{Params: engine.Params{Duration: 2 * time.Second, Interval: time.Second}}}
 			sweep := &Campaign{Spec: Spec{Engine: engineName, Peer: "lab:t-bdrv", Label: "sweep", Repeat: 1, Streams: []int{1, 2, 4}, Run: run},
 				Driver: d, Store: db, ClientDoctor: doc, ServerDoctor: doc, Iface: lab.Iface, Progress: NewProgress(testWriter{t}, false)}
 			s, outs, err := sweep.Run(context.Background())
@@ -122,7 +124,7 @@ func TestLabCampaigns(t *testing.T) {
 				}
 			}
 			place := &Campaign{Spec: Spec{Engine: engineName, Peer: "lab:t-bdrv", Label: "place", Repeat: 2,
-				Placements: []Placement{{Client: []int{0}, Server: []int{0}}, {Client: []int{0}, Server: []int{1}}}, Run: run},
+				Placements: []agent.Pinning{{Client: []int{0}, Server: []int{0}}, {Client: []int{0}, Server: []int{1}}}, Run: run},
 				Driver: d, Store: db, ClientDoctor: doc, ServerDoctor: doc, Iface: lab.Iface}
 			ps, _, err := place.Run(context.Background())
 			if err != nil {
@@ -188,7 +190,7 @@ func killableCampaign(db, labName string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	c := &Campaign{Spec: Spec{Engine: "iperf3", Peer: "lab:" + labName, Repeat: 50, Run: Params{Duration: time.Second, Interval: time.Second}},
+	c := &Campaign{Spec: Spec{Engine: "iperf3", Peer: "lab:" + labName, Repeat: 50, Run: Params{Test: agent.Test{Params: engine.Params{Duration: time.Second, Interval: time.Second}}}},
 		Driver: &Iperf3{Hosts: h}, Store: s, Progress: idPrinter{}}
 	if _, _, err := c.Run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -147,14 +148,25 @@ func (a *agentProc) stop(grace time.Duration) {
 	<-a.done
 }
 
-// runLabClient runs `linerate bench --json-stream` in host a and turns its
-// events back into a Result.
+// LabClientFlag is the hidden flag of `linerate bench ADDR` that makes the
+// process the client of a lab run (RunLabClient). The lab starts this very
+// binary in host a with it: the test travels as a document on stdin, not
+// as flags written back, so what the parent asked is what the client runs.
+const LabClientFlag = "lab-client"
+
+// runLabClient starts `linerate bench ADDR --lab-client` in host a, writes
+// the test to its stdin, and turns the events it prints back into a
+// Result.
 func runLabClient(ctx context.Context, lr LabEngine, cfg agent.Config, tok []byte) (*result.Result, error) {
 	// The caller stores the result (or not): the client in host a keeps
-	// nothing and gathers no doctor reports of its own.
-	args := append([]string{"bench", lab.AddrB + ":" + strconv.Itoa(lr.Port), "--json-stream", "--no-store"}, benchArgs(cfg)...)
-	cmd := exec.CommandContext(ctx, lr.Self, args...)
+	// nothing, gathers no doctor report and summarises nothing.
+	test, err := json.Marshal(Params{Test: cfg.Test})
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, lr.Self, "bench", lab.AddrB+":"+strconv.Itoa(lr.Port), "--"+LabClientFlag)
 	cmd.Env = append(os.Environ(), agent.TokenEnv+"="+string(tok))
+	cmd.Stdin = bytes.NewReader(test)
 	var errBuf lockedBuffer
 	cmd.Stderr = teeTo(&errBuf, lr.Stderr)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
@@ -177,6 +189,30 @@ func runLabClient(ctx context.Context, lr LabEngine, cfg agent.Config, tok []byt
 		return nil, fmt.Errorf("the client in %s failed: %v: %s", lab.Namespace(lr.Name, lab.A), werr, strings.TrimPrefix(msg, "linerate: "))
 	}
 	return res, nil
+}
+
+// maxLabTest bounds the test document a lab client reads.
+const maxLabTest = 1 << 20
+
+// RunLabClient is the client of a lab run, in host a (LabClientFlag): it
+// reads the test from in (a Params document), runs it against the agent at
+// peer with token, and writes each event to out as one JSON line, as
+// --json-stream does. A run cut short ends with its end and an "error"
+// event; a run that never started with the "error" event alone.
+func RunLabClient(ctx context.Context, peer string, in io.Reader, out io.Writer, token []byte) error {
+	var p Params
+	if err := json.NewDecoder(io.LimitReader(in, maxLabTest)).Decode(&p); err != nil {
+		return fmt.Errorf("reading the lab client's test on stdin: %w", err)
+	}
+	enc := json.NewEncoder(out)
+	res, err := agent.Run(ctx, agent.Config{Peer: peer, Token: token, Test: p.Test, Progress: JSONStreamProgress(out)})
+	if err != nil {
+		if res != nil {
+			_ = enc.Encode(result.Event{Event: "end", Data: &res.End})
+		}
+		_ = enc.Encode(result.Event{Event: "error", Data: err.Error()})
+	}
+	return err
 }
 
 // readEvents assembles a Result from --json-stream lines.
@@ -243,41 +279,6 @@ func decodeEvent(res *result.Result, kind string, data json.RawMessage) (result.
 		res.RunID = res.Start.Timestamp.UnixMilli()
 	}
 	return result.Event{Event: kind, Data: target}, nil
-}
-
-// benchArgs writes cfg as `linerate bench` flags.
-func benchArgs(cfg agent.Config) []string {
-	p := cfg.Params()
-	a := []string{"-t", p.Duration.String(), "-i", p.Interval.String()}
-	if p.Omit > 0 {
-		a = append(a, "-O", p.Omit.String())
-	}
-	if cfg.Probe != nil {
-		return append(a, probeArgs(cfg)...)
-	}
-	a = append(a, "-P", strconv.Itoa(p.Streams))
-	switch p.Direction {
-	case result.Receive:
-		a = append(a, "--reverse")
-	case result.Bidir:
-		a = append(a, "--bidir")
-	}
-	if p.Window > 0 {
-		a = append(a, "--window", strconv.Itoa(p.Window))
-	}
-	if p.Congestion != "" {
-		a = append(a, "--congestion", p.Congestion)
-	}
-	if p.FQRate > 0 {
-		a = append(a, "--fq-rate", strconv.FormatUint(p.FQRate, 10))
-	}
-	if p.ZeroCopy != result.NoZeroCopy {
-		a = append(a, "--zerocopy="+string(p.ZeroCopy))
-	}
-	if cfg.ClientCPUs != nil || cfg.ServerCPUs != nil {
-		a = append(a, "-A", FormatAffinity(cfg.ClientCPUs, cfg.ServerCPUs))
-	}
-	return a
 }
 
 func teeTo(buf io.Writer, w io.Writer) io.Writer {

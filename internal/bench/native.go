@@ -17,7 +17,8 @@ type Native struct {
 	// Lab, when set, runs each test between the hosts of this lab.
 	Lab LabEngine
 	// Base carries what the engine needs beyond a run's Params (its
-	// progress callback for one run's live output, the host to read).
+	// progress callback for one run's live output, the host to read); its
+	// Test is each run's.
 	Base agent.Config
 	// Logger receives the engine's diagnostics; nil discards.
 	Logger *slog.Logger
@@ -32,12 +33,7 @@ func (d *Native) Check() error { return nil }
 // Run makes one run with the engine.
 func (d *Native) Run(ctx context.Context, p Params, live func(result.Interval)) (*result.Result, error) {
 	cfg := d.Base
-	cfg.Peer, cfg.Token, cfg.Logger = d.Peer, d.Token, d.Logger
-	cfg.Streams, cfg.Duration, cfg.Omit, cfg.Interval = p.Streams, p.Duration, p.Omit, p.Interval
-	cfg.Direction, cfg.Window = p.Direction, p.Window
-	cfg.ZeroCopy, cfg.Congestion, cfg.FQRate = p.ZeroCopy, p.Congestion, p.FQRate
-	cfg.ClientCPUs, cfg.ServerCPUs = p.Placement.Client, p.Placement.Server
-	cfg.Probe = p.Probe
+	cfg.Peer, cfg.Token, cfg.Logger, cfg.Test = d.Peer, d.Token, d.Logger, p.Test
 	if live != nil {
 		cfg.Progress = func(e result.Event) {
 			if iv, ok := e.Data.(*result.Interval); ok && e.Event == "interval" {

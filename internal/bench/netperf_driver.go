@@ -66,8 +66,8 @@ func netperfArgs(addr string, p Params) ([]string, error) {
 		return nil, errors.New("netperf's TCP_RR sends as fast as replies come: drop --rate")
 	}
 	a := []string{"netperf", "-H", addr, "-p", strconv.Itoa(netperfPort), "-t", "TCP_RR", "-l", secs(p.Duration), "-P", "0"}
-	if len(p.Placement.Client) == 1 || len(p.Placement.Server) == 1 {
-		a = append(a, "-T", cpuOrEmpty(p.Placement.Client)+","+cpuOrEmpty(p.Placement.Server))
+	if len(p.Pinning.Client) == 1 || len(p.Pinning.Server) == 1 {
+		a = append(a, "-T", cpuOrEmpty(p.Pinning.Client)+","+cpuOrEmpty(p.Pinning.Server))
 	}
 	return append(a, "--", "-r", strconv.Itoa(pr.Size)+","+strconv.Itoa(pr.Size), "-o", strings.Join(netperfSelectors, ",")), nil
 }
@@ -115,7 +115,7 @@ func (d *Netperf) Run(ctx context.Context, p Params, live func(result.Interval))
 	}
 	r := &result.Result{Schema: result.Schema, RunID: time.Now().UnixMilli(), Engine: "netperf", Intervals: []result.Interval{}}
 	r.Start.Streams, r.Start.Direction, r.Start.DurationS, r.Start.IntervalS = 1, result.Send, p.Duration.Seconds(), p.Interval.Seconds()
-	r.Start.Connections = []result.Connection{{ID: 1, Sender: "client", ClientCPU: firstOr(p.Placement.Client), ServerCPU: firstOr(p.Placement.Server)}}
+	r.Start.Connections = []result.Connection{{ID: 1, Sender: "client", ClientCPU: firstOr(p.Pinning.Client), ServerCPU: firstOr(p.Pinning.Server)}}
 	l := &result.Latency{Summary: np.Latency, Protocol: "tcp", Size: p.Probe.Size}
 	if np.TransactionRate != nil {
 		l.RatePerSecond = *np.TransactionRate

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/internal/agent"
+	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/telemetry"
@@ -45,8 +47,7 @@ func TestSamplingOverhead(t *testing.T) {
 			}
 			// Pinned (-A 0,0, the lab's fastest and steadiest placement):
 			// unpinned runs land in buckets that would drown the effect.
-			run, err := d.Run(context.Background(), Params{Streams: 1, Duration: time.Duration(secs) * time.Second,
-				Interval: time.Second, NoTelemetry: true, Placement: Placement{Client: []int{0}, Server: []int{0}}}, nil)
+			run, err := d.Run(context.Background(), Params{NoTelemetry: true, Test: agent.Test{Params: engine.Params{Streams: 1, Duration: time.Duration(secs) * time.Second, Interval: time.Second}, Pinning: agent.Pinning{Client: []int{0}, Server: []int{0}}}}, nil)
 			smp.Stop()
 			if err != nil {
 				t.Fatal(err)
@@ -96,8 +97,7 @@ func TestSamplingOverheadPaired(t *testing.T) {
 			smp.Stop()
 		}
 	}()
-	run, err := d.Run(context.Background(), Params{Streams: 1, Duration: time.Duration(secs) * time.Second,
-		Interval: time.Second, NoTelemetry: true, Placement: Placement{Client: []int{0}, Server: []int{0}}}, nil)
+	run, err := d.Run(context.Background(), Params{NoTelemetry: true, Test: agent.Test{Params: engine.Params{Streams: 1, Duration: time.Duration(secs) * time.Second, Interval: time.Second}, Pinning: agent.Pinning{Client: []int{0}, Server: []int{0}}}}, nil)
 	close(stop)
 	if err != nil {
 		t.Fatal(err)

@@ -94,11 +94,11 @@ func (d *Perftest) Run(ctx context.Context, p Params, live func(result.Interval)
 	ctx, cancel := withTimeout(ctx, p)
 	defer cancel()
 	pp := p.Perftest.withDefaults()
-	srv, srvArgv, err := d.Hosts.StartServer(ctx, ToolServer{Tool: pp.Test, CPUs: p.Placement.Server, Perftest: pp, Streams: p.Streams}, p.Duration+p.Omit)
+	srv, srvArgv, err := d.Hosts.StartServer(ctx, ToolServer{Tool: pp.Test, CPUs: p.Pinning.Server, Perftest: pp, Streams: p.Streams}, p.Duration+p.Omit)
 	if err != nil {
 		return nil, err
 	}
-	args := pinned(p.Placement.Client, append(perftestArgs(pp, p.Streams, 0), d.Hosts.Addr()))
+	args := pinned(p.Pinning.Client, append(perftestArgs(pp, p.Streams, 0), d.Hosts.Addr()))
 	// Both ends' NIC counters, before any payload: RoCE's discards and
 	// pause frames show on the Ethernet port's counters, beside the host's.
 	nic := beginNIC(d.Hosts)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/agent"
+	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/result"
@@ -80,7 +81,7 @@ func TestLabStandInTools(t *testing.T) {
 		}
 		defer fs.Close()
 		run := run("a perftest run (stand-in ib_write_bw)", &Perftest{Hosts: h, FS: fs},
-			Params{Duration: 2 * time.Second, Interval: time.Second, NoTelemetry: true})
+			Params{NoTelemetry: true, Test: agent.Test{Params: engine.Params{Duration: 2 * time.Second, Interval: time.Second}}})
 		if g := run.Gbps(); g < 55 || g > 56 {
 			t.Errorf("the run's rate %.2f Gbit/s is not the capture's 55.86", g)
 		}
@@ -105,7 +106,7 @@ func TestLabStandInTools(t *testing.T) {
 	// netperf: a TCP_RR ping-pong, its latencies the capture's.
 	t.Run("netperf", func(t *testing.T) {
 		run := run("a netperf run (stand-in netperf)", &Netperf{Hosts: h},
-			Params{Duration: 2 * time.Second, Interval: time.Second, Probe: &agent.ProbeTest{Kind: agent.ProbePingPong, Size: 1}})
+			Params{Test: agent.Test{Params: engine.Params{Duration: 2 * time.Second, Interval: time.Second}, Probe: &agent.ProbeTest{Kind: agent.ProbePingPong, Size: 1}}})
 		l := run.End.Latency
 		if l == nil || l.RTTUs.P50 == nil || *l.RTTUs.P50 != 96 || l.RatePerSecond != 9596.970 || run.Tool == nil || run.Tool.Name != "netperf" {
 			t.Fatalf("the run is not the capture's (p50 96 µs, 9596.970/s): %+v", l)

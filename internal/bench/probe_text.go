@@ -3,9 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
-	"strconv"
 
-	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/latency"
 	"github.com/linerate/linerate/internal/result"
@@ -60,36 +58,6 @@ func LatencyLevels(r latency.RTT) [][2]any {
 		rows = append(rows, [2]any{p.Name, p.Get(&r)})
 	}
 	return append(rows, [2]any{"max", r.Max})
-}
-
-// probeArgs are the bench flags of cfg's probe (for the client run in a
-// lab host), with -A.
-func probeArgs(cfg agent.Config) []string {
-	a := probeFlags(cfg.Probe)
-	if cfg.ClientCPUs != nil || cfg.ServerCPUs != nil {
-		a = append(a, "-A", FormatAffinity(cfg.ClientCPUs, cfg.ServerCPUs))
-	}
-	return a
-}
-
-// probeFlags are the bench flags that ask for probe pr (nil: none).
-func probeFlags(pr *agent.ProbeTest) []string {
-	if pr == nil {
-		return nil
-	}
-	var a []string
-	if pr.Kind == agent.ProbePingPong {
-		a = append(a, "--latency", "--size", strconv.Itoa(pr.Size))
-		if pr.UDP {
-			a = append(a, "--udp")
-		}
-		if pr.Rate > 0 {
-			a = append(a, "--rate", strconv.FormatFloat(pr.Rate, 'f', -1, 64))
-		}
-	} else {
-		a = append(a, "--udp", "-l", strconv.Itoa(pr.Size), "-b", strconv.FormatFloat(pr.Rate, 'f', -1, 64))
-	}
-	return a
 }
 
 // WriteProbeEnd prints a latency or UDP run's end as the native engine's

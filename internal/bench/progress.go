@@ -56,7 +56,7 @@ func (p *Progress) ForProbe(probe *agent.ProbeTest) *Progress {
 func (p *Progress) RunStarting(i, n int, pt Point, eta time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	line := fmt.Sprintf("run %d/%d · %d stream%s · placement %s · ETA %s", i+1, n, pt.Streams, plural(pt.Streams), pt.Placement, clock(eta))
+	line := fmt.Sprintf("run %d/%d · %d stream%s · placement %s · ETA %s", i+1, n, pt.Streams, plural(pt.Streams), pt.Pinning, clock(eta))
 	if p.tty {
 		p.status = line
 		p.redraw()

@@ -55,7 +55,7 @@ func sockperfArgs(addr string, p Params) ([]string, error) {
 	if pr == nil || pr.Kind != agent.ProbePingPong {
 		return nil, errors.New("--engine sockperf runs a ping-pong: add --latency")
 	}
-	if len(p.Placement.Client) > 1 || len(p.Placement.Server) > 1 {
+	if len(p.Pinning.Client) > 1 || len(p.Pinning.Server) > 1 {
 		return nil, errors.New("sockperf's ping-pong is one thread per end: give one CPU per side in -A")
 	}
 	a := []string{"sockperf", "ping-pong", "-i", addr, "-p", strconv.Itoa(sockperfPort), "-t", secs(p.Duration),
@@ -68,7 +68,7 @@ func sockperfArgs(addr string, p Params) ([]string, error) {
 	} else {
 		a = append(a, "--mps", "max")
 	}
-	if c := p.Placement.Client; len(c) == 1 {
+	if c := p.Pinning.Client; len(c) == 1 {
 		cpu := cpulist.Format(c)
 		a = append(a, "--sender-affinity", cpu, "--receiver-affinity", cpu)
 	}
@@ -88,7 +88,7 @@ func (d *Sockperf) Run(ctx context.Context, p Params, live func(result.Interval)
 	defer cancel()
 	// sockperf's own warm-up and cool-down come on top of -t.
 	srv, srvArgv, err := d.Hosts.StartServer(ctx, ToolServer{Tool: "sockperf", Port: sockperfPort, Bind: d.Hosts.Addr(),
-		CPUs: p.Placement.Server, TCP: !p.Probe.UDP}, p.Duration+2*time.Second)
+		CPUs: p.Pinning.Server, TCP: !p.Probe.UDP}, p.Duration+2*time.Second)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ func sockperfRun(sp *SockperfResult, p Params) *result.Result {
 	st := &r.Start
 	st.Peer, st.Port, st.Streams, st.Direction = sp.Address, sp.Port, 1, result.Send
 	st.DurationS, st.OmitS, st.IntervalS = p.Duration.Seconds(), 0.4, p.Interval.Seconds()
-	st.Connections = []result.Connection{{ID: 1, Sender: "client", ClientCPU: firstOr(p.Placement.Client), ServerCPU: firstOr(p.Placement.Server)}}
+	st.Connections = []result.Connection{{ID: 1, Sender: "client", ClientCPU: firstOr(p.Pinning.Client), ServerCPU: firstOr(p.Pinning.Server)}}
 	st.Notes = append(st.Notes, fmt.Sprintf("sockperf %s ping-pong over %s: %d-byte messages; its 400 ms warm-up and cool-down are not counted", sp.Version, sp.Protocol, p.Probe.Size))
 	proto := strings.ToLower(sp.Protocol)
 	if proto == "" {

@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/agent"
+	"github.com/linerate/linerate/internal/engine"
 )
 
 // TestSockperfArgs: the client's command line asks for round trips
 // (--full-rtt), the protocol, size and rate asked for, and pins both of
 // its threads to the client's CPU; what sockperf cannot do is refused.
 func TestSockperfArgs(t *testing.T) {
-	p := Params{Duration: 5 * time.Second, Placement: Placement{Client: []int{0}, Server: []int{1}},
-		Probe: &agent.ProbeTest{Kind: agent.ProbePingPong, Size: 64, Rate: 10000}}
+	p := Params{Test: agent.Test{Params: engine.Params{Duration: 5 * time.Second}, Pinning: agent.Pinning{Client: []int{0}, Server: []int{1}}, Probe: &agent.ProbeTest{Kind: agent.ProbePingPong, Size: 64, Rate: 10000}}}
 	a, err := sockperfArgs("198.18.0.2", p)
 	if err != nil {
 		t.Fatal(err)
@@ -26,13 +26,14 @@ func TestSockperfArgs(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 	p.Probe = &agent.ProbeTest{Kind: agent.ProbePingPong, UDP: true, Size: 14}
-	p.Placement = Placement{}
+	p.Pinning = agent.Pinning{}
 	a, _ = sockperfArgs("198.18.0.2", p)
 	if slices.Contains(a, "--tcp") || !strings.Contains(strings.Join(a, " "), "--mps max") || slices.Contains(a, "--sender-affinity") {
 		t.Errorf("UDP, unpaced, unpinned: %v", a)
 	}
-	for _, bad := range []Params{{Duration: time.Second}, {Duration: time.Second, Probe: &agent.ProbeTest{Kind: agent.ProbeUDP, Size: 100}},
-		{Duration: time.Second, Probe: &agent.ProbeTest{Kind: agent.ProbePingPong, Size: 64}, Placement: Placement{Client: []int{0, 1}}}} {
+	sec := engine.Params{Duration: time.Second}
+	for _, bad := range []Params{{Test: agent.Test{Params: sec}}, {Test: agent.Test{Params: sec, Probe: &agent.ProbeTest{Kind: agent.ProbeUDP, Size: 100}}},
+		{Test: agent.Test{Params: sec, Probe: &agent.ProbeTest{Kind: agent.ProbePingPong, Size: 64}, Pinning: agent.Pinning{Client: []int{0, 1}}}}} {
 		if _, err := sockperfArgs("h", bad); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}
@@ -55,8 +56,7 @@ func TestSockperfRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := Params{Duration: 2 * time.Second, Interval: time.Second, Placement: Placement{Client: []int{0}, Server: []int{1}},
-		Probe: &agent.ProbeTest{Kind: agent.ProbePingPong, Size: 64, Rate: 1000}}
+	p := Params{Test: agent.Test{Params: engine.Params{Duration: 2 * time.Second, Interval: time.Second}, Pinning: agent.Pinning{Client: []int{0}, Server: []int{1}}, Probe: &agent.ProbeTest{Kind: agent.ProbePingPong, Size: 64, Rate: 1000}}}
 	r := sockperfRun(sp, p)
 	l := r.End.Latency
 	if l == nil || r.Engine != "sockperf" || l.Protocol != "tcp" || l.Samples != 1549 || l.Sent != 1549 {
@@ -78,8 +78,7 @@ func TestSockperfRun(t *testing.T) {
 // parser reads, pinned with -T; what TCP_RR cannot do is refused; a
 // missing netperf is one line saying where to get it.
 func TestNetperfDriver(t *testing.T) {
-	p := Params{Duration: 5 * time.Second, Placement: Placement{Client: []int{0}, Server: []int{1}},
-		Probe: &agent.ProbeTest{Kind: agent.ProbePingPong, Size: 64}}
+	p := Params{Test: agent.Test{Params: engine.Params{Duration: 5 * time.Second}, Pinning: agent.Pinning{Client: []int{0}, Server: []int{1}}, Probe: &agent.ProbeTest{Kind: agent.ProbePingPong, Size: 64}}}
 	a, err := netperfArgs("198.18.0.2", p)
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +88,7 @@ func TestNetperfDriver(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 	for _, pr := range []*agent.ProbeTest{nil, {Kind: agent.ProbePingPong, UDP: true, Size: 64}, {Kind: agent.ProbePingPong, Size: 64, Rate: 100}} {
-		if _, err := netperfArgs("h", Params{Duration: time.Second, Probe: pr}); err == nil {
+		if _, err := netperfArgs("h", Params{Test: agent.Test{Params: engine.Params{Duration: time.Second}, Probe: pr}}); err == nil {
 			t.Errorf("%+v accepted", pr)
 		}
 	}

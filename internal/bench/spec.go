@@ -9,64 +9,23 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/agent"
-	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
 )
 
-// Placement is an -A pair: the CPUs of the client's and the server's
-// benchmark threads. A nil side lets the engine or tool choose.
-type Placement struct {
-	Client []int `json:"client,omitempty"`
-	Server []int `json:"server,omitempty"`
-}
-
-// Auto reports whether nothing was asked for either end.
-func (p Placement) Auto() bool { return p.Client == nil && p.Server == nil }
-
-// String writes the -A form: "6,7" or "0-3,4-7" when each side is one CPU
-// or one range, "0,2/1,3" when a side lists several (a comma would be
-// ambiguous), "6," (client only), or "auto".
-func (p Placement) String() string {
-	if p.Auto() {
-		return "auto"
-	}
-	c, s := cpulist.Format(p.Client), cpulist.Format(p.Server)
-	if strings.Contains(c, ",") || strings.Contains(s, ",") {
-		return c + "/" + s
-	}
-	return c + "," + s
-}
-
-// ParsePlacement reads an -A pair the way -A takes it
-// (ParseAffinity): "6,7", "0-3,4-7", "0,2/1,3", "6," or "6" (the
-// client only), ",7" or "/7" (the server only). "auto" or "" asks for
-// nothing.
-func ParsePlacement(s string) (Placement, error) {
-	s = strings.TrimSpace(s)
-	if s == "" || s == "auto" {
-		return Placement{}, nil
-	}
-	c, v, err := ParseAffinity(s)
-	if err != nil {
-		return Placement{}, fmt.Errorf("placement %q: %w", s, err)
-	}
-	return Placement{Client: c, Server: v}, nil
-}
-
 // ParsePlacements reads --placements: -A pairs separated by ';'
 // ("6,6;0,0;6,7").
-func ParsePlacements(s string) ([]Placement, error) {
-	var out []Placement
+func ParsePlacements(s string) ([]agent.Pinning, error) {
+	var out []agent.Pinning
 	for _, part := range strings.Split(s, ";") {
 		if strings.TrimSpace(part) == "" {
 			continue
 		}
-		p, err := ParsePlacement(part)
+		p, err := agent.ParsePinning(part)
 		if err != nil {
-			return nil, fmt.Errorf("--placements: %w", err)
+			return nil, fmt.Errorf("--placements: placement %q: %w", strings.TrimSpace(part), err)
 		}
 		out = append(out, p)
 	}
@@ -98,53 +57,79 @@ func ParseStreams(s string) ([]int, error) {
 	return out, nil
 }
 
-// Params are one run's settings.
+// Params are one run's settings, as the CLI builds them once: the test as
+// the agent's client runs it (agent.Test: the engine's parameters, the -A
+// pinning, a probe), and what the external drivers take beside it. A
+// campaign varies the stream count and the pinning; the native driver
+// hands the agent.Test on as it is; the engine gets its engine.Params.
 type Params struct {
-	Streams   int              `json:"streams"`
-	Placement Placement        `json:"placement"`
-	Duration  time.Duration    `json:"duration"`
-	Omit      time.Duration    `json:"omit"`
-	Interval  time.Duration    `json:"interval"`
-	Direction result.Direction `json:"direction"`
-	Window    int              `json:"window,omitempty"`
-	// The native engine's sending options (-Z, -C, --fq-rate).
-	ZeroCopy   result.ZeroCopy `json:"zerocopy,omitempty"`
-	Congestion string          `json:"congestion,omitempty"`
-	FQRate     uint64          `json:"fq_rate_bps,omitempty"`
+	agent.Test
 	// NoTelemetry turns the external drivers' per-CPU sampling off (to
 	// measure what it costs); it samples once per Interval otherwise.
 	NoTelemetry bool `json:"no_telemetry,omitempty"`
 	// Perftest settings, for that driver only.
 	Perftest PerftestParams `json:"perftest,omitzero"`
-	// Probe makes the run a ping-pong (--latency) or a UDP stream
-	// (--udp) instead of TCP streams: native and sockperf only.
-	Probe *agent.ProbeTest `json:"probe,omitempty"`
+}
+
+// paramsJSON is Params as documents hold it (the stored run's params, the
+// campaign's spec, what the lab's client reads): every field by its own
+// JSON name, through the embedding, and the times, which engine.Params
+// leaves to each document, in nanoseconds.
+type paramsJSON struct {
+	plainParams
+	Duration time.Duration `json:"duration"`
+	Omit     time.Duration `json:"omit"`
+	Interval time.Duration `json:"interval"`
+	// FQRateBps is the pacing rate under the name runs stored before
+	// the parameters took the engine's names (fq_rate).
+	FQRateBps uint64 `json:"fq_rate_bps,omitempty"`
+}
+
+type plainParams Params // without the methods
+
+// MarshalJSON writes p with its times.
+func (p Params) MarshalJSON() ([]byte, error) {
+	return json.Marshal(paramsJSON{plainParams: plainParams(p), Duration: p.Duration, Omit: p.Omit, Interval: p.Interval})
+}
+
+// UnmarshalJSON reads p, also as runs stored before it took the engine's
+// names wrote it.
+func (p *Params) UnmarshalJSON(b []byte) error {
+	var d paramsJSON
+	if err := json.Unmarshal(b, &d); err != nil {
+		return err
+	}
+	*p = Params(d.plainParams)
+	p.Duration, p.Omit, p.Interval = d.Duration, d.Omit, d.Interval
+	if p.FQRate == 0 {
+		p.FQRate = d.FQRateBps
+	}
+	return nil
 }
 
 // withDefaults fills what was left zero, with the agent's defaults (one
 // place says what a test is when nothing is asked).
 func (p Params) withDefaults() Params {
-	d := (&agent.Config{Streams: p.Streams, Duration: p.Duration, Interval: p.Interval, Direction: p.Direction}).Params()
-	p.Streams, p.Duration, p.Interval, p.Direction = d.Streams, d.Duration, d.Interval, d.Direction
+	p.Params = p.EngineParams()
 	return p
 }
 
 // Spec is a campaign as asked: every stream count crossed with every
 // placement, each repeated.
 type Spec struct {
-	Engine     string      `json:"engine"`
-	Peer       string      `json:"peer"`
-	Label      string      `json:"label,omitempty"`
-	Repeat     int         `json:"repeat"`
-	Streams    []int       `json:"streams"`
-	Placements []Placement `json:"placements"`
-	Run        Params      `json:"run"` // the settings every run shares
+	Engine     string          `json:"engine"`
+	Peer       string          `json:"peer"`
+	Label      string          `json:"label,omitempty"`
+	Repeat     int             `json:"repeat"`
+	Streams    []int           `json:"streams"`
+	Placements []agent.Pinning `json:"placements"`
+	Run        Params          `json:"run"` // the settings every run shares
 }
 
-// Point is one combination of a campaign: a stream count and a placement.
+// Point is one combination of a campaign: a stream count and a pinning.
 type Point struct {
-	Streams   int
-	Placement Placement
+	Streams int
+	Pinning agent.Pinning
 }
 
 // Points returns the campaign's points, stream counts outermost.
@@ -155,12 +140,12 @@ func (s Spec) Points() []Point {
 	}
 	places := s.Placements
 	if len(places) == 0 {
-		places = []Placement{s.Run.Placement}
+		places = []agent.Pinning{s.Run.Pinning}
 	}
 	var out []Point
 	for _, n := range streams {
 		for _, p := range places {
-			out = append(out, Point{Streams: n, Placement: p})
+			out = append(out, Point{Streams: n, Pinning: p})
 		}
 	}
 	return out
@@ -189,7 +174,7 @@ func (s Spec) Design() explain.Design {
 	d := explain.Design{Engine: s.Engine, Peer: s.Peer, Label: s.Label, Sweep: len(s.Streams) > 1, Placements: len(s.Placements) > 1,
 		PingPong: s.Run.Probe != nil && s.Run.Probe.Kind == agent.ProbePingPong}
 	for _, p := range s.Points() {
-		d.Points = append(d.Points, explain.Point{Streams: p.Streams, Placement: p.Placement.String(), Command: s.Command(p)})
+		d.Points = append(d.Points, explain.Point{Streams: p.Streams, Placement: p.Pinning.String(), Command: s.Command(p)})
 	}
 	return d
 }
@@ -197,14 +182,14 @@ func (s Spec) Design() explain.Design {
 // params returns the settings of a run of point p.
 func (s Spec) params(p Point) Params {
 	r := s.Run
-	r.Streams, r.Placement = p.Streams, p.Placement
+	r.Streams, r.Pinning = p.Streams, p.Pinning
 	return r.withDefaults()
 }
 
 // Command returns the command line that reproduces one point of the
 // campaign with a single run.
 func (s Spec) Command(p Point) string {
-	return s.commandLine([]int{p.Streams}, []Placement{p.Placement}, 1, true)
+	return s.commandLine([]int{p.Streams}, []agent.Pinning{p.Pinning}, 1, true)
 }
 
 // CampaignCommand returns the command line that runs the whole campaign
@@ -216,14 +201,16 @@ func (s Spec) CampaignCommand() string {
 	}
 	places := s.Placements
 	if len(places) == 0 {
-		places = []Placement{s.Run.Placement}
+		places = []agent.Pinning{s.Run.Pinning}
 	}
 	return s.commandLine(streams, places, s.Repeat, false)
 }
 
 // commandLine writes `linerate bench` with the spec's shared settings and
-// the given streams, placements and repeats; alwaysP writes -P 1 too.
-func (s Spec) commandLine(streams []int, places []Placement, repeat int, alwaysP bool) string {
+// the given streams, placements and repeats; alwaysP writes -P 1 too. It
+// is the one writer of the CLI's flags (cmd/linerate parses what it
+// writes back to the same spec: TestReproduceRoundTrip).
+func (s Spec) commandLine(streams []int, places []agent.Pinning, repeat int, alwaysP bool) string {
 	r := s.Run.withDefaults()
 	args := []string{"linerate", "bench", ShellQuote(s.Peer)}
 	if s.Engine != "" && s.Engine != "native" {
@@ -299,6 +286,26 @@ func engineArgs(r Params) []string {
 	return a
 }
 
+// probeFlags are the bench flags that ask for probe pr (nil: none).
+func probeFlags(pr *agent.ProbeTest) []string {
+	if pr == nil {
+		return nil
+	}
+	var a []string
+	if pr.Kind == agent.ProbePingPong {
+		a = append(a, "--latency", "--size", strconv.Itoa(pr.Size))
+		if pr.UDP {
+			a = append(a, "--udp")
+		}
+		if pr.Rate > 0 {
+			a = append(a, "--rate", strconv.FormatFloat(pr.Rate, 'f', -1, 64))
+		}
+	} else {
+		a = append(a, "--udp", "-l", strconv.Itoa(pr.Size), "-b", strconv.FormatFloat(pr.Rate, 'f', -1, 64))
+	}
+	return a
+}
+
 // perftestFlags writes the perftest settings that differ from the
 // defaults.
 func perftestFlags(p PerftestParams) []string {
@@ -326,18 +333,19 @@ func perftestFlags(p PerftestParams) []string {
 // chose it: an automatic placement is reproduced by choosing again.
 func RunCommand(r *result.Result, label string) string {
 	st := r.Start
-	p := Params{Streams: st.Streams, Duration: secondsOf(st.DurationS), Omit: secondsOf(st.OmitS),
+	var p Params
+	p.Params = engine.Params{Streams: st.Streams, Duration: secondsOf(st.DurationS), Omit: secondsOf(st.OmitS),
 		Interval: secondsOf(st.IntervalS), Direction: st.Direction, Window: st.Window.Requested,
 		ZeroCopy: st.ZeroCopy, Congestion: st.Congestion, FQRate: st.FQRate}
 	if strings.Contains(st.Placement.Source, "user") {
-		p.Placement = Placement{Client: st.Placement.Client, Server: st.Placement.Server}
+		p.Pinning = agent.Pinning{Client: st.Placement.Client, Server: st.Placement.Server}
 	}
 	peer := st.Peer
 	if peer == "" {
 		peer = "-"
 	}
 	s := Spec{Engine: r.Engine, Peer: peer, Label: label, Run: p}
-	return s.Command(Point{Streams: max(st.Streams, 1), Placement: p.Placement})
+	return s.Command(Point{Streams: max(st.Streams, 1), Pinning: p.Pinning})
 }
 
 // StoredCommands writes the commands that reproduce what a results
@@ -356,7 +364,7 @@ func (StoredCommands) Run(row *store.Run) string {
 			return ""
 		}
 		s := Spec{Engine: row.Engine, Peer: row.Peer, Label: row.Label, Run: p}
-		return s.Command(Point{Streams: max(p.Streams, 1), Placement: p.Placement})
+		return s.Command(Point{Streams: max(p.Streams, 1), Pinning: p.Pinning})
 	}
 	var r result.Result
 	if json.Unmarshal(row.Result, &r) != nil || r.Perftest != nil {

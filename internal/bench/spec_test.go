@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/agent"
+	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/result"
 )
@@ -14,18 +15,18 @@ import (
 // one point carry every setting that made the runs, in forms bench reads
 // back.
 func TestCommands(t *testing.T) {
-	multi := Placement{Client: []int{0, 2}, Server: []int{1, 3}}
+	multi := agent.Pinning{Client: []int{0, 2}, Server: []int{1, 3}}
 	tests := []struct {
 		name string
 		got  string
 		want string
 	}{
 		{"point with several CPUs a side",
-			Spec{Peer: "10.0.0.2", Run: Params{Duration: 10 * time.Second}}.Command(Point{Streams: 2, Placement: multi}),
+			Spec{Peer: "10.0.0.2", Run: Params{Test: agent.Test{Params: engine.Params{Duration: 10 * time.Second}}}}.Command(Point{Streams: 2, Pinning: multi}),
 			"linerate bench 10.0.0.2 -t 10 -P 2 -A 0,2/1,3"},
 		{"campaign with placements and zero copy",
-			Spec{Peer: "10.0.0.2", Repeat: 3, Placements: []Placement{multi, {Client: []int{6}, Server: []int{7}}},
-				Run: Params{Duration: 5 * time.Second, ZeroCopy: result.MsgZeroCopy, Congestion: "bbr", FQRate: 10e9}}.CampaignCommand(),
+			Spec{Peer: "10.0.0.2", Repeat: 3, Placements: []agent.Pinning{multi, {Client: []int{6}, Server: []int{7}}},
+				Run: Params{Test: agent.Test{Params: engine.Params{Duration: 5 * time.Second, ZeroCopy: result.MsgZeroCopy, Congestion: "bbr", FQRate: 10e9}}}}.CampaignCommand(),
 			"linerate bench 10.0.0.2 -t 5 --placements '0,2/1,3;6,7' --repeat 3 --zerocopy=msg_zerocopy --congestion bbr --fq-rate 10000000000"},
 		{"perftest sweep",
 			Spec{Engine: "perftest", Peer: "10.0.0.1", Streams: []int{1, 4}, Label: "rdma",
@@ -47,9 +48,9 @@ func TestCommands(t *testing.T) {
 		}
 	}
 	// What a command says about placement, bench reads back the same.
-	p, err := ParsePlacement(multi.String())
+	p, err := agent.ParsePinning(multi.String())
 	if err != nil || p.String() != "0,2/1,3" {
-		t.Errorf("ParsePlacement(%q) = %v, %v", multi.String(), p, err)
+		t.Errorf("agent.ParsePinning(%q) = %v, %v", multi.String(), p, err)
 	}
 }
 
@@ -63,7 +64,7 @@ func TestPlacementParsing(t *testing.T) {
 	var got []string
 	for _, p := range ps {
 		got = append(got, p.String())
-		if q, err := ParsePlacement(p.String()); err != nil || q.String() != p.String() {
+		if q, err := agent.ParsePinning(p.String()); err != nil || q.String() != p.String() {
 			t.Errorf("%s does not survive a round trip: %v %v", p, q, err)
 		}
 	}
@@ -85,7 +86,7 @@ func TestPlacementParsing(t *testing.T) {
 }
 
 func TestSpecOrderInterleaves(t *testing.T) {
-	s := Spec{Repeat: 2, Streams: []int{1, 2}, Placements: []Placement{{}, {Client: []int{0}, Server: []int{1}}}}
+	s := Spec{Repeat: 2, Streams: []int{1, 2}, Placements: []agent.Pinning{{}, {Client: []int{0}, Server: []int{1}}}}
 	if n := len(s.Points()); n != 4 {
 		t.Fatalf("%d points", n)
 	}
@@ -102,13 +103,13 @@ func TestSpecOrderInterleaves(t *testing.T) {
 // reproduce command) are the spec's, for a throughput and a ping-pong
 // campaign.
 func TestSummaryCommands(t *testing.T) {
-	six := Placement{Client: []int{6}, Server: []int{6}}
-	pinned := Spec{Engine: "iperf3", Peer: "192.168.88.3", Repeat: 7, Run: Params{Duration: 10 * time.Second, Placement: six}}
-	twoPlaces := Spec{Engine: "iperf3", Peer: "lab:t", Repeat: 2, Run: Params{Duration: 3 * time.Second},
-		Placements: []Placement{{Client: []int{0}, Server: []int{0}}, {Client: []int{0}, Server: []int{1}}}}
-	ping := func(udp bool, places ...Placement) Spec {
+	six := agent.Pinning{Client: []int{6}, Server: []int{6}}
+	pinned := Spec{Engine: "iperf3", Peer: "192.168.88.3", Repeat: 7, Run: Params{Test: agent.Test{Params: engine.Params{Duration: 10 * time.Second}, Pinning: six}}}
+	twoPlaces := Spec{Engine: "iperf3", Peer: "lab:t", Repeat: 2, Run: Params{Test: agent.Test{Params: engine.Params{Duration: 3 * time.Second}}},
+		Placements: []agent.Pinning{{Client: []int{0}, Server: []int{0}}, {Client: []int{0}, Server: []int{1}}}}
+	ping := func(udp bool, places ...agent.Pinning) Spec {
 		return Spec{Engine: "native", Peer: "lab:x", Repeat: 3, Placements: places,
-			Run: Params{Probe: &agent.ProbeTest{Kind: agent.ProbePingPong, Size: 64, UDP: udp}}}
+			Run: Params{Test: agent.Test{Probe: &agent.ProbeTest{Kind: agent.ProbePingPong, Size: 64, UDP: udp}}}}
 	}
 	for _, c := range []struct {
 		spec  Spec
@@ -117,9 +118,9 @@ func TestSummaryCommands(t *testing.T) {
 	}{
 		{pinned, 0, "linerate bench 192.168.88.3 --engine iperf3 -t 10 -P 1 -A 6,6"},
 		{twoPlaces, 1, "linerate bench lab:t --engine iperf3 -t 3 -P 1 -A 0,1"},
-		{ping(false, Placement{Client: []int{0}, Server: []int{0}}, Placement{Client: []int{0}, Server: []int{1}}), 1,
+		{ping(false, agent.Pinning{Client: []int{0}, Server: []int{0}}, agent.Pinning{Client: []int{0}, Server: []int{1}}), 1,
 			"linerate bench lab:x -t 10 -A 0,1 --latency --size 64"},
-		{ping(true, Placement{Client: []int{2}, Server: []int{3}}), 0, "linerate bench lab:x -t 10 -A 2,3 --latency --size 64 --udp"},
+		{ping(true, agent.Pinning{Client: []int{2}, Server: []int{3}}), 0, "linerate bench lab:x -t 10 -A 2,3 --latency --size 64 --udp"},
 	} {
 		d := c.spec.Design()
 		if got := d.Points[c.point].Command; got != c.want {

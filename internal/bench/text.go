@@ -275,3 +275,9 @@ func plural(n int) string {
 	}
 	return "s"
 }
+
+func sortedCopy(a []int) []int {
+	b := slices.Clone(a)
+	slices.Sort(b)
+	return b
+}

@@ -2,12 +2,15 @@ package bench
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"io"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/latency"
 	"github.com/linerate/linerate/internal/telemetry"
 
@@ -81,56 +84,33 @@ func TestJSONStreamRoundTrip(t *testing.T) {
 	}
 }
 
-func TestBenchArgs(t *testing.T) {
-	cfg := agent.Config{Streams: 4, Duration: 30 * time.Second, Omit: 2 * time.Second, Direction: result.Bidir, Window: 4 << 20,
-		Congestion: "bbr", FQRate: 10e9, ZeroCopy: result.Sendfile, ClientCPUs: []int{0, 2}, ServerCPUs: []int{1}}
-	want := "-t 30s -i 1s -O 2s -P 4 --bidir --window 4194304 --congestion bbr --fq-rate 10000000000 --zerocopy=sendfile -A 0,2/1"
-	if got := strings.Join(benchArgs(cfg), " "); got != want {
-		t.Errorf("benchArgs = %q\nwant %q", got, want)
-	}
-}
-
-func TestUnits(t *testing.T) {
-	tests := map[string]string{
-		bytesText(0):                   "0.00 Bytes ",
-		bytesText(1245540515):          "1.16 GBytes",
-		bytesText(128 << 10):           " 128 KBytes",
-		bitsText(9.93e9):               "9.93 Gbits/sec",
-		bitsText(25.8e9):               "25.8 Gbits/sec",
-		bitsText(440e6):                " 440 Mbits/sec",
-		strings.TrimSpace(bitsText(0)): "0.00 bits/sec",
-	}
-	for got, want := range tests {
-		if got != want {
-			t.Errorf("got %q, want %q", got, want)
+// TestLabClientTest: the test a lab run hands its client in host a (the
+// Params document on the client's stdin) reads back to the same test,
+// every field of it: what used to be written as flags (-t, -i, -O, -P,
+// --bidir, --window, --congestion, --fq-rate, --zerocopy, -A) and a probe.
+// A document that is not one is refused in one line.
+func TestLabClientTest(t *testing.T) {
+	for _, test := range []agent.Test{
+		{Params: engine.Params{Streams: 4, Duration: 30 * time.Second, Omit: 2 * time.Second, Interval: time.Second, Direction: result.Bidir,
+			Window: 4 << 20, Congestion: "bbr", FQRate: 10e9, ZeroCopy: result.Sendfile}, Pinning: agent.Pinning{Client: []int{0, 2}, Server: []int{1}}},
+		{Params: engine.Params{Streams: 1, Duration: 1500 * time.Millisecond, Omit: 400 * time.Millisecond, Interval: 250 * time.Millisecond, Direction: result.Send},
+			Pinning: agent.Pinning{Client: []int{3}}, Probe: &agent.ProbeTest{Kind: agent.ProbePingPong, UDP: true, Size: 64, Rate: 1e4}},
+	} {
+		doc, err := json.Marshal(Params{Test: test})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Params
+		if err := json.Unmarshal(doc, &back); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(back.Test, test) {
+			t.Errorf("the lab client reads\n%+v\nfrom %s\nwant %+v", back.Test, doc, test)
 		}
 	}
-}
-func TestParseAffinity(t *testing.T) {
-	tests := []struct {
-		in           string
-		client, serv []int
-		bad          bool
-	}{
-		{in: "0,1", client: []int{0}, serv: []int{1}},
-		{in: "0-3,4-7", client: []int{0, 1, 2, 3}, serv: []int{4, 5, 6, 7}},
-		{in: "0,2/1,3", client: []int{0, 2}, serv: []int{1, 3}},
-		{in: "6", client: []int{6}},
-		{in: "/5", serv: []int{5}},
-		{in: "0,1,2", bad: true},
-		{in: "x,1", bad: true},
-	}
-	for _, tt := range tests {
-		c, s, err := ParseAffinity(tt.in)
-		if tt.bad != (err != nil) || !slices.Equal(c, tt.client) || !slices.Equal(s, tt.serv) {
-			t.Errorf("ParseAffinity(%q) = %v, %v, %v", tt.in, c, s, err)
-		}
-		if err == nil {
-			c2, s2, err := ParseAffinity(FormatAffinity(c, s))
-			if err != nil || !slices.Equal(c2, c) || !slices.Equal(s2, s) {
-				t.Errorf("%q does not survive FormatAffinity: %q", tt.in, FormatAffinity(c, s))
-			}
-		}
+	err := RunLabClient(context.Background(), "198.18.0.2:5301", strings.NewReader("-P 4"), io.Discard, nil)
+	if err == nil || !strings.Contains(err.Error(), "reading the lab client's test on stdin") {
+		t.Errorf("a test that is not a document: %v", err)
 	}
 }
 
@@ -237,5 +217,22 @@ func TestEndNICLine(t *testing.T) {
 	writeEnd(&b, &result.End{NICCounters: &result.NICCounters{Server: n.Server}})
 	if strings.Contains(b.String(), "NIC") {
 		t.Errorf("a line though nothing grew:\n%s", b.String())
+	}
+}
+
+func TestUnits(t *testing.T) {
+	tests := map[string]string{
+		bytesText(0):                   "0.00 Bytes ",
+		bytesText(1245540515):          "1.16 GBytes",
+		bytesText(128 << 10):           " 128 KBytes",
+		bitsText(9.93e9):               "9.93 Gbits/sec",
+		bitsText(25.8e9):               "25.8 Gbits/sec",
+		bitsText(440e6):                " 440 Mbits/sec",
+		strings.TrimSpace(bitsText(0)): "0.00 bits/sec",
+	}
+	for got, want := range tests {
+		if got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
 	}
 }

@@ -33,35 +33,41 @@ const (
 )
 
 // Params is a test as both of its ends run it.
+//
+// Its JSON names are those the agent's protocol carries (the request and
+// relay messages embed it, and bench's stored parameters too), so a field
+// added here with its name travels without a conversion. The durations
+// are left out: each document writes them in its own unit (the wire in
+// integer milliseconds, checked before any becomes a time.Duration).
 type Params struct {
-	Streams   int              // parallel streams (each way for Bidir)
-	Duration  time.Duration    // measured time
-	Omit      time.Duration    // warm-up before it, not counted
-	Interval  time.Duration    // report period
-	Direction result.Direction // which way the payload flows, seen from the client
+	Streams   int              `json:"streams"`   // parallel streams (each way for Bidir)
+	Duration  time.Duration    `json:"-"`         // measured time
+	Omit      time.Duration    `json:"-"`         // warm-up before it, not counted
+	Interval  time.Duration    `json:"-"`         // report period
+	Direction result.Direction `json:"direction"` // which way the payload flows, seen from the client
 
-	Window     int             // SO_SNDBUF and SO_RCVBUF on both ends, bytes; 0 leaves autotuning on
-	Congestion string          // TCP_CONGESTION on every data socket; "" keeps the default
-	FQRate     uint64          // SO_MAX_PACING_RATE per stream, bits per second (needs the fq qdisc); 0 none
-	ZeroCopy   result.ZeroCopy // how senders send
+	Window     int             `json:"window"`               // SO_SNDBUF and SO_RCVBUF on both ends, bytes; 0 leaves autotuning on
+	Congestion string          `json:"congestion,omitempty"` // TCP_CONGESTION on every data socket; "" keeps the default
+	FQRate     uint64          `json:"fq_rate,omitempty"`    // SO_MAX_PACING_RATE per stream, bits per second (needs the fq qdisc); 0 none
+	ZeroCopy   result.ZeroCopy `json:"zerocopy,omitempty"`   // how senders send
 
 	// Mode is what the flows carry: streams (the default), or
 	// request/response transactions (RR, CRR) of Size bytes each way,
 	// Depth of them outstanding per flow (0 means 1), Streams flows.
-	Mode  result.Mode
-	Size  int
-	Depth int
+	Mode  result.Mode `json:"mode,omitempty"`
+	Size  int         `json:"size,omitempty"`
+	Depth int         `json:"depth,omitempty"`
 	// Threads is how many threads each end runs the flows on: 0 chooses
 	// (ThreadsFor), Threads == Streams gives each stream a blocking
 	// thread of its own, fewer multiplex the flows with epoll.
-	Threads int
+	Threads int `json:"threads,omitempty"`
 	// SkipRxCopy is how receivers take their data (MSG_TRUNC, TCP
 	// receive zerocopy); "" copies it.
-	SkipRxCopy result.SkipRxCopy
+	SkipRxCopy result.SkipRxCopy `json:"skip_rx_copy,omitempty"`
 	// NoTCPInfo skips reading TCP_INFO at every interval: the run has no
 	// tcp blocks, rtt or cwnd. It exists to measure what the reading
 	// costs (docs/benchmarks.md).
-	NoTCPInfo bool
+	NoTCPInfo bool `json:"no_tcp_info,omitempty"`
 }
 
 // ThreadsFor resolves Threads 0 on a host with cpus CPUs for the test's

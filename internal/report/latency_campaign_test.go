@@ -26,8 +26,8 @@ func pingCampaign(t *testing.T) (*store.Campaign, *explain.Summary, map[int64]*s
 		t.Fatal(err)
 	}
 	spec := bench.Spec{Engine: "native", Peer: "lab:x", Repeat: 3,
-		Placements: []bench.Placement{{Client: []int{0}, Server: []int{0}}, {Client: []int{0}, Server: []int{1}}},
-		Run:        bench.Params{Probe: &agent.ProbeTest{Kind: agent.ProbePingPong, Size: 64}}}
+		Placements: []agent.Pinning{{Client: []int{0}, Server: []int{0}}, {Client: []int{0}, Server: []int{1}}},
+		Run:        bench.Params{Test: agent.Test{Probe: &agent.ProbeTest{Kind: agent.ProbePingPong, Size: 64}}}}
 	figures := []struct {
 		point    int
 		p50, p99 float64

@@ -15,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/bench"
 	"github.com/linerate/linerate/internal/doctor"
+	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
@@ -133,12 +135,12 @@ func storeDataset(tb testing.TB, ds Dataset) stored {
 func specOf(tb testing.TB, c Campaign, runs map[int64]*Run) json.RawMessage {
 	first := runs[c.Points[0].RunIDs[0]].Result
 	spec := bench.Spec{Engine: first.Engine, Peer: first.Start.Peer, Label: c.Label, Repeat: len(c.Points[0].RunIDs),
-		Run: bench.Params{Streams: first.Start.Streams, Duration: time.Duration(first.Start.DurationS) * time.Second}}
+		Run: bench.Params{Test: agent.Test{Params: engine.Params{Streams: first.Start.Streams, Duration: time.Duration(first.Start.DurationS) * time.Second}}}}
 	for _, p := range c.Points {
 		spec.Streams = append(spec.Streams, p.Streams)
 	}
 	if first.Start.Placement.Source == "user" {
-		spec.Run.Placement = bench.Placement{Client: first.Start.Placement.Client, Server: first.Start.Placement.Server}
+		spec.Run.Pinning = agent.Pinning{Client: first.Start.Placement.Client, Server: first.Start.Placement.Server}
 	}
 	b, err := json.Marshal(spec)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/bench"
+	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
@@ -80,7 +81,7 @@ func TestLabNICDrops(t *testing.T) {
 	}
 	var labels []string
 	for _, eng := range []string{"native", "iperf3", "iperf2", "native-udp"} {
-		run := bench.Params{Duration: 2 * time.Second, Interval: time.Second}
+		run := bench.Params{Test: agent.Test{Params: engine.Params{Duration: 2 * time.Second, Interval: time.Second}}}
 		drv := drivers[eng]
 		if eng == "native-udp" { // a UDP stream as fast as it goes, through the agent's probe
 			run.Probe = &agent.ProbeTest{Kind: agent.ProbeUDP, Size: 1400}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/bench"
+	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/fleet"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
@@ -50,7 +51,7 @@ func (r *Runner) Run(ctx context.Context, s fleet.Spec) (fleet.Measurement, erro
 	}
 	c := &bench.Campaign{Driver: d, Store: r.Store, ClientDoctor: r.Doctors[s.From.Name], ServerDoctor: r.Doctors[s.To.Name],
 		Spec: bench.Spec{Engine: "native", Peer: to.Addr().String(), Label: s.Label, Repeat: 1,
-			Run: bench.Params{Streams: s.Streams, Duration: s.Duration, Interval: interval, Direction: result.Send}}}
+			Run: bench.Params{Test: agent.Test{Params: engine.Params{Streams: s.Streams, Duration: s.Duration, Interval: interval, Direction: result.Send}}}}}
 	_, outs, err := c.Run(ctx)
 	if err != nil {
 		if d.err != nil {
@@ -94,13 +95,11 @@ func (d *relayDriver) Name() string { return "native" }
 func (d *relayDriver) Check() error { return nil }
 
 func (d *relayDriver) Run(ctx context.Context, p bench.Params, live func(result.Interval)) (*result.Result, error) {
-	if !p.Placement.Auto() {
+	if !p.Pinning.Auto() {
 		d.err = errors.New("a fleet's tests place their threads themselves")
 		return nil, d.err
 	}
-	cfg := agent.Config{Peer: d.to, Token: d.agents.Token, Streams: p.Streams, Duration: p.Duration, Omit: p.Omit,
-		Interval: p.Interval, Direction: p.Direction, Window: p.Window, Congestion: p.Congestion, FQRate: p.FQRate,
-		ZeroCopy: p.ZeroCopy}
+	cfg := agent.Config{Peer: d.to, Token: d.agents.Token, Test: p.Test}
 	if live != nil {
 		cfg.Progress = func(e result.Event) {
 			if iv, ok := e.Data.(*result.Interval); ok {
