@@ -21,6 +21,7 @@ import (
 	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
+	"github.com/linerate/linerate/internal/toolserver"
 )
 
 type benchFlags struct {
@@ -44,7 +45,7 @@ type benchFlags struct {
 	label      string
 	db         string
 	noStore    bool
-	perftest   bench.PerftestParams
+	perftest   toolserver.PerftestParams
 
 	// labClient makes this process the client of a lab run: the test
 	// comes on stdin (bench.RunLabClient).
@@ -371,7 +372,7 @@ func (f benchFlags) checkEngine(p bench.Params) error {
 		return fmt.Errorf("--latency and --udp run with --engine native or sockperf, not %s", f.engine)
 	}
 	if f.engine == "native" || f.engine == "sockperf" || f.engine == "netperf" {
-		if f.perftest != (bench.PerftestParams{}) {
+		if f.perftest != (toolserver.PerftestParams{}) {
 			return errors.New("--perftest-* and --rdma-device are for --engine perftest")
 		}
 		return nil
@@ -381,7 +382,7 @@ func (f benchFlags) checkEngine(p bench.Params) error {
 		return fmt.Errorf("--zerocopy is the native engine's: drop it for --engine %s", f.engine)
 	case p.Congestion != "" || p.FQRate != 0:
 		return fmt.Errorf("--congestion and --fq-rate are the native engine's: drop them for --engine %s", f.engine)
-	case f.engine != "perftest" && f.perftest != (bench.PerftestParams{}):
+	case f.engine != "perftest" && f.perftest != (toolserver.PerftestParams{}):
 		return errors.New("--perftest-* and --rdma-device are for --engine perftest")
 	}
 	return nil

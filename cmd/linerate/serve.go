@@ -16,6 +16,7 @@ import (
 	"github.com/linerate/linerate/internal/bench"
 	"github.com/linerate/linerate/internal/doctor"
 	"github.com/linerate/linerate/internal/result"
+	"github.com/linerate/linerate/internal/toolserver"
 	"github.com/linerate/linerate/internal/tune"
 )
 
@@ -180,7 +181,7 @@ func runServe(cmd *cobra.Command, env *cliEnv, f serveFlags) error {
 	}
 	srv := &agent.Server{Token: token, MaxDuration: f.maxDuration, Once: f.once, RelayPeers: relayPeers, RelayPort: f.relayPort,
 		Logger: slog.New(slog.NewTextHandler(env.stderr, nil)),
-		Tools:  bench.AgentTools{AllowPerftest: f.allowPerftest, AllowSockperf: f.allowSockperf}, Doctor: doctor.LiveReport, Annotate: annotateTune}
+		Tools:  toolserver.AgentTools{AllowPerftest: f.allowPerftest, AllowSockperf: f.allowSockperf}, Doctor: doctor.LiveReport, Annotate: annotateTune}
 	return srv.Serve(ctx, ln)
 }
 

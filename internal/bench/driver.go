@@ -9,6 +9,7 @@ import (
 
 	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/result"
+	"github.com/linerate/linerate/internal/toolserver"
 )
 
 // Driver makes one run with one traffic generator.
@@ -47,7 +48,7 @@ type Hosts interface {
 	// StartServer starts a tool server on the server's host, for a run of
 	// length (the tool's duration and warm-up; whoever starts it adds its
 	// own grace), and returns it with its command line.
-	StartServer(ctx context.Context, t ToolServer, length time.Duration) (ServerProc, []string, error)
+	StartServer(ctx context.Context, t toolserver.ToolServer, length time.Duration) (ServerProc, []string, error)
 	// Facts describes the two ends for the run's start section.
 	Facts() (client, server result.HostInfo)
 	// Iface is the client's interface toward the peer, "" when unknown;
@@ -79,14 +80,6 @@ func retryConnect(ctx context.Context, try func() (*result.Result, error), notYe
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// cpuOf returns the CPU seconds an ended process used.
-func cpuOf(cmd *exec.Cmd) float64 {
-	if cmd.ProcessState == nil {
-		return 0
-	}
-	return (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 }
 
 // errBusy reports whether err is the peer refusing because it runs

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/linerate/linerate/internal/toolserver"
 )
 
 // FuzzToolServerArgv feeds the agent's tool-server description decoder
@@ -25,9 +27,9 @@ func FuzzToolServerArgv(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	allowed := append([]string{"iperf3", "iperf"}, perftestTools...)
+	allowed := append([]string{"iperf3", "iperf"}, toolserver.PerftestTools...)
 	f.Fuzz(func(t *testing.T, spec []byte) {
-		var ts ToolServer
+		var ts toolserver.ToolServer
 		if json.Unmarshal(spec, &ts) != nil {
 			return
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
+	"github.com/linerate/linerate/internal/toolserver"
 )
 
 // iperf2Port is iperf2's default port.
@@ -83,7 +84,7 @@ func (d *Iperf2) Run(ctx context.Context, p Params, live func(result.Interval)) 
 	ctx, cancel := withTimeout(ctx, p)
 	defer cancel()
 	port := strconv.Itoa(iperf2Port)
-	srv, srvArgv, err := d.Hosts.StartServer(ctx, ToolServer{Tool: "iperf", Port: iperf2Port, Bind: d.Hosts.Addr(), CPUs: p.Pinning.Server}, p.Duration+p.Omit)
+	srv, srvArgv, err := d.Hosts.StartServer(ctx, toolserver.ToolServer{Tool: "iperf", Port: iperf2Port, Bind: d.Hosts.Addr(), CPUs: p.Pinning.Server}, p.Duration+p.Omit)
 	if err != nil {
 		return nil, err
 	}
@@ -126,8 +127,8 @@ func (d *Iperf2) Run(ctx context.Context, p Params, live func(result.Interval)) 
 	return run, nil
 }
 
-func (d *Iperf2) client(ctx context.Context, p Params, args []string, auth clientAuth, live func(result.Interval)) (*result.Result, string, float64, error) {
-	cmd := auth.command(ctx, args)
+func (d *Iperf2) client(ctx context.Context, p Params, args []string, auth toolserver.ClientAuth, live func(result.Interval)) (*result.Result, string, float64, error) {
+	cmd := auth.Command(ctx, args)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
@@ -180,7 +181,7 @@ func (d *Iperf2) client(ctx context.Context, p Params, args []string, auth clien
 	}
 	attach(run, samples, sameHosts(d.Hosts))
 	attachUnread(run, smp.Unread(), sameHosts(d.Hosts))
-	return run, raw.String(), cpuOf(cmd), nil
+	return run, raw.String(), toolserver.ProcessCPU(cmd), nil
 }
 
 func firstLine(s string) string {

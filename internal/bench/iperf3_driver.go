@@ -16,6 +16,7 @@ import (
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
+	"github.com/linerate/linerate/internal/toolserver"
 )
 
 // iperf3Port is the port the driver's iperf3 servers listen on: iperf3's
@@ -107,7 +108,7 @@ func (d *Iperf3) Run(ctx context.Context, p Params, live func(result.Interval)) 
 	ctx, cancel := withTimeout(ctx, p)
 	defer cancel()
 	// -A pins the server: iperf3 passes the client's choice to it.
-	srv, srvArgv, err := d.Hosts.StartServer(ctx, ToolServer{Tool: "iperf3", Port: iperf3Port, Bind: d.Hosts.Addr()}, p.Duration+p.Omit)
+	srv, srvArgv, err := d.Hosts.StartServer(ctx, toolserver.ToolServer{Tool: "iperf3", Port: iperf3Port, Bind: d.Hosts.Addr()}, p.Duration+p.Omit)
 	if err != nil {
 		return nil, err
 	}
@@ -135,8 +136,8 @@ func (d *Iperf3) Run(ctx context.Context, p Params, live func(result.Interval)) 
 }
 
 // client runs the client once, with telemetry beside it.
-func (d *Iperf3) client(ctx context.Context, p Params, args []string, auth clientAuth, live func(result.Interval)) (*result.Result, string, error) {
-	cmd := auth.command(ctx, args)
+func (d *Iperf3) client(ctx context.Context, p Params, args []string, auth toolserver.ClientAuth, live func(result.Interval)) (*result.Result, string, error) {
+	cmd := auth.Command(ctx, args)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()

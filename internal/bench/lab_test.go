@@ -30,9 +30,6 @@ func TestMain(m *testing.M) {
 	if db := os.Getenv("BENCH_TEST_CAMPAIGN_DB"); db != "" {
 		os.Exit(killableCampaign(db, os.Getenv("BENCH_TEST_LAB")))
 	}
-	if port := os.Getenv("BENCH_TEST_TOOL_PORT"); port != "" {
-		os.Exit(toolServerHolder(port))
-	}
 	os.Exit(m.Run())
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"sync"
 	"time"
 
 	"github.com/linerate/linerate/internal/doctor"
@@ -14,6 +13,7 @@ import (
 	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/osthread"
 	"github.com/linerate/linerate/internal/result"
+	"github.com/linerate/linerate/internal/toolserver"
 )
 
 // LabPrefix marks a peer that is a lab: "lab:NAME" runs the client in
@@ -61,7 +61,7 @@ func (l *LabHosts) Facts() (result.HostInfo, result.HostInfo) {
 // StartServer starts t in host b, pinned with taskset(1) when it names
 // CPUs (lab.Start forks from a thread of its own, so the thread-affinity
 // way StartToolServer pins does not reach the child here).
-func (l *LabHosts) StartServer(ctx context.Context, t ToolServer, _ time.Duration) (ServerProc, []string, error) {
+func (l *LabHosts) StartServer(ctx context.Context, t toolserver.ToolServer, _ time.Duration) (ServerProc, []string, error) {
 	argv, err := t.Argv()
 	if err != nil {
 		return nil, nil, err
@@ -70,7 +70,7 @@ func (l *LabHosts) StartServer(ctx context.Context, t ToolServer, _ time.Duratio
 	// No Pdeathsig: lab.Start forks from a thread that ends right after,
 	// which would kill the server at once. A server left by a killed bench
 	// ends with its lab (lab down), or, for iperf3 -1, after one test.
-	s, err := startLocalServer(argv, func(cmd *exec.Cmd, started chan<- error) {
+	s, err := toolserver.Launch(argv, func(cmd *exec.Cmd, started chan<- error) {
 		err := lab.Start(l.Name, lab.B, cmd)
 		started <- err
 		if err == nil {
@@ -78,85 +78,6 @@ func (l *LabHosts) StartServer(ctx context.Context, t ToolServer, _ time.Duratio
 		}
 	})
 	return s, argv, err
-}
-
-// localServer is a server process this process started.
-type localServer struct {
-	cmd  *exec.Cmd
-	out  *lockedBuffer
-	done chan struct{}
-}
-
-// startLocalServer starts argv through run, which starts the command,
-// says on started whether that worked, and if it did waits for it to end
-// (run goes on a goroutine of its own: the thread that forks a child may
-// have to last as long as the child).
-func startLocalServer(argv []string, run func(cmd *exec.Cmd, started chan<- error)) (*localServer, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	s := &localServer{cmd: cmd, out: out, done: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		defer close(s.done)
-		run(cmd, started)
-	}()
-	if err := <-started; err != nil {
-		return nil, fmt.Errorf("starting %s on the server: %w", argv[0], err)
-	}
-	return s, nil
-}
-
-// Stop waits a moment for a server that ends by itself, then interrupts
-// it, then kills it.
-func (s *localServer) Stop() (float64, string, error) {
-	for _, step := range []struct {
-		sig  os.Signal
-		wait time.Duration
-	}{{nil, time.Second}, {os.Interrupt, time.Second}, {os.Kill, 5 * time.Second}} {
-		if step.sig != nil {
-			s.cmd.Process.Signal(step.sig)
-		}
-		select {
-		case <-s.done:
-			return cpuOf(s.cmd), s.out.String(), nil
-		case <-time.After(step.wait):
-		}
-	}
-	return 0, s.out.String(), fmt.Errorf("%s did not exit after SIGKILL", s.cmd.Path)
-}
-
-// serverOutputMax bounds what is kept of a tool server's output: its last
-// 64 KiB. A server anyone can reach (iperf -s takes no token) could
-// otherwise fill the agent's memory by printing.
-const serverOutputMax = 64 << 10
-
-// lockedBuffer keeps the last serverOutputMax bytes a process writes,
-// safe to read while it writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := len(p)
-	if len(p) >= serverOutputMax {
-		p = p[len(p)-serverOutputMax:]
-		l.b = l.b[:0]
-	}
-	if over := len(l.b) + len(p) - serverOutputMax; over > 0 {
-		l.b = append(l.b[:0], l.b[over:]...)
-	}
-	l.b = append(l.b, p...)
-	return n, nil
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return string(l.b)
 }
 
 // Doctor returns the linerate.doctor/v1 report of lab host h, for its

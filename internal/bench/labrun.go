@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -63,7 +64,7 @@ func RunInLab(ctx context.Context, lr LabEngine, cfg agent.Config) (*result.Resu
 	if err := os.WriteFile(tokenFile, tok, 0o600); err != nil {
 		return nil, fmt.Errorf("writing the token: %w", err)
 	}
-	var agentErr lockedBuffer
+	var agentErr syncBuffer
 	ap, err := startLabAgent(ctx, lr, cfg, tokenFile, &agentErr)
 	if err != nil {
 		return nil, err
@@ -93,7 +94,7 @@ type agentProc struct {
 
 // startLabAgent starts `linerate serve --once` in host b and waits until
 // it listens.
-func startLabAgent(ctx context.Context, lr LabEngine, cfg agent.Config, tokenFile string, errBuf *lockedBuffer) (*agentProc, error) {
+func startLabAgent(ctx context.Context, lr LabEngine, cfg agent.Config, tokenFile string, errBuf *syncBuffer) (*agentProc, error) {
 	maxDur := max(agent.DefaultMaxDuration, cfg.Duration+time.Second, cfg.Omit+time.Second)
 	cmd := exec.CommandContext(ctx, lr.Self, "serve", "--once", "--bind", lab.AddrB, "--port", strconv.Itoa(lr.Port),
 		"--token-file", tokenFile, "--max-duration", maxDur.String())
@@ -167,7 +168,7 @@ func runLabClient(ctx context.Context, lr LabEngine, cfg agent.Config, tok []byt
 	cmd := exec.CommandContext(ctx, lr.Self, "bench", lab.AddrB+":"+strconv.Itoa(lr.Port), "--"+LabClientFlag)
 	cmd.Env = append(os.Environ(), agent.TokenEnv+"="+string(tok))
 	cmd.Stdin = bytes.NewReader(test)
-	var errBuf lockedBuffer
+	var errBuf syncBuffer
 	cmd.Stderr = teeTo(&errBuf, lr.Stderr)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 5 * time.Second
@@ -292,4 +293,23 @@ func teeTo(buf io.Writer, w io.Writer) io.Writer {
 func finalLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// syncBuffer is what a lab process writes to its stderr, readable while
+// it writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
+	"github.com/linerate/linerate/internal/toolserver"
 )
 
 // netperfPort is the port the driver's netservers listen on: netperf's
@@ -90,7 +91,7 @@ func (d *Netperf) Run(ctx context.Context, p Params, live func(result.Interval))
 	}
 	ctx, cancel := withTimeout(ctx, p)
 	defer cancel()
-	srv, srvArgv, err := d.Hosts.StartServer(ctx, ToolServer{Tool: "netserver", Port: netperfPort, Bind: d.Hosts.Addr()}, p.Duration+time.Second)
+	srv, srvArgv, err := d.Hosts.StartServer(ctx, toolserver.ToolServer{Tool: "netserver", Port: netperfPort, Bind: d.Hosts.Addr()}, p.Duration+time.Second)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/result"
+	"github.com/linerate/linerate/internal/toolserver"
 )
 
 // loHosts is a Hosts whose client interface is the loopback, which every
@@ -18,7 +19,7 @@ func (loHosts) StartClient(*exec.Cmd) error   { return nil }
 func (loHosts) Iface() string                 { return "lo" }
 func (loHosts) NICIRQs() []int                { return nil }
 func (loHosts) Facts() (c, s result.HostInfo) { return }
-func (loHosts) StartServer(context.Context, ToolServer, time.Duration) (ServerProc, []string, error) {
+func (loHosts) StartServer(context.Context, toolserver.ToolServer, time.Duration) (ServerProc, []string, error) {
 	return nil, nil, nil
 }
 
@@ -40,7 +41,7 @@ func TestNICSpanTool(t *testing.T) {
 	if c := got.Client; c == nil || c.Interface != "lo" || c.NotRead != "" || !hasAll(c.Deltas, "rx_dropped", "tx_dropped") {
 		t.Errorf("the client's lo: %+v", c)
 	}
-	got = beginNIC(loHosts{}).end(&localServer{})
+	got = beginNIC(loHosts{}).end(&toolserver.Proc{})
 	if got == nil || got.Client == nil || got.Server != nil {
 		t.Errorf("a server that read nothing: %+v", got)
 	}

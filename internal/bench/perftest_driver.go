@@ -12,39 +12,8 @@ import (
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
+	"github.com/linerate/linerate/internal/toolserver"
 )
-
-// PerftestParams choose a perftest tool and its message.
-type PerftestParams struct {
-	Test   string `json:"test,omitempty"`   // ib_write_bw (default), ib_read_bw, ib_send_bw, ib_write_lat, ib_send_lat
-	Size   int    `json:"size,omitempty"`   // message bytes; 0: 1 MiB for bandwidth, 8 for latency (the RoCE baseline report's choice)
-	Iters  int    `json:"iters,omitempty"`  // 0: 5,000 for bandwidth, 10,000 for latency
-	Device string `json:"device,omitempty"` // RDMA device (-d); "" lets perftest pick
-	GID    int    `json:"gid,omitempty"`    // GID index (-x) for RoCE; 0 leaves perftest's default
-}
-
-// PerftestTools are the perftest programs the driver runs.
-var perftestTools = []string{"ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_write_lat", "ib_send_lat"}
-
-func (p PerftestParams) withDefaults() PerftestParams {
-	if p.Test == "" {
-		p.Test = "ib_write_bw"
-	}
-	lat := strings.HasSuffix(p.Test, "_lat")
-	if p.Size == 0 {
-		p.Size = 1 << 20
-		if lat {
-			p.Size = 8
-		}
-	}
-	if p.Iters == 0 {
-		p.Iters = 5000
-		if lat {
-			p.Iters = 10000
-		}
-	}
-	return p
-}
 
 // Perftest drives linux-rdma/perftest's ib_* tools. They need an RDMA
 // device on both ends (hardware, or Soft-RoCE for functional tests).
@@ -59,9 +28,9 @@ func (d *Perftest) Name() string { return "perftest" }
 
 // Check finds the tool and an RDMA device.
 func (d *Perftest) Check() error {
-	test := PerftestParams{Test: d.Test}.withDefaults().Test
-	if !slices.Contains(perftestTools, test) {
-		return fmt.Errorf("perftest tool %q: linerate runs %s", test, strings.Join(perftestTools, ", "))
+	test := toolserver.PerftestParams{Test: d.Test}.WithDefaults().Test
+	if !slices.Contains(toolserver.PerftestTools, test) {
+		return fmt.Errorf("perftest tool %q: linerate runs %s", test, strings.Join(toolserver.PerftestTools, ", "))
 	}
 	// The device first: without one, installing perftest would not help.
 	if err := checkRDMA(fsOr(d.FS)); err != nil {
@@ -87,18 +56,18 @@ func checkRDMA(fs *hostfs.FS) error {
 
 // Run makes one perftest run: the server on the peer, the client here.
 func (d *Perftest) Run(ctx context.Context, p Params, live func(result.Interval)) (*result.Result, error) {
-	d.Test = p.Perftest.withDefaults().Test
+	d.Test = p.Perftest.WithDefaults().Test
 	if err := d.Check(); err != nil {
 		return nil, err
 	}
 	ctx, cancel := withTimeout(ctx, p)
 	defer cancel()
-	pp := p.Perftest.withDefaults()
-	srv, srvArgv, err := d.Hosts.StartServer(ctx, ToolServer{Tool: pp.Test, CPUs: p.Pinning.Server, Perftest: pp, Streams: p.Streams}, p.Duration+p.Omit)
+	pp := p.Perftest.WithDefaults()
+	srv, srvArgv, err := d.Hosts.StartServer(ctx, toolserver.ToolServer{Tool: pp.Test, CPUs: p.Pinning.Server, Perftest: pp, Streams: p.Streams}, p.Duration+p.Omit)
 	if err != nil {
 		return nil, err
 	}
-	args := pinned(p.Pinning.Client, append(perftestArgs(pp, p.Streams, 0), d.Hosts.Addr()))
+	args := pinned(p.Pinning.Client, append(toolserver.PerftestArgs(pp, p.Streams, 0), d.Hosts.Addr()))
 	// Both ends' NIC counters, before any payload: RoCE's discards and
 	// pause frames show on the Ethernet port's counters, beside the host's.
 	nic := beginNIC(d.Hosts)

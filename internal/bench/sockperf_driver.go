@@ -16,6 +16,7 @@ import (
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
+	"github.com/linerate/linerate/internal/toolserver"
 )
 
 // sockperfPort is the port the driver's sockperf servers listen on:
@@ -87,7 +88,7 @@ func (d *Sockperf) Run(ctx context.Context, p Params, live func(result.Interval)
 	ctx, cancel := withTimeout(ctx, p)
 	defer cancel()
 	// sockperf's own warm-up and cool-down come on top of -t.
-	srv, srvArgv, err := d.Hosts.StartServer(ctx, ToolServer{Tool: "sockperf", Port: sockperfPort, Bind: d.Hosts.Addr(),
+	srv, srvArgv, err := d.Hosts.StartServer(ctx, toolserver.ToolServer{Tool: "sockperf", Port: sockperfPort, Bind: d.Hosts.Addr(),
 		CPUs: p.Pinning.Server, TCP: !p.Probe.UDP}, p.Duration+2*time.Second)
 	if err != nil {
 		return nil, err

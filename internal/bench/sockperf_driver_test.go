@@ -10,6 +10,7 @@ import (
 
 	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/toolserver"
 )
 
 // TestSockperfArgs: the client's command line asks for round trips
@@ -38,7 +39,7 @@ func TestSockperfArgs(t *testing.T) {
 			t.Errorf("%+v accepted", bad)
 		}
 	}
-	srv, err := ToolServer{Tool: "sockperf", Port: 11111, Bind: "198.18.0.2", TCP: true}.Argv()
+	srv, err := toolserver.ToolServer{Tool: "sockperf", Port: 11111, Bind: "198.18.0.2", TCP: true}.Argv()
 	if err != nil || strings.Join(srv, " ") != "sockperf server -p 11111 -i 198.18.0.2 --tcp" {
 		t.Errorf("server %v, %v", srv, err)
 	}
@@ -98,7 +99,7 @@ func TestNetperfDriver(t *testing.T) {
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "non-free") {
 		t.Errorf("without netperf: %v", err)
 	}
-	if srv, err := (ToolServer{Tool: "netserver", Port: 12865, Bind: "198.18.0.2"}).Argv(); err != nil || strings.Join(srv, " ") != "netserver -D -p 12865 -L 198.18.0.2" {
+	if srv, err := (toolserver.ToolServer{Tool: "netserver", Port: 12865, Bind: "198.18.0.2"}).Argv(); err != nil || strings.Join(srv, " ") != "netserver -D -p 12865 -L 198.18.0.2" {
 		t.Errorf("netserver %v %v", srv, err)
 	}
 }

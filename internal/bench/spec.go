@@ -13,6 +13,7 @@ import (
 	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
+	"github.com/linerate/linerate/internal/toolserver"
 )
 
 // ParsePlacements reads --placements: -A pairs separated by ';'
@@ -68,7 +69,7 @@ type Params struct {
 	// measure what it costs); it samples once per Interval otherwise.
 	NoTelemetry bool `json:"no_telemetry,omitempty"`
 	// Perftest settings, for that driver only.
-	Perftest PerftestParams `json:"perftest,omitzero"`
+	Perftest toolserver.PerftestParams `json:"perftest,omitzero"`
 }
 
 // paramsJSON is Params as documents hold it (the stored run's params, the
@@ -308,7 +309,7 @@ func probeFlags(pr *agent.ProbeTest) []string {
 
 // perftestFlags writes the perftest settings that differ from the
 // defaults.
-func perftestFlags(p PerftestParams) []string {
+func perftestFlags(p toolserver.PerftestParams) []string {
 	var a []string
 	if p.Test != "" {
 		a = append(a, "--perftest-test", p.Test)

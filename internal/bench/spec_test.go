@@ -9,6 +9,7 @@ import (
 	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/result"
+	"github.com/linerate/linerate/internal/toolserver"
 )
 
 // TestCommands: the commands a campaign prints to reproduce itself or
@@ -30,7 +31,7 @@ func TestCommands(t *testing.T) {
 			"linerate bench 10.0.0.2 -t 5 --placements '0,2/1,3;6,7' --repeat 3 --zerocopy=msg_zerocopy --congestion bbr --fq-rate 10000000000"},
 		{"perftest sweep",
 			Spec{Engine: "perftest", Peer: "10.0.0.1", Streams: []int{1, 4}, Label: "rdma",
-				Run: Params{Perftest: PerftestParams{Test: "ib_read_bw", Size: 65536, Device: "rocep3s0", GID: 3}}}.CampaignCommand(),
+				Run: Params{Perftest: toolserver.PerftestParams{Test: "ib_read_bw", Size: 65536, Device: "rocep3s0", GID: 3}}}.CampaignCommand(),
 			"linerate bench 10.0.0.1 --engine perftest -t 10 --sweep-streams 1,4 --perftest-test ib_read_bw --perftest-size 65536 --rdma-device rocep3s0 --gid-index 3 --label rdma"},
 		{"a recorded run",
 			RunCommand(&result.Result{Engine: "native", Start: result.Start{Peer: "lab:demo", Streams: 1, DurationS: 3, OmitS: 1, IntervalS: 1,

@@ -2,8 +2,6 @@ package bench
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"log/slog"
 	"net"
@@ -16,6 +14,8 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/agent"
+	"github.com/linerate/linerate/internal/testutil"
+	"github.com/linerate/linerate/internal/toolserver"
 )
 
 // needTool fails in CI and skips elsewhere when a real tool is missing:
@@ -35,13 +35,13 @@ func needTool(t *testing.T, name string) {
 var benchToken = []byte("9d41f0c27b8e36a5d0e4c1b7f2986a3e5c07d1b94f62e8a0c3b5d7e91f4a2608")
 
 // loopbackAgent runs an agent with bench's tool starter on 127.0.0.1.
-func loopbackAgent(t *testing.T, tools AgentTools) (string, *lockedBuffer) {
+func loopbackAgent(t *testing.T, tools toolserver.AgentTools) (string, *testutil.Buffer) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &testutil.Buffer{}
 	srv := &agent.Server{Token: benchToken, Tools: tools, Logger: slog.New(slog.NewTextHandler(logs, nil))}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -77,10 +77,10 @@ func freeLoopbackPort(t *testing.T) int {
 // then serves the client that has them, as the driver runs it.
 func TestAgentIperf3Authenticates(t *testing.T) {
 	needTool(t, "iperf3")
-	addr, _ := loopbackAgent(t, AgentTools{})
+	addr, _ := loopbackAgent(t, toolserver.AgentTools{})
 	hosts := &AgentHosts{Peer: addr, Token: benchToken, Interval: time.Second}
 	port := freeLoopbackPort(t)
-	srv, argv, err := hosts.StartServer(context.Background(), ToolServer{Tool: "iperf3", Port: port}, 10*time.Second)
+	srv, argv, err := hosts.StartServer(context.Background(), toolserver.ToolServer{Tool: "iperf3", Port: port}, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,15 +102,18 @@ func TestAgentIperf3Authenticates(t *testing.T) {
 		t.Fatalf("a client without credentials got a test from the agent's iperf3 (%v):\n%s", err, out)
 	}
 	// With a made-up password, still nothing.
-	c, _ := credsFrom(make([]byte, 32))
-	bad := authOf(srv)
-	bad.env = []string{"IPERF3_PASSWORD=" + c.password}
-	out, err = bad.command(context.Background(), []string{"iperf3", "-c", "127.0.0.1", "-p", strconv.Itoa(port), "-t", "1", "-J"}).CombinedOutput()
+	// (the credentials of another session's secret, with this server's key).
+	bad, err := toolserver.ClientAuthFor("iperf3", make([]byte, 32), srv.(agentServer).ts.Auth())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	out, err = bad.Command(context.Background(), []string{"iperf3", "-c", "127.0.0.1", "-p", strconv.Itoa(port), "-t", "1", "-J"}).CombinedOutput()
 	if refused := strings.Contains(string(out), "test authorization failed"); !refused || strings.Contains(string(out), `"sum_received"`) {
 		t.Fatalf("a client with the wrong password got a test (%v):\n%s", err, out)
 	}
 	// The authenticated client runs.
-	out, err = authOf(srv).command(context.Background(), []string{"iperf3", "-c", "127.0.0.1", "-p", strconv.Itoa(port), "-t", "1", "-J"}).CombinedOutput()
+	out, err = authOf(srv).Command(context.Background(), []string{"iperf3", "-c", "127.0.0.1", "-p", strconv.Itoa(port), "-t", "1", "-J"}).CombinedOutput()
 	if err != nil {
 		t.Fatalf("the client with the credentials: %v\n%s", err, out)
 	}
@@ -132,10 +135,10 @@ func TestAgentIperf3Authenticates(t *testing.T) {
 // client without the permit key, and serves the driver's client.
 func TestAgentIperf2PermitKey(t *testing.T) {
 	needTool(t, "iperf")
-	addr, _ := loopbackAgent(t, AgentTools{})
+	addr, _ := loopbackAgent(t, toolserver.AgentTools{})
 	hosts := &AgentHosts{Peer: addr, Token: benchToken, Interval: time.Second}
 	port := freeLoopbackPort(t)
-	srv, argv, err := hosts.StartServer(context.Background(), ToolServer{Tool: "iperf", Port: port}, 10*time.Second)
+	srv, argv, err := hosts.StartServer(context.Background(), toolserver.ToolServer{Tool: "iperf", Port: port}, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +149,7 @@ func TestAgentIperf2PermitKey(t *testing.T) {
 	client := []string{"iperf", "-c", "127.0.0.1", "-p", strconv.Itoa(port), "-t", "1", "-y", "C"}
 	time.Sleep(300 * time.Millisecond) // iperf2's server has no sign of readiness
 	exec.Command(client[0], client[1:]...).Run()
-	out, err := authOf(srv).command(context.Background(), client).CombinedOutput()
+	out, err := authOf(srv).Command(context.Background(), client).CombinedOutput()
 	if err != nil {
 		t.Fatalf("the client with the key: %v\n%s", err, out)
 	}
@@ -162,31 +165,10 @@ func TestAgentIperf2PermitKey(t *testing.T) {
 // TestAgentPerftestNeedsAllow: perftest servers take no authentication,
 // so an agent starts them only when its operator allowed it.
 func TestAgentPerftestNeedsAllow(t *testing.T) {
-	addr, _ := loopbackAgent(t, AgentTools{})
+	addr, _ := loopbackAgent(t, toolserver.AgentTools{})
 	hosts := &AgentHosts{Peer: addr, Token: benchToken, Interval: time.Second}
-	_, _, err := hosts.StartServer(context.Background(), ToolServer{Tool: "ib_write_bw"}, 5*time.Second)
+	_, _, err := hosts.StartServer(context.Background(), toolserver.ToolServer{Tool: "ib_write_bw"}, 5*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "--allow-perftest") {
 		t.Errorf("perftest without --allow-perftest: %v", err)
-	}
-}
-
-// TestToolCreds: both ends derive the same credentials from the same
-// secret, others from another, and the authorized-users line is iperf3's
-// format.
-func TestToolCreds(t *testing.T) {
-	s1, s2 := make([]byte, 32), make([]byte, 32)
-	s2[0] = 1
-	a, _ := credsFrom(s1)
-	b, _ := credsFrom(s1)
-	c, _ := credsFrom(s2)
-	if a != b || a.password == c.password || a.permitKey == c.permitKey || a.password == a.permitKey {
-		t.Errorf("credentials: %+v %+v %+v", a, b, c)
-	}
-	sum := sha256.Sum256([]byte("{" + a.user + "}" + a.password))
-	if want := a.user + "," + hex.EncodeToString(sum[:]) + "\n"; a.authorizedUser() != want {
-		t.Errorf("authorized user line %q, want %q", a.authorizedUser(), want)
-	}
-	if _, err := credsFrom(nil); err == nil {
-		t.Error("credentials from no secret")
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
+	"github.com/linerate/linerate/internal/toolserver"
 	"github.com/linerate/linerate/internal/tune"
 )
 
@@ -516,7 +517,7 @@ func TestReportLoadPerftestAndHosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	params, _ := json.Marshal(bench.Params{Perftest: bench.PerftestParams{Test: "ib_write_bw"}})
+	params, _ := json.Marshal(bench.Params{Perftest: toolserver.PerftestParams{Test: "ib_write_bw"}})
 	warn := " Conflicting CPU frequency values detected: 5529.980000 != 600.000000. CPU Frequency is not max.\n"
 	if err := st.AddRun(ctx, &store.Run{Engine: "perftest", Peer: "10.0.0.1", Streams: 1, Gbps: avg, Params: params, Result: doc,
 		ClientDoctor: hostDoc, Raw: warn + "#bytes #iterations ...\n" + warn}); err != nil {

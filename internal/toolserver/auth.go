@@ -1,4 +1,4 @@
-package bench
+package toolserver
 
 import (
 	"context"
@@ -135,61 +135,62 @@ func serverAuth(tool string, c toolCreds) (args []string, auth json.RawMessage, 
 	return []string{"--rsa-private-key-path", keyPath, "--authorized-users-path", usersPath}, auth, dir, nil
 }
 
-// clientAuth is what a tool's client needs to use a server the agent
+// ClientAuth is what a tool's client needs to use a server the agent
 // started for it: arguments after its own, environment variables, and a
-// directory to remove when the run ends.
-type clientAuth struct {
+// directory to remove when the run ends (Close). The zero value is a
+// client of a server without credentials.
+type ClientAuth struct {
 	args, env []string
 	dir       string
 }
 
-// clientAuthFor prepares a client of tool for the agent's server.
-func clientAuthFor(tool string, secret []byte, auth json.RawMessage) (clientAuth, error) {
+// ClientAuthFor prepares a client of tool for the agent's server.
+func ClientAuthFor(tool string, secret []byte, auth json.RawMessage) (ClientAuth, error) {
 	if tool != "iperf3" && tool != "iperf" {
-		return clientAuth{}, nil
+		return ClientAuth{}, nil
 	}
 	c, err := credsFrom(secret)
 	if err != nil {
-		return clientAuth{}, err
+		return ClientAuth{}, err
 	}
 	if tool == "iperf" {
-		return clientAuth{args: []string{"--permit-key=" + c.permitKey}}, nil
+		return ClientAuth{args: []string{"--permit-key=" + c.permitKey}}, nil
 	}
 	var a toolAuth
 	if err := json.Unmarshal(auth, &a); err != nil || a.RSAPublicKey == "" {
-		return clientAuth{}, errors.New("the agent sent no public key for its iperf3 server (an agent of another version?)")
+		return ClientAuth{}, errors.New("the agent sent no public key for its iperf3 server (an agent of another version?)")
 	}
 	if b, _ := pem.Decode([]byte(a.RSAPublicKey)); b == nil || b.Type != "PUBLIC KEY" {
-		return clientAuth{}, errors.New("the agent's public key for iperf3 is not a PEM public key")
+		return ClientAuth{}, errors.New("the agent's public key for iperf3 is not a PEM public key")
 	}
 	dir, err := os.MkdirTemp("", "linerate-iperf3-client-")
 	if err != nil {
-		return clientAuth{}, err
+		return ClientAuth{}, err
 	}
 	path := filepath.Join(dir, "public.pem")
 	if err := os.WriteFile(path, []byte(a.RSAPublicKey), 0o600); err != nil {
 		os.RemoveAll(dir)
-		return clientAuth{}, err
+		return ClientAuth{}, err
 	}
-	return clientAuth{args: []string{"--username", c.user, "--rsa-public-key-path", path},
+	return ClientAuth{args: []string{"--username", c.user, "--rsa-public-key-path", path},
 		env: []string{"IPERF3_PASSWORD=" + c.password}, dir: dir}, nil
 }
 
-// authOf returns the credentials a server needs from its client, if any.
-func authOf(srv ServerProc) clientAuth {
-	if a, ok := srv.(interface{ auth() clientAuth }); ok {
-		return a.auth()
-	}
-	return clientAuth{}
-}
-
-// command is the client's command: args, then the credentials'
+// Command is the client's command: args, then the credentials'
 // arguments, with the credentials' environment.
-func (a clientAuth) command(ctx context.Context, args []string) *exec.Cmd {
+func (a ClientAuth) Command(ctx context.Context, args []string) *exec.Cmd {
 	full := append(slices.Clip(args), a.args...)
 	cmd := exec.CommandContext(ctx, full[0], full[1:]...)
 	if len(a.env) > 0 {
 		cmd.Env = append(os.Environ(), a.env...)
 	}
 	return cmd
+}
+
+// Close removes what the credentials left on disk.
+func (a ClientAuth) Close() error {
+	if a.dir == "" {
+		return nil
+	}
+	return os.RemoveAll(a.dir)
 }

@@ -1,8 +1,7 @@
-package bench
+package toolserver
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -14,8 +13,28 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/agent"
-	"github.com/linerate/linerate/internal/hostfs"
 )
+
+// TestMain doubles as the agent TestToolServerDiesWithAgent kills.
+func TestMain(m *testing.M) {
+	if port := os.Getenv("TOOLSERVER_TEST_PORT"); port != "" {
+		os.Exit(toolServerHolder(port))
+	}
+	os.Exit(m.Run())
+}
+
+// needTool fails in CI and skips elsewhere when a real tool is missing:
+// these tests run the real thing, never a stand-in.
+func needTool(t *testing.T, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err == nil {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is not installed and CI=true: install it (Debian: apt-get install %s)", name, name)
+	}
+	t.Skipf("%s not installed", name)
+}
 
 func TestToolServerAllowlist(t *testing.T) {
 	for _, c := range []struct {
@@ -53,11 +72,11 @@ func TestStartToolServerPins(t *testing.T) {
 		f := strings.FieldsFunc(strings.TrimSpace(string(b)), func(r rune) bool { return r == '-' || r == ',' })
 		cpu, _ = strconv.Atoi(f[len(f)-1])
 	}
-	srv, err := StartToolServer(ToolServer{Tool: "iperf3", Port: 15201, Bind: "127.0.0.1", CPUs: []int{cpu}})
+	srv, err := Start(ToolServer{Tool: "iperf3", Port: 15201, Bind: "127.0.0.1", CPUs: []int{cpu}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls := srv.(*localServer)
+	ls := srv
 	var allowed string
 	for range 50 {
 		b, _ := os.ReadFile("/proc/" + strconv.Itoa(ls.cmd.Process.Pid) + "/status")
@@ -114,29 +133,10 @@ func TestAgentToolsRefuse(t *testing.T) {
 	}
 }
 
-// TestPerftestNeedsRDMA: without an RDMA device the perftest driver says
-// so in one line, whether perftest is installed or not.
-func TestPerftestNeedsRDMA(t *testing.T) {
-	root := t.TempDir()
-	if err := os.MkdirAll(root+"/sys/class/infiniband", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	fs, err := hostfs.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fs.Close()
-	err = (&Perftest{FS: fs}).Check()
-	var ue *UnavailableError
-	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "no RDMA device") || strings.Contains(err.Error(), "\n") {
-		t.Errorf("Check without an RDMA device: %v", err)
-	}
-}
-
 // TestServerOutputBounded: a tool server's output is kept to its last
 // serverOutputMax bytes, however much it prints.
 func TestServerOutputBounded(t *testing.T) {
-	var b lockedBuffer
+	var b tailBuffer
 	line := []byte(strings.Repeat("x", 999) + "\n")
 	for range 1000 {
 		if n, err := b.Write(line); n != len(line) || err != nil {
@@ -158,12 +158,12 @@ func TestServerOutputBounded(t *testing.T) {
 // way the agent does, prints its PID and waits to be killed.
 func toolServerHolder(port string) int {
 	p, _ := strconv.Atoi(port)
-	srv, err := StartToolServer(ToolServer{Tool: "iperf3", Port: p, Bind: "127.0.0.1", CPUs: []int{0}})
+	srv, err := Start(ToolServer{Tool: "iperf3", Port: p, Bind: "127.0.0.1", CPUs: []int{0}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	fmt.Println(srv.(*localServer).cmd.Process.Pid)
+	fmt.Println(srv.cmd.Process.Pid)
 	select {}
 }
 
@@ -176,7 +176,7 @@ func TestToolServerDiesWithAgent(t *testing.T) {
 	}
 	const port = "5298"
 	holder := exec.Command(os.Args[0], "-test.run=^$")
-	holder.Env = append(os.Environ(), "BENCH_TEST_TOOL_PORT="+port)
+	holder.Env = append(os.Environ(), "TOOLSERVER_TEST_PORT="+port)
 	out, err := holder.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

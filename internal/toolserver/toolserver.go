@@ -1,4 +1,4 @@
-package bench
+package toolserver
 
 import (
 	"errors"
@@ -60,10 +60,10 @@ func (t ToolServer) Argv() ([]string, error) {
 			a = append(a, "--tcp")
 		}
 		return a, nil
-	case slices.Contains(perftestTools, t.Tool):
+	case slices.Contains(PerftestTools, t.Tool):
 		return t.perftestArgv()
 	}
-	return nil, fmt.Errorf("%q is not a tool server linerate starts (iperf3, iperf, sockperf, %v)", t.Tool, perftestTools)
+	return nil, fmt.Errorf("%q is not a tool server linerate starts (iperf3, iperf, sockperf, %v)", t.Tool, PerftestTools)
 }
 
 func (t ToolServer) withNet(a []string, portFlag, bindFlag string) []string {
@@ -79,7 +79,7 @@ func (t ToolServer) withNet(a []string, portFlag, bindFlag string) []string {
 func (t ToolServer) perftestArgv() ([]string, error) {
 	p := t.Perftest
 	p.Test = t.Tool
-	p = p.withDefaults()
+	p = p.WithDefaults()
 	switch {
 	case p.Size < 1 || p.Size > 1<<30:
 		return nil, fmt.Errorf("perftest message size %d: 1 to 1 GiB", p.Size)
@@ -92,12 +92,12 @@ func (t ToolServer) perftestArgv() ([]string, error) {
 	case t.Streams < 0 || t.Streams > 1024:
 		return nil, fmt.Errorf("perftest queue pairs %d: 1 to 1024", t.Streams)
 	}
-	return perftestArgs(p, t.Streams, t.Port), nil
+	return PerftestArgs(p, t.Streams, t.Port), nil
 }
 
-// perftestArgs builds a perftest command line (server without an
+// PerftestArgs builds a perftest command line (server without an
 // address, client with one appended by the caller).
-func perftestArgs(p PerftestParams, qps, port int) []string {
+func PerftestArgs(p PerftestParams, qps, port int) []string {
 	a := []string{p.Test, "--report_gbits", "-s", strconv.Itoa(p.Size), "-n", strconv.Itoa(p.Iters)}
 	if len(p.Test) > 3 && p.Test[len(p.Test)-3:] == "_bw" && qps > 1 {
 		a = append(a, "-q", strconv.Itoa(qps))
@@ -126,19 +126,19 @@ func validDevice(s string) bool {
 	return true
 }
 
-// StartToolServer starts t on this host, pinned to t.CPUs: what the agent
+// Start starts t on this host, pinned to t.CPUs: what the agent
 // does for a remote client. The server dies with the agent (Pdeathsig), so
 // a killed agent leaves no port open. That signal comes when the thread
 // that forked the server ends, so the fork happens on a thread held for
 // the server's whole life — its affinity set first, for the child to
 // inherit — and thrown away after, so that no other goroutine inherits
 // the pinning.
-func StartToolServer(t ToolServer) (ServerProc, error) {
+func Start(t ToolServer) (*Proc, error) {
 	argv, err := t.Argv()
 	if err != nil {
 		return nil, err
 	}
-	return startLocalServer(argv, func(cmd *exec.Cmd, started chan<- error) {
+	return Launch(argv, func(cmd *exec.Cmd, started chan<- error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		osthread.Throwaway(func() error {
 			if len(t.CPUs) > 0 {
