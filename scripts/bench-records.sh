@@ -3,7 +3,7 @@
 # item 7): one run's JSON with every CPU's samples and compacted, the
 # database of 1,000 such runs each way, and `linerate report --last 1000`
 # over each database (wall time and peak RSS). The runs are generated
-# (BenchmarkRecords512 in internal/bench). Usage: scripts/bench-records.sh [REPORT_RUNS]
+# (BenchmarkRecords512 in internal/explain). Usage: scripts/bench-records.sh [REPORT_RUNS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/go-env.sh
@@ -11,7 +11,7 @@ runs=${1:-3}
 work=$(mktemp -d "${BENCH_TMPDIR:-/tmp}/linerate-records.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 CGO_ENABLED=0 go build -trimpath -o "$work/linerate" ./cmd/linerate
-LINERATE_RECORDS_DIR=$work go test -run '^$' -bench 'BenchmarkRecords512' -benchtime 20x ./internal/bench | grep -E 'Benchmark'
+LINERATE_RECORDS_DIR=$work go test -run '^$' -bench 'BenchmarkRecords512' -benchtime 20x ./internal/explain | grep -E 'Benchmark'
 printf '%-8s %12s\n' db size_MB
 for kind in full compact; do
   printf '%-8s %12.1f\n' "$kind" "$(echo "$(stat -c %s "$work/$kind.db")/1048576" | bc -l)"

@@ -20,7 +20,7 @@
 #                internal/limits, internal/doctor, internal/tune, and the
 #                agent's authentication, framing and request validation
 #                (internal/agent: auth, frame, keys, token, proto, gate) and
-#                bench's statistics (internal/bench: stats) — for those two
+#                the statistics (internal/explain: stats) — for those two
 #                only the files named in only_files below are mutated, and
 #                only their unit tests run (test_flags: no lab, no data runs)
 #   --ci         CI mode: each package is cut into shards by file (the N of
@@ -70,7 +70,7 @@ ci_shards() {
 	internal/doctor) echo 7 ;;
 	internal/tune) echo 13 ;;
 	internal/agent) echo 6 ;;
-	internal/bench) echo 1 ;;
+	internal/explain) echo 1 ;;
 	*) echo 7 ;;
 	esac
 }
@@ -84,7 +84,7 @@ only_files() {
 	fi
 	case $1 in
 	internal/agent) echo auth.go frame.go gate.go keys.go proto.go token.go ;;
-	internal/bench) echo stats.go ;;
+	internal/explain) echo stats.go ;;
 	esac
 }
 
@@ -95,7 +95,7 @@ only_files() {
 test_flags() {
 	case $1 in
 	internal/agent) echo "-short -skip=^(TestOptions|TestDirections|TestPinning|TestBackToBack|TestAutoPlacement|TestRandomFrames)\$" ;;
-	internal/bench) echo "-short -skip=^(TestLabCampaigns|TestKilledCampaign|TestAgentIperf3Authenticates|TestAgentIperf2PermitKey|TestStartToolServerPins|TestToolServerDiesWithAgent|TestServerOutputBounded)\$" ;;
+	internal/explain) echo "-short" ;;
 	esac
 }
 
@@ -114,7 +114,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-[ ${#pkgs[@]} -gt 0 ] || pkgs=(internal/limits internal/doctor internal/tune internal/agent internal/bench)
+[ ${#pkgs[@]} -gt 0 ] || pkgs=(internal/limits internal/doctor internal/tune internal/agent internal/explain)
 if [ -n "$shard" ] && ! [[ $shard =~ ^[0-9]+/[1-9][0-9]*$ ]]; then
 	echo "mutation.sh: --shard $shard: want I/N, e.g. 0/4" >&2
 	exit 2

@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -145,7 +144,7 @@ Exit status: 0 it ran, 2 it could not.`,
 	fl.BoolVarP(&f.verbose, "verbose", "V", false, "a line per stream too, and the agent's log")
 	fl.StringVar(&f.tokenFile, "token-file", "", "read the agent's token from this file (mode 600); default $"+agent.TokenEnv)
 	fl.IntVarP(&f.port, "port", "p", agent.DefaultPort, "the agent's port, unless PEER names one")
-	fl.StringVar(&f.engine, "engine", "native", "what moves the bytes: "+strings.Join(bench.Engines, ", "))
+	fl.StringVar(&f.engine, "engine", "native", "what moves the bytes: "+strings.Join(bench.DriverNames(), ", "))
 	fl.IntVar(&f.repeat, "repeat", 1, "run each point N times (interleaved round by round)")
 	fl.StringVar(&f.sweep, "sweep-streams", "", "stream counts to sweep, e.g. 1,2,4,8,16 (instead of -P)")
 	fl.StringVar(&f.placements, "placements", "", `-A pairs to compare, separated by ';', e.g. "6,6;0,0;6,7" (instead of -A)`)
@@ -180,7 +179,7 @@ func runBench(cmd *cobra.Command, env *cliEnv, peer string, f benchFlags) error 
 	if f.json && f.jsonStream {
 		return errors.New("--json and --json-stream both own stdout: pick one")
 	}
-	if f.jsonStream && (spec.IsCampaign() || spec.Engine != "native") {
+	if f.jsonStream && (spec.IsCampaign() || spec.Driver != "native") {
 		return errors.New("--json-stream shows one native run as it happens: use --json for campaigns and other engines")
 	}
 	if err := f.checkEngine(p); err != nil {
@@ -192,7 +191,7 @@ func runBench(cmd *cobra.Command, env *cliEnv, peer string, f benchFlags) error 
 	if err := checkBenchPeer(cmd.Context(), peer, f.port); err != nil {
 		return err
 	}
-	tcfg := bench.TargetConfig{Peer: peer, Engine: f.engine, Port: f.port, Interval: p.Interval,
+	tcfg := bench.TargetConfig{Peer: peer, Driver: f.engine, Port: f.port, Interval: p.Interval,
 		PerftestTest: f.perftest.Test, NoFacts: f.noStore && !spec.IsCampaign()}
 	if f.verbose {
 		tcfg.Stderr = env.stderr
@@ -240,7 +239,7 @@ func runCampaign(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFla
 	if f.json {
 		progress = env.stderr // stdout holds the document only
 	}
-	c.Progress = bench.NewProgress(progress, isTerminal(progress)).ForProbe(c.Spec.Run.Probe)
+	c.Reporter = bench.NewTextReporter(progress, isTerminal(progress)).ForProbe(c.Spec.Run.Probe)
 	sum, _, err := c.Run(ctx)
 	if err != nil {
 		if sum != nil && len(sum.Points) > 0 && !f.json {
@@ -270,7 +269,7 @@ func runOne(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFlags, t
 			n.Base.Progress = bench.ProbeTextProgress(env.stdout, f.verbose, c.Spec.Run.Probe)
 		}
 	} else if !f.json {
-		c.Progress = bench.NewProgress(env.stdout, false)
+		c.Reporter = bench.NewTextReporter(env.stdout, false)
 	}
 	_, outs, err := c.Run(ctx)
 	var failed *bench.FailedRun
@@ -336,7 +335,7 @@ func (f benchFlags) spec(cmd *cobra.Command, peer string) (bench.Spec, error) {
 	if f.repeat < 1 || f.repeat > 10000 {
 		return bench.Spec{}, fmt.Errorf("--repeat %d: must be 1 to 10000", f.repeat)
 	}
-	s := bench.Spec{Engine: f.engine, Peer: peer, Label: f.label, Repeat: f.repeat, Run: p}
+	s := bench.Spec{Driver: f.engine, Peer: peer, Label: f.label, Repeat: f.repeat, Run: p}
 	if f.sweep != "" {
 		if s.Streams, err = bench.ParseStreams(f.sweep); err != nil {
 			return s, err
@@ -359,33 +358,43 @@ func (f benchFlags) spec(cmd *cobra.Command, peer string) (bench.Spec, error) {
 	return s, nil
 }
 
-// checkEngine refuses flags the chosen engine cannot honour, before
-// anything runs.
+// checkEngine refuses flags the chosen driver cannot honour, before
+// anything runs: what each can do is what it registered (bench.Caps).
 func (f benchFlags) checkEngine(p bench.Params) error {
-	if !slices.Contains(bench.Engines, f.engine) {
-		return fmt.Errorf("--engine %q: choose one of %s", f.engine, strings.Join(bench.Engines, ", "))
+	d, ok := bench.LookupDriver(f.engine)
+	if !ok {
+		return fmt.Errorf("--engine %q: choose one of %s", f.engine, strings.Join(bench.DriverNames(), ", "))
 	}
-	if (f.engine == "sockperf" || f.engine == "netperf") && !f.latency {
-		return fmt.Errorf("--engine %s measures latency: add --latency", f.engine)
-	}
-	if f.engine != "native" && f.engine != "sockperf" && f.engine != "netperf" && (f.latency || f.udp) {
-		return fmt.Errorf("--latency and --udp run with --engine native or sockperf, not %s", f.engine)
-	}
-	if f.engine == "native" || f.engine == "sockperf" || f.engine == "netperf" {
-		if f.perftest != (toolserver.PerftestParams{}) {
-			return errors.New("--perftest-* and --rdma-device are for --engine perftest")
-		}
-		return nil
-	}
+	c := d.Caps
 	switch {
+	case c.LatencyOnly && !f.latency:
+		return fmt.Errorf("--engine %s measures latency: add --latency", f.engine)
+	case (f.latency && !c.Latency) || (f.latency && f.udp && !c.LatencyUDP) || (f.udp && !f.latency && !c.UDPStream):
+		return fmt.Errorf("--latency and --udp run with --engine %s, not %s", driversWith(func(c bench.Caps) bool { return c.LatencyUDP }), f.engine)
+	case !c.Perftest && f.perftest != (toolserver.PerftestParams{}):
+		return errors.New("--perftest-* and --rdma-device are for --engine perftest")
+	case c.NativeOptions:
+		return nil
 	case p.ZeroCopy != "":
 		return fmt.Errorf("--zerocopy is the native engine's: drop it for --engine %s", f.engine)
 	case p.Congestion != "" || p.FQRate != 0:
 		return fmt.Errorf("--congestion and --fq-rate are the native engine's: drop them for --engine %s", f.engine)
-	case f.engine != "perftest" && f.perftest != (toolserver.PerftestParams{}):
-		return errors.New("--perftest-* and --rdma-device are for --engine perftest")
 	}
 	return nil
+}
+
+// driversWith names the drivers that can: "native or sockperf".
+func driversWith(can func(bench.Caps) bool) string {
+	var names []string
+	for _, d := range bench.Drivers() {
+		if can(d.Caps) {
+			names = append(names, d.Name)
+		}
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 func encodeJSON(w io.Writer, v any) error {

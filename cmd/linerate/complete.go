@@ -16,7 +16,7 @@ func flagValues() map[[2]string][]string {
 		scenarios = append(scenarios, string(s))
 	}
 	return map[[2]string][]string{
-		{"linerate bench", "engine"}:        bench.Engines,
+		{"linerate bench", "engine"}:        bench.DriverNames(),
 		{"linerate lab up", "scenario"}:     scenarios,
 		{"linerate lab run", "scenario"}:    scenarios,
 		{"linerate doctor", "fail-on"}:      {"critical", "warning", "info"},

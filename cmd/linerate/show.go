@@ -40,7 +40,7 @@ func showRun(ctx context.Context, w io.Writer, db *store.Store, id int64) error 
 	}
 	p(result.Event{Event: "end", Data: &res.End})
 	if paramsOK && r.Peer != "" && params.Perftest.Test == "" {
-		s := bench.Spec{Engine: r.Engine, Peer: r.Peer, Label: r.Label, Run: params}
+		s := bench.Spec{Driver: r.Engine, Peer: r.Peer, Label: r.Label, Run: params}
 		fmt.Fprintf(w, "Run it again: %s\n", s.Command(bench.Point{Streams: max(params.Streams, 1), Pinning: params.Pinning}))
 	}
 	return nil

@@ -21,8 +21,9 @@ type Campaign struct {
 	Driver Driver
 	// Store keeps the runs; nil keeps nothing.
 	Store *store.Store
-	// Progress sees the campaign as it goes; nil is silent.
-	Progress Reporter
+	// Reporter sees the campaign as it goes; nil is silent. (A run's
+	// Progress, in agent.Config, is the callback of its events.)
+	Reporter Reporter
 	// ClientDoctor and ServerDoctor are both hosts' doctor reports,
 	// stored with every run; the client's names CPUs in explanations and
 	// gives the line-rate ceiling of Iface.
@@ -88,8 +89,8 @@ func (c *Campaign) Run(ctx context.Context) (*explain.Summary, []explain.Outcome
 	started := time.Now()
 	defer c.finishProgress()
 	for i, pi := range order {
-		if c.Progress != nil {
-			c.Progress.RunStarting(i, len(order), points[pi], c.eta(i, len(order), started))
+		if c.Reporter != nil {
+			c.Reporter.RunStarting(i, len(order), points[pi], c.eta(i, len(order), started))
 		}
 		out, err := c.one(ctx, campaignID, i+1, pi, points[pi])
 		if err != nil {
@@ -103,8 +104,8 @@ func (c *Campaign) Run(ctx context.Context) (*explain.Summary, []explain.Outcome
 			return c.summary(campaignID, outs), outs, err
 		}
 		outs = append(outs, out)
-		if c.Progress != nil {
-			c.Progress.RunDone(i, len(order), out.ID, out.Run)
+		if c.Reporter != nil {
+			c.Reporter.RunDone(i, len(order), out.ID, out.Run)
 		}
 	}
 	s := c.summary(campaignID, outs)
@@ -124,8 +125,8 @@ func (c *Campaign) Run(ctx context.Context) (*explain.Summary, []explain.Outcome
 }
 
 func (c *Campaign) finishProgress() {
-	if c.Progress != nil {
-		c.Progress.Finish()
+	if c.Reporter != nil {
+		c.Reporter.Finish()
 	}
 }
 
@@ -165,8 +166,8 @@ func (c *Campaign) eta(done, total int, started time.Time) time.Duration {
 func (c *Campaign) one(ctx context.Context, campaignID int64, seq, pi int, p Point) (explain.Outcome, error) {
 	params := c.Spec.params(p)
 	var live func(result.Interval)
-	if c.Progress != nil {
-		live = func(iv result.Interval) { c.Progress.Interval(seq-1, iv) }
+	if c.Reporter != nil {
+		live = func(iv result.Interval) { c.Reporter.Interval(seq-1, iv) }
 	}
 	r, runErr := c.Driver.Run(ctx, params, live)
 	if r == nil {

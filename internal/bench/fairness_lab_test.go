@@ -39,10 +39,10 @@ func TestLabFairnessByRxCPU(t *testing.T) {
 	newLabOf(t, lab.Config{Name: name, Queues: 3})
 	bin := testbin.Build(t, "../../cmd/linerate")
 	d := &Native{Lab: LabEngine{Name: name, Self: bin}}
-	spec := Spec{Engine: "native", Peer: "lab:" + name, Repeat: 3,
+	spec := Spec{Driver: "native", Peer: "lab:" + name, Repeat: 3,
 		Run: Params{Test: agent.Test{Params: engine.Params{Streams: 3, Duration: 3 * time.Second, Interval: time.Second}, Pinning: agent.Pinning{Client: []int{0, 1}, Server: []int{0, 1}}}}}
 	for attempt := 1; attempt <= 5; attempt++ {
-		c := &Campaign{Spec: Spec{Engine: spec.Engine, Peer: spec.Peer, Repeat: 1, Run: spec.Run}, Driver: d}
+		c := &Campaign{Spec: Spec{Driver: spec.Driver, Peer: spec.Peer, Repeat: 1, Run: spec.Run}, Driver: d}
 		_, outs, err := c.Run(context.Background())
 		if err != nil {
 			t.Fatal(err)

@@ -60,7 +60,7 @@ func TestCampaignKeepsFailedRun(t *testing.T) {
 		}
 		defer st.Close()
 		failAt := min(tc.repeat, 2)
-		c := &Campaign{Spec: Spec{Engine: "native", Peer: "198.18.0.2", Repeat: tc.repeat, Run: Params{Test: agent.Test{Params: engine.Params{Streams: 1, Duration: time.Second}}}},
+		c := &Campaign{Spec: Spec{Driver: "native", Peer: "198.18.0.2", Repeat: tc.repeat, Run: Params{Test: agent.Test{Params: engine.Params{Streams: 1, Duration: time.Second}}}},
 			Driver: &scriptedDriver{fail: map[int]error{failAt: gone}}, Store: st}
 		sum, outs, err := c.Run(ctx)
 		var fr *FailedRun
@@ -100,7 +100,7 @@ func TestCampaignSideFiles(t *testing.T) {
 	if !errors.As(oerr, &dmg) {
 		t.Fatalf("open: %v", oerr)
 	}
-	c := &Campaign{Spec: Spec{Engine: "native", Peer: "198.18.0.2", Repeat: 3, Run: Params{Test: agent.Test{Params: engine.Params{Streams: 1, Duration: time.Second}}}},
+	c := &Campaign{Spec: Spec{Driver: "native", Peer: "198.18.0.2", Repeat: 3, Run: Params{Test: agent.Test{Params: engine.Params{Streams: 1, Duration: time.Second}}}},
 		Driver: &scriptedDriver{}, Unstored: db, UnstoredErr: oerr}
 	_, outs, err := c.Run(ctx)
 	var ue *UnstoredError
@@ -115,7 +115,7 @@ func TestCampaignSideFiles(t *testing.T) {
 	}
 
 	gone := errors.New("the agent at 198.18.0.2 went away 1.0 s into the run: it closed the control connection (was it stopped or killed?)")
-	c = &Campaign{Spec: Spec{Engine: "native", Peer: "198.18.0.2", Repeat: 1, Run: Params{Test: agent.Test{Params: engine.Params{Streams: 1, Duration: time.Second}}}},
+	c = &Campaign{Spec: Spec{Driver: "native", Peer: "198.18.0.2", Repeat: 1, Run: Params{Test: agent.Test{Params: engine.Params{Streams: 1, Duration: time.Second}}}},
 		Driver: &scriptedDriver{fail: map[int]error{1: gone}}, Unstored: db, UnstoredErr: oerr}
 	_, _, err = c.Run(ctx)
 	if !errors.As(err, &ue) || len(ue.Paths) != 1 || err.Error() != gone.Error()+"; "+oerr.Error()+"; the run was kept in "+ue.Paths[0]+" instead" {

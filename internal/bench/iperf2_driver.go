@@ -10,11 +10,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/result"
-	"github.com/linerate/linerate/internal/telemetry"
 	"github.com/linerate/linerate/internal/toolserver"
 )
 
@@ -68,27 +68,27 @@ func (d *Iperf2) CheckParams(p Params) error {
 	return nil
 }
 
+func init() {
+	register(DriverInfo{Name: "iperf2", Rank: 2, New: func(h Hosts, _ TargetConfig) Driver { return &Iperf2{Hosts: h} }})
+}
+
 // Run makes one iperf2 run.
 func (d *Iperf2) Run(ctx context.Context, p Params, live func(result.Interval)) (*result.Result, error) {
-	if err := d.Check(); err != nil {
-		return nil, err
-	}
-	if err := d.CheckParams(p); err != nil {
-		return nil, err
-	}
+	return runTool(ctx, d, d.Hosts, p, live)
+}
+
+func (d *Iperf2) server(p Params) (toolserver.ToolServer, time.Duration) {
+	return toolserver.ToolServer{Tool: "iperf", Port: iperf2Port, Bind: d.Hosts.Addr(), CPUs: p.Pinning.Server}, p.Duration + p.Omit
+}
+
+// client is iperf's client with enhanced CSV output, pinned with taskset.
+func (d *Iperf2) client(p Params) ([]string, error) {
 	if len(p.Pinning.Client) > 0 {
 		if _, err := exec.LookPath("taskset"); err != nil {
 			return nil, missingTool("taskset", "util-linux")
 		}
 	}
-	ctx, cancel := withTimeout(ctx, p)
-	defer cancel()
-	port := strconv.Itoa(iperf2Port)
-	srv, srvArgv, err := d.Hosts.StartServer(ctx, toolserver.ToolServer{Tool: "iperf", Port: iperf2Port, Bind: d.Hosts.Addr(), CPUs: p.Pinning.Server}, p.Duration+p.Omit)
-	if err != nil {
-		return nil, err
-	}
-	args := []string{"iperf", "-c", d.Hosts.Addr(), "-p", port, "-t", secs(p.Duration), "-i", secs(p.Interval),
+	args := []string{"iperf", "-c", d.Hosts.Addr(), "-p", strconv.Itoa(iperf2Port), "-t", secs(p.Duration), "-i", secs(p.Interval),
 		"-P", strconv.Itoa(p.Streams), "-e", "-y", "C"}
 	switch p.Direction {
 	case result.Receive:
@@ -99,49 +99,33 @@ func (d *Iperf2) Run(ctx context.Context, p Params, live func(result.Interval)) 
 	if p.Window > 0 {
 		args = append(args, "-w", strconv.Itoa(p.Window))
 	}
-	args = pinned(p.Pinning.Client, args)
-	nic := beginNIC(d.Hosts) // both ends' NIC counters, before any payload
-	var raw string
-	var clientCPU float64
-	run, err := retryConnect(ctx, func() (*result.Result, error) {
-		r, out, cpu, err := d.client(ctx, p, args, authOf(srv), live)
-		raw, clientCPU = out, cpu
-		return r, err
-	}, func(err error) bool { return strings.Contains(err.Error(), "connect failed") })
-	srvCPU, srvOut, stopErr := srv.Stop()
-	if err != nil {
-		return nil, withServerOutput(err, srvOut)
-	}
-	if stopErr != nil {
-		return nil, stopErr
-	}
-	attachServer(run, srv)
-	run.End.NICCounters = nic.end(srv)
-	run.Raw = raw
-	run.Tool = &result.Tool{Name: "iperf2", Version: d.version, Client: args, Server: srvArgv}
-	// iperf2 reports no CPU time: the processes' own (getrusage) it is.
-	// The server ran a little before and after the test; that is noise
-	// next to a multi-second run.
-	run.End.CPU = result.EndCPU{ClientSeconds: clientCPU, ServerSeconds: srvCPU}
-	finishStart(run, p, d.Hosts)
-	return run, nil
+	return pinned(p.Pinning.Client, args), nil
 }
 
-func (d *Iperf2) client(ctx context.Context, p Params, args []string, auth toolserver.ClientAuth, live func(result.Interval)) (*result.Result, string, float64, error) {
+func (d *Iperf2) notYet(err error) bool { return strings.Contains(err.Error(), "connect failed") }
+
+// finish names the tool and its version, and sets both ends' CPU time:
+// iperf2 reports none, so the processes' own (getrusage) it is. The
+// server ran a little before and after the test; that is noise next to a
+// multi-second run.
+func (d *Iperf2) finish(r *result.Result, _ Params, m measured, _ ServerProc, serverCPU float64) {
+	r.Tool.Name, r.Tool.Version = "iperf2", d.version
+	r.End.CPU = result.EndCPU{ClientSeconds: m.clientCPU, ServerSeconds: serverCPU}
+}
+
+// measure runs the client once, reading its lines as they come.
+func (d *Iperf2) measure(ctx context.Context, p Params, args []string, auth toolserver.ClientAuth, live func(result.Interval)) (measured, error) {
 	cmd := auth.Command(ctx, args)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, "", 0, err
+		return measured{}, err
 	}
-	var smp *telemetry.Ticker
-	if !p.NoTelemetry {
-		smp = telemetry.Start(fsOr(d.FS), d.Hosts.NICIRQs(), p.Interval)
-	}
+	smp := sample(d.FS, d.Hosts, p)
 	if err := d.Hosts.StartClient(cmd); err != nil {
 		smp.Stop()
-		return nil, "", 0, err
+		return measured{}, err
 	}
 	var parser Iperf2Parser
 	var raw strings.Builder
@@ -165,23 +149,23 @@ func (d *Iperf2) client(ctx context.Context, p Params, args []string, auth tools
 	werr := cmd.Wait()
 	samples := smp.Stop()
 	if perr != nil {
-		return nil, raw.String(), 0, perr
+		return measured{raw: raw.String()}, perr
 	}
 	run, err := parser.Result()
 	if err != nil {
 		// iperf2 exits 0 with nothing on stdout when it cannot connect;
 		// its reason is on stderr ("tcp connect failed: Connection refused").
 		if msg := strings.TrimSpace(stderr.String()); msg != "" {
-			return nil, raw.String(), 0, fmt.Errorf("iperf2: %s", firstLine(msg))
+			return measured{raw: raw.String()}, fmt.Errorf("iperf2: %s", firstLine(msg))
 		}
-		return nil, raw.String(), 0, err
+		return measured{raw: raw.String()}, err
 	}
 	if werr != nil {
-		return nil, raw.String(), 0, fmt.Errorf("iperf2 client: %v: %s", werr, strings.TrimSpace(stderr.String()))
+		return measured{raw: raw.String()}, fmt.Errorf("iperf2 client: %v: %s", werr, strings.TrimSpace(stderr.String()))
 	}
 	attach(run, samples, sameHosts(d.Hosts))
 	attachUnread(run, smp.Unread(), sameHosts(d.Hosts))
-	return run, raw.String(), toolserver.ProcessCPU(cmd), nil
+	return measured{run: run, raw: raw.String(), clientCPU: toolserver.ProcessCPU(cmd)}, nil
 }
 
 func firstLine(s string) string {

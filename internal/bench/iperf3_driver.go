@@ -15,7 +15,6 @@ import (
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/result"
-	"github.com/linerate/linerate/internal/telemetry"
 	"github.com/linerate/linerate/internal/toolserver"
 )
 
@@ -97,60 +96,42 @@ func (d *Iperf3) CheckParams(p Params) error {
 	return nil
 }
 
-// Run makes one iperf3 run.
-func (d *Iperf3) Run(ctx context.Context, p Params, live func(result.Interval)) (*result.Result, error) {
-	if err := d.Check(); err != nil {
-		return nil, err
-	}
-	if err := d.CheckParams(p); err != nil {
-		return nil, err
-	}
-	ctx, cancel := withTimeout(ctx, p)
-	defer cancel()
-	// -A pins the server: iperf3 passes the client's choice to it.
-	srv, srvArgv, err := d.Hosts.StartServer(ctx, toolserver.ToolServer{Tool: "iperf3", Port: iperf3Port, Bind: d.Hosts.Addr()}, p.Duration+p.Omit)
-	if err != nil {
-		return nil, err
-	}
-	args := d.clientArgs(p)
-	nic := beginNIC(d.Hosts) // both ends' NIC counters, before any payload
-	var raw string
-	run, err := retryConnect(ctx, func() (*result.Result, error) {
-		r, out, err := d.client(ctx, p, args, authOf(srv), live)
-		raw = out
-		return r, err
-	}, func(err error) bool { return strings.Contains(err.Error(), "unable to connect") })
-	_, srvOut, stopErr := srv.Stop()
-	if err != nil {
-		return nil, withServerOutput(err, srvOut)
-	}
-	if stopErr != nil {
-		return nil, stopErr
-	}
-	attachServer(run, srv)
-	run.End.NICCounters = nic.end(srv)
-	run.Raw = raw
-	run.Tool.Client, run.Tool.Server = args, srvArgv
-	d.finish(run, p)
-	return run, nil
+func init() {
+	register(DriverInfo{Name: "iperf3", Rank: 1, New: func(h Hosts, _ TargetConfig) Driver { return &Iperf3{Hosts: h} }})
 }
 
-// client runs the client once, with telemetry beside it.
-func (d *Iperf3) client(ctx context.Context, p Params, args []string, auth toolserver.ClientAuth, live func(result.Interval)) (*result.Result, string, error) {
+// Run makes one iperf3 run.
+func (d *Iperf3) Run(ctx context.Context, p Params, live func(result.Interval)) (*result.Result, error) {
+	return runTool(ctx, d, d.Hosts, p, live)
+}
+
+// server is a one-off iperf3 server; -A pins it: iperf3 passes the
+// client's choice to it.
+func (d *Iperf3) server(p Params) (toolserver.ToolServer, time.Duration) {
+	return toolserver.ToolServer{Tool: "iperf3", Port: iperf3Port, Bind: d.Hosts.Addr()}, p.Duration + p.Omit
+}
+
+func (d *Iperf3) client(p Params) ([]string, error) { return d.clientArgs(p), nil }
+
+func (d *Iperf3) notYet(err error) bool { return strings.Contains(err.Error(), "unable to connect") }
+
+// finish has nothing to add: iperf3 named itself and its version, and
+// reported both ends' CPU time.
+func (d *Iperf3) finish(*result.Result, Params, measured, ServerProc, float64) {}
+
+// measure runs the client once, with telemetry beside it.
+func (d *Iperf3) measure(ctx context.Context, p Params, args []string, auth toolserver.ClientAuth, live func(result.Interval)) (measured, error) {
 	cmd := auth.Command(ctx, args)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, "", err
+		return measured{}, err
 	}
-	var smp *telemetry.Ticker
-	if !p.NoTelemetry {
-		smp = telemetry.Start(fsOr(d.FS), d.Hosts.NICIRQs(), p.Interval)
-	}
+	smp := sample(d.FS, d.Hosts, p)
 	if err := d.Hosts.StartClient(cmd); err != nil {
 		smp.Stop()
-		return nil, "", err
+		return measured{}, err
 	}
 	var raw bytes.Buffer
 	tee := io.TeeReader(stdout, &raw)
@@ -168,18 +149,14 @@ func (d *Iperf3) client(ctx context.Context, p Params, args []string, auth tools
 	samples := smp.Stop()
 	switch {
 	case err != nil:
-		return nil, raw.String(), err
+		return measured{raw: raw.String()}, err
 	case werr != nil:
-		return nil, raw.String(), fmt.Errorf("iperf3 client: %v: %s", werr, strings.TrimSpace(stderr.String()))
+		return measured{raw: raw.String()}, fmt.Errorf("iperf3 client: %v: %s", werr, strings.TrimSpace(stderr.String()))
 	}
 	attach(run, samples, sameHosts(d.Hosts))
 	attachUnread(run, smp.Unread(), sameHosts(d.Hosts))
-	if live != nil && !d.stream {
-		for _, iv := range run.Intervals {
-			live(iv) // 3.12 reports at the end only
-		}
-	}
-	return run, raw.String(), nil
+	// 3.12 reports at the end only; --json-stream showed each interval.
+	return measured{run: run, raw: raw.String(), atEnd: !d.stream}, nil
 }
 
 func fsOr(fs *hostfs.FS) *hostfs.FS {
@@ -192,11 +169,6 @@ func fsOr(fs *hostfs.FS) *hostfs.FS {
 func sameHosts(h Hosts) bool {
 	c, s := h.Facts()
 	return c.BootID != "" && c.BootID == s.BootID
-}
-
-// finish fills what the tool does not say: where the ends ran.
-func (d *Iperf3) finish(r *result.Result, p Params) {
-	finishStart(r, p, d.Hosts)
 }
 
 func finishStart(r *result.Result, p Params, h Hosts) {

@@ -106,8 +106,8 @@ func TestLabCampaigns(t *testing.T) {
 				t.Fatal(err)
 			}
 			run := Params{Test: agent.Test{Params: engine.Params{Duration: 2 * time.Second, Interval: time.Second}}}
-			sweep := &Campaign{Spec: Spec{Engine: engineName, Peer: "lab:t-bdrv", Label: "sweep", Repeat: 1, Streams: []int{1, 2, 4}, Run: run},
-				Driver: d, Store: db, ClientDoctor: doc, ServerDoctor: doc, Iface: lab.Iface, Progress: NewProgress(testWriter{t}, false)}
+			sweep := &Campaign{Spec: Spec{Driver: engineName, Peer: "lab:t-bdrv", Label: "sweep", Repeat: 1, Streams: []int{1, 2, 4}, Run: run},
+				Driver: d, Store: db, ClientDoctor: doc, ServerDoctor: doc, Iface: lab.Iface, Reporter: NewTextReporter(testWriter{t}, false)}
 			s, outs, err := sweep.Run(context.Background())
 			if err != nil {
 				t.Fatal(err)
@@ -120,7 +120,7 @@ func TestLabCampaigns(t *testing.T) {
 					t.Errorf("sweep point %d: %+v", i, s.Points[i])
 				}
 			}
-			place := &Campaign{Spec: Spec{Engine: engineName, Peer: "lab:t-bdrv", Label: "place", Repeat: 2,
+			place := &Campaign{Spec: Spec{Driver: engineName, Peer: "lab:t-bdrv", Label: "place", Repeat: 2,
 				Placements: []agent.Pinning{{Client: []int{0}, Server: []int{0}}, {Client: []int{0}, Server: []int{1}}}, Run: run},
 				Driver: d, Store: db, ClientDoctor: doc, ServerDoctor: doc, Iface: lab.Iface}
 			ps, _, err := place.Run(context.Background())
@@ -187,8 +187,8 @@ func killableCampaign(db, labName string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	c := &Campaign{Spec: Spec{Engine: "iperf3", Peer: "lab:" + labName, Repeat: 50, Run: Params{Test: agent.Test{Params: engine.Params{Duration: time.Second, Interval: time.Second}}}},
-		Driver: &Iperf3{Hosts: h}, Store: s, Progress: idPrinter{}}
+	c := &Campaign{Spec: Spec{Driver: "iperf3", Peer: "lab:" + labName, Repeat: 50, Run: Params{Test: agent.Test{Params: engine.Params{Duration: time.Second, Interval: time.Second}}}},
+		Driver: &Iperf3{Hosts: h}, Store: s, Reporter: idPrinter{}}
 	if _, _, err := c.Run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

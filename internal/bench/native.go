@@ -24,6 +24,10 @@ type Native struct {
 	Logger *slog.Logger
 }
 
+func init() {
+	register(DriverInfo{Name: "native", Caps: Caps{Latency: true, LatencyUDP: true, UDPStream: true, NativeOptions: true}})
+}
+
 // Name returns "native".
 func (d *Native) Name() string { return "native" }
 

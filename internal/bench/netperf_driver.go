@@ -14,7 +14,6 @@ import (
 	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/result"
-	"github.com/linerate/linerate/internal/telemetry"
 	"github.com/linerate/linerate/internal/toolserver"
 )
 
@@ -80,39 +79,45 @@ func cpuOrEmpty(c []int) string {
 	return strconv.Itoa(c[0])
 }
 
+func init() {
+	register(DriverInfo{Name: "netperf", Rank: 5, New: func(h Hosts, _ TargetConfig) Driver { return &Netperf{Hosts: h} },
+		Caps: Caps{Latency: true, LatencyOnly: true}})
+}
+
 // Run makes one netperf TCP_RR.
 func (d *Netperf) Run(ctx context.Context, p Params, live func(result.Interval)) (*result.Result, error) {
-	if err := d.Check(); err != nil {
-		return nil, err
-	}
-	args, err := netperfArgs(d.Hosts.Addr(), p)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := withTimeout(ctx, p)
-	defer cancel()
-	srv, srvArgv, err := d.Hosts.StartServer(ctx, toolserver.ToolServer{Tool: "netserver", Port: netperfPort, Bind: d.Hosts.Addr()}, p.Duration+time.Second)
-	if err != nil {
-		return nil, err
-	}
+	return runTool(ctx, d, d.Hosts, p, live)
+}
+
+func (d *Netperf) server(p Params) (toolserver.ToolServer, time.Duration) {
+	return toolserver.ToolServer{Tool: "netserver", Port: netperfPort, Bind: d.Hosts.Addr()}, p.Duration + time.Second
+}
+
+func (d *Netperf) client(p Params) ([]string, error) { return netperfArgs(d.Hosts.Addr(), p) }
+
+// notYet: netserver listens before it is reported started.
+func (d *Netperf) notYet(error) bool { return false }
+
+func (d *Netperf) finish(*result.Result, Params, measured, ServerProc, float64) {}
+
+// measure runs netperf's client once; its report comes at the end.
+func (d *Netperf) measure(ctx context.Context, p Params, args []string, _ toolserver.ClientAuth, _ func(result.Interval)) (measured, error) {
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	smp := telemetry.Start(fsOr(d.FS), d.Hosts.NICIRQs(), p.Interval)
+	smp := sample(d.FS, d.Hosts, p)
 	if err := d.Hosts.StartClient(cmd); err != nil {
 		smp.Stop()
-		srv.Stop()
-		return nil, err
+		return measured{}, err
 	}
 	werr := cmd.Wait()
 	samples := smp.Stop()
-	_, srvOut, _ := srv.Stop()
 	if werr != nil {
-		return nil, withServerOutput(fmt.Errorf("netperf: %v: %s", werr, finalLine(out.String())), srvOut)
+		return measured{raw: out.String()}, fmt.Errorf("netperf: %v: %s", werr, finalLine(out.String()))
 	}
 	np, err := ParseNetperf(out.Bytes(), netperfSelectors)
 	if err != nil {
-		return nil, err
+		return measured{raw: out.String()}, err
 	}
 	r := &result.Result{Schema: result.Schema, RunID: time.Now().UnixMilli(), Engine: "netperf", Intervals: []result.Interval{}}
 	r.Start.Streams, r.Start.Direction, r.Start.DurationS, r.Start.IntervalS = 1, result.Send, p.Duration.Seconds(), p.Interval.Seconds()
@@ -122,19 +127,6 @@ func (d *Netperf) Run(ctx context.Context, p Params, live func(result.Interval))
 		l.RatePerSecond = *np.TransactionRate
 	}
 	r.End.Seconds, r.End.Latency, r.End.Streams = p.Duration.Seconds(), l, []result.StreamEnd{}
-	r.Raw = out.String()
-	r.Tool = &result.Tool{Name: "netperf", Client: args, Server: srvArgv}
-	for i := range samples {
-		iv := p.Interval.Seconds()
-		r.Intervals = append(r.Intervals, result.Interval{Start: float64(i) * iv, End: float64(i+1) * iv, Streams: []result.StreamInterval{}})
-	}
-	attach(r, samples, sameHosts(d.Hosts))
-	attachServer(r, srv)
-	finishStart(r, p, d.Hosts)
-	if live != nil {
-		for _, iv := range r.Intervals {
-			live(iv)
-		}
-	}
-	return r, nil
+	sampledIntervals(r, p, samples, d.Hosts)
+	return measured{run: r, raw: out.String(), atEnd: true}, nil
 }

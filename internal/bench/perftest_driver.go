@@ -8,10 +8,10 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/result"
-	"github.com/linerate/linerate/internal/telemetry"
 	"github.com/linerate/linerate/internal/toolserver"
 )
 
@@ -26,9 +26,19 @@ type Perftest struct {
 // Name returns "perftest".
 func (d *Perftest) Name() string { return "perftest" }
 
+func init() {
+	register(DriverInfo{Name: "perftest", Rank: 3, New: func(h Hosts, cfg TargetConfig) Driver { return &Perftest{Hosts: h, Test: cfg.PerftestTest} },
+		Caps: Caps{Perftest: true}})
+}
+
 // Check finds the tool and an RDMA device.
-func (d *Perftest) Check() error {
-	test := toolserver.PerftestParams{Test: d.Test}.WithDefaults().Test
+func (d *Perftest) Check() error { return d.check(d.Test) }
+
+// CheckParams checks the tool p asks for.
+func (d *Perftest) CheckParams(p Params) error { return d.check(p.Perftest.WithDefaults().Test) }
+
+func (d *Perftest) check(test string) error {
+	test = toolserver.PerftestParams{Test: test}.WithDefaults().Test
 	if !slices.Contains(toolserver.PerftestTools, test) {
 		return fmt.Errorf("perftest tool %q: linerate runs %s", test, strings.Join(toolserver.PerftestTools, ", "))
 	}
@@ -55,64 +65,55 @@ func checkRDMA(fs *hostfs.FS) error {
 }
 
 // Run makes one perftest run: the server on the peer, the client here.
+// RoCE's discards and pause frames show on the Ethernet port's counters,
+// which runTool reads around it as for any tool.
 func (d *Perftest) Run(ctx context.Context, p Params, live func(result.Interval)) (*result.Result, error) {
-	d.Test = p.Perftest.WithDefaults().Test
-	if err := d.Check(); err != nil {
-		return nil, err
-	}
-	ctx, cancel := withTimeout(ctx, p)
-	defer cancel()
+	return runTool(ctx, d, d.Hosts, p, live)
+}
+
+func (d *Perftest) server(p Params) (toolserver.ToolServer, time.Duration) {
 	pp := p.Perftest.WithDefaults()
-	srv, srvArgv, err := d.Hosts.StartServer(ctx, toolserver.ToolServer{Tool: pp.Test, CPUs: p.Pinning.Server, Perftest: pp, Streams: p.Streams}, p.Duration+p.Omit)
-	if err != nil {
-		return nil, err
-	}
-	args := pinned(p.Pinning.Client, append(toolserver.PerftestArgs(pp, p.Streams, 0), d.Hosts.Addr()))
-	// Both ends' NIC counters, before any payload: RoCE's discards and
-	// pause frames show on the Ethernet port's counters, beside the host's.
-	nic := beginNIC(d.Hosts)
+	return toolserver.ToolServer{Tool: pp.Test, CPUs: p.Pinning.Server, Perftest: pp, Streams: p.Streams}, p.Duration + p.Omit
+}
+
+func (d *Perftest) client(p Params) ([]string, error) {
+	return pinned(p.Pinning.Client, append(toolserver.PerftestArgs(p.Perftest.WithDefaults(), p.Streams, 0), d.Hosts.Addr())), nil
+}
+
+func (d *Perftest) notYet(err error) bool { return strings.Contains(err.Error(), "Couldn't connect") }
+
+// measure runs the client once: its report is one interval over the test,
+// the client's load its last telemetry sample.
+func (d *Perftest) measure(ctx context.Context, p Params, args []string, _ toolserver.ClientAuth, _ func(result.Interval)) (measured, error) {
 	var out bytes.Buffer
-	var res *result.Perftest
-	var smp *telemetry.Ticker
-	if !p.NoTelemetry {
-		smp = telemetry.Start(fsOr(d.FS), d.Hosts.NICIRQs(), p.Interval)
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	smp := sample(d.FS, d.Hosts, p)
+	if err := d.Hosts.StartClient(cmd); err != nil {
+		smp.Stop()
+		return measured{}, err
 	}
-	_, err = retryConnect(ctx, func() (*result.Result, error) {
-		out.Reset()
-		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := d.Hosts.StartClient(cmd); err != nil {
-			return nil, err
-		}
-		werr := cmd.Wait()
-		var perr error
-		if res, perr = ParsePerftest(out.Bytes()); perr != nil {
-			return nil, fmt.Errorf("%s: %v (%v)", args[0], perr, werr)
-		}
-		return nil, nil
-	}, func(err error) bool { return strings.Contains(err.Error(), "Couldn't connect") })
+	werr := cmd.Wait()
 	samples := smp.Stop()
-	_, srvOut, _ := srv.Stop()
-	if err != nil {
-		return nil, withServerOutput(err, srvOut)
+	res, perr := ParsePerftest(out.Bytes())
+	if perr != nil {
+		return measured{raw: out.String()}, fmt.Errorf("%s: %v (%v)", args[0], perr, werr)
 	}
 	run := perftestRun(res, p)
-	run.End.NICCounters = nic.end(srv)
-	run.Raw = out.String()
-	run.Tool = &result.Tool{Name: "perftest", Client: args, Server: srvArgv}
 	if len(samples) > 0 {
 		run.Intervals[0].CPU.Client = samples[len(samples)-1].PerCPU
 	}
+	return measured{run: run, raw: out.String(), atEnd: true}, nil
+}
+
+// finish puts the peer's last sample on the run's one interval (runTool
+// attached its first), as the client's is its last.
+func (d *Perftest) finish(r *result.Result, _ Params, _ measured, srv ServerProc, _ float64) {
 	if ss, ok := srv.(sampledServer); ok {
 		if smp := ss.Samples(); len(smp) > 0 {
-			setServer(&run.Intervals[0], smp[len(smp)-1])
+			setServer(&r.Intervals[0], smp[len(smp)-1])
 		}
 	}
-	finishStart(run, p, d.Hosts)
-	if live != nil {
-		live(run.Intervals[0])
-	}
-	return run, nil
 }
 
 // perftestRun shapes a perftest result as a bench/v1 run: one interval

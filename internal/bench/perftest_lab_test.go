@@ -55,7 +55,7 @@ func TestLabStandInTools(t *testing.T) {
 	// gets), and checks that document against the schema.
 	run := func(what string, d Driver, p Params) *result.Result {
 		t.Helper()
-		c := &Campaign{Spec: Spec{Engine: d.Name(), Peer: "lab:" + name, Repeat: 1, Run: p}, Driver: d}
+		c := &Campaign{Spec: Spec{Driver: d.Name(), Peer: "lab:" + name, Repeat: 1, Run: p}, Driver: d}
 		_, outs, err := c.Run(context.Background())
 		if err != nil {
 			t.Fatal(err)

@@ -15,12 +15,12 @@ import (
 	"github.com/linerate/linerate/internal/result"
 )
 
-// Progress is the Reporter the CLI uses. On a terminal it keeps one
+// TextReporter is the Reporter the CLI uses. On a terminal it keeps one
 // status line at the bottom ("run 3/12 · 2 streams · placement 0,1 ·
 // ETA 0:27"), rewritten in place, with each interval of the run in
 // progress printed above it; elsewhere (a pipe, a log) it prints plain
 // lines only.
-type Progress struct {
+type TextReporter struct {
 	w   io.Writer
 	tty bool
 	// pingPong is a ping-pong campaign's message bytes (0: not one): its
@@ -34,14 +34,15 @@ type Progress struct {
 	status string
 }
 
-// NewProgress writes progress to w; tty says whether w is a terminal.
-func NewProgress(w io.Writer, tty bool) *Progress { return &Progress{w: w, tty: tty} }
+// NewTextReporter writes a campaign's progress to w; tty says whether w
+// is a terminal.
+func NewTextReporter(w io.Writer, tty bool) *TextReporter { return &TextReporter{w: w, tty: tty} }
 
 // ForProbe makes the interval lines of a ping-pong (probe of kind
 // agent.ProbePingPong) round trips per second instead of Gbit/s and
 // retransmits, and those of a UDP run (agent.ProbeUDP) Gbit/s and
 // datagrams; nil changes nothing. It returns p.
-func (p *Progress) ForProbe(probe *agent.ProbeTest) *Progress {
+func (p *TextReporter) ForProbe(probe *agent.ProbeTest) *TextReporter {
 	switch {
 	case probe == nil:
 	case probe.Kind == agent.ProbePingPong:
@@ -53,7 +54,7 @@ func (p *Progress) ForProbe(probe *agent.ProbeTest) *Progress {
 }
 
 // RunStarting shows which run begins and the campaign's ETA.
-func (p *Progress) RunStarting(i, n int, pt Point, eta time.Duration) {
+func (p *TextReporter) RunStarting(i, n int, pt Point, eta time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	line := fmt.Sprintf("run %d/%d · %d stream%s · placement %s · ETA %s", i+1, n, pt.Streams, plural(pt.Streams), pt.Pinning, clock(eta))
@@ -66,7 +67,7 @@ func (p *Progress) RunStarting(i, n int, pt Point, eta time.Duration) {
 }
 
 // Interval prints one interval of the run in progress.
-func (p *Progress) Interval(i int, iv result.Interval) {
+func (p *TextReporter) Interval(i int, iv result.Interval) {
 	if p.pingPong > 0 {
 		p.println(PingPongIntervalLine(iv, p.pingPong))
 		return
@@ -79,7 +80,7 @@ func (p *Progress) Interval(i int, iv result.Interval) {
 }
 
 // RunDone prints the run's result.
-func (p *Progress) RunDone(i, n int, id int64, r *result.Result) {
+func (p *TextReporter) RunDone(i, n int, id int64, r *result.Result) {
 	stored := ""
 	if id != 0 {
 		stored = fmt.Sprintf(" (stored as run %d)", id)
@@ -95,7 +96,7 @@ func (p *Progress) RunDone(i, n int, id int64, r *result.Result) {
 }
 
 // Finish clears the status line.
-func (p *Progress) Finish() {
+func (p *TextReporter) Finish() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.tty && p.status != "" {
@@ -104,7 +105,7 @@ func (p *Progress) Finish() {
 	}
 }
 
-func (p *Progress) println(s string) {
+func (p *TextReporter) println(s string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.tty {
@@ -116,7 +117,7 @@ func (p *Progress) println(s string) {
 	}
 }
 
-func (p *Progress) redraw() { fmt.Fprint(p.w, "\r\x1b[K"+p.status) }
+func (p *TextReporter) redraw() { fmt.Fprint(p.w, "\r\x1b[K"+p.status) }
 
 // clock writes a duration as m:ss.
 func clock(d time.Duration) string {

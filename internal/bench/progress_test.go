@@ -25,7 +25,7 @@ func TestPingPongIntervalLine(t *testing.T) {
 	}
 	iv.Latency = nil
 	var b bytes.Buffer
-	p := NewProgress(&b, false).ForProbe(&agent.ProbeTest{Kind: agent.ProbePingPong, Size: 64})
+	p := NewTextReporter(&b, false).ForProbe(&agent.ProbeTest{Kind: agent.ProbePingPong, Size: 64})
 	iv.Omitted = true
 	p.Interval(0, iv)
 	p.RunDone(0, 3, 7, pingRun(21.5, 40, nil, 80000, 0, 0, "tcp", 0.1))
@@ -50,7 +50,7 @@ func TestUDPIntervalLines(t *testing.T) {
 		t.Errorf("line\n%q\nwant\n%q", got, want)
 	}
 	var live bytes.Buffer
-	NewProgress(&live, false).ForProbe(&agent.ProbeTest{Kind: agent.ProbeUDP, Size: 1470}).Interval(0, iv)
+	NewTextReporter(&live, false).ForProbe(&agent.ProbeTest{Kind: agent.ProbeUDP, Size: 1470}).Interval(0, iv)
 	if live.String() != want+"\n" {
 		t.Errorf("progress %q, want %q", live.String(), want+"\n")
 	}

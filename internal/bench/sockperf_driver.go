@@ -15,7 +15,6 @@ import (
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/result"
-	"github.com/linerate/linerate/internal/telemetry"
 	"github.com/linerate/linerate/internal/toolserver"
 )
 
@@ -76,76 +75,55 @@ func sockperfArgs(addr string, p Params) ([]string, error) {
 	return a, nil
 }
 
-// Run makes one sockperf ping-pong.
-func (d *Sockperf) Run(ctx context.Context, p Params, live func(result.Interval)) (*result.Result, error) {
-	if err := d.Check(); err != nil {
-		return nil, err
-	}
-	args, err := sockperfArgs(d.Hosts.Addr(), p)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := withTimeout(ctx, p)
-	defer cancel()
-	// sockperf's own warm-up and cool-down come on top of -t.
-	srv, srvArgv, err := d.Hosts.StartServer(ctx, toolserver.ToolServer{Tool: "sockperf", Port: sockperfPort, Bind: d.Hosts.Addr(),
-		CPUs: p.Pinning.Server, TCP: !p.Probe.UDP}, p.Duration+2*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	var out []byte
-	var samples []telemetry.Sample
-	run, err := retryConnect(ctx, func() (*result.Result, error) {
-		var r *result.Result
-		var err error
-		r, out, samples, err = d.client(ctx, p, args)
-		return r, err
-	}, func(err error) bool {
-		e := err.Error()
-		return strings.Contains(e, "Connection refused") || strings.Contains(e, "connect socket") || strings.Contains(e, "No messages were received")
-	})
-	_, srvOut, stopErr := srv.Stop()
-	if err != nil {
-		return nil, withServerOutput(err, srvOut)
-	}
-	if stopErr != nil && !strings.Contains(stopErr.Error(), "signal") {
-		return nil, stopErr
-	}
-	run.Raw = string(out)
-	run.Tool = &result.Tool{Name: "sockperf", Client: args, Server: srvArgv}
-	d.intervals(run, p, samples, srv)
-	finishStart(run, p, d.Hosts)
-	if live != nil {
-		for _, iv := range run.Intervals {
-			live(iv)
-		}
-	}
-	return run, nil
+func init() {
+	register(DriverInfo{Name: "sockperf", Rank: 4, New: func(h Hosts, _ TargetConfig) Driver { return &Sockperf{Hosts: h} },
+		Caps: Caps{Latency: true, LatencyUDP: true, LatencyOnly: true}})
 }
 
-// client runs sockperf's client once, sampling this host beside it.
-func (d *Sockperf) client(ctx context.Context, p Params, args []string) (*result.Result, []byte, []telemetry.Sample, error) {
+// Run makes one sockperf ping-pong.
+func (d *Sockperf) Run(ctx context.Context, p Params, live func(result.Interval)) (*result.Result, error) {
+	return runTool(ctx, d, d.Hosts, p, live)
+}
+
+// server is sockperf's server, pinned as asked; sockperf's own warm-up and
+// cool-down come on top of -t.
+func (d *Sockperf) server(p Params) (toolserver.ToolServer, time.Duration) {
+	return toolserver.ToolServer{Tool: "sockperf", Port: sockperfPort, Bind: d.Hosts.Addr(),
+		CPUs: p.Pinning.Server, TCP: p.Probe == nil || !p.Probe.UDP}, p.Duration + 2*time.Second
+}
+
+func (d *Sockperf) client(p Params) ([]string, error) { return sockperfArgs(d.Hosts.Addr(), p) }
+
+func (d *Sockperf) notYet(err error) bool {
+	e := err.Error()
+	return strings.Contains(e, "Connection refused") || strings.Contains(e, "connect socket") || strings.Contains(e, "No messages were received")
+}
+
+func (d *Sockperf) finish(*result.Result, Params, measured, ServerProc, float64) {}
+
+// measure runs sockperf's client once, sampling this host beside it; its
+// report comes at the end.
+func (d *Sockperf) measure(ctx context.Context, p Params, args []string, _ toolserver.ClientAuth, _ func(result.Interval)) (measured, error) {
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	var smp *telemetry.Ticker
-	if !p.NoTelemetry {
-		smp = telemetry.Start(fsOr(d.FS), d.Hosts.NICIRQs(), p.Interval)
-	}
+	smp := sample(d.FS, d.Hosts, p)
 	if err := d.Hosts.StartClient(cmd); err != nil {
 		smp.Stop()
-		return nil, nil, nil, err
+		return measured{}, err
 	}
 	werr := cmd.Wait()
 	samples := smp.Stop()
 	sp, err := ParseSockperf(out.Bytes())
 	if err != nil {
-		return nil, out.Bytes(), nil, err
+		return measured{raw: out.String()}, err
 	}
 	if werr != nil {
-		return nil, out.Bytes(), nil, fmt.Errorf("sockperf client: %v: %s", werr, finalLine(out.String()))
+		return measured{raw: out.String()}, fmt.Errorf("sockperf client: %v: %s", werr, finalLine(out.String()))
 	}
-	return sockperfRun(sp, p), out.Bytes(), samples, nil
+	run := sockperfRun(sp, p)
+	sampledIntervals(run, p, samples, d.Hosts)
+	return measured{run: run, raw: out.String(), atEnd: true}, nil
 }
 
 // sockperfRun turns sockperf's report into a run.
@@ -174,16 +152,4 @@ func firstOr(cpus []int) int {
 		return -1
 	}
 	return cpus[0]
-}
-
-// intervals makes one interval per telemetry sample: sockperf reports
-// only at the end, so the intervals carry both hosts' load and nothing
-// else.
-func (d *Sockperf) intervals(r *result.Result, p Params, samples []telemetry.Sample, srv ServerProc) {
-	iv := p.Interval.Seconds()
-	for i := range samples {
-		r.Intervals = append(r.Intervals, result.Interval{Start: float64(i) * iv, End: float64(i+1) * iv, Streams: []result.StreamInterval{}})
-	}
-	attach(r, samples, sameHosts(d.Hosts))
-	attachServer(r, srv)
 }

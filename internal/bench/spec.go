@@ -118,7 +118,7 @@ func (p Params) withDefaults() Params {
 // Spec is a campaign as asked: every stream count crossed with every
 // placement, each repeated.
 type Spec struct {
-	Engine     string          `json:"engine"`
+	Driver     string          `json:"engine"` // the --engine value
 	Peer       string          `json:"peer"`
 	Label      string          `json:"label,omitempty"`
 	Repeat     int             `json:"repeat"`
@@ -172,7 +172,7 @@ func (s Spec) IsCampaign() bool { return len(s.Order()) > 1 }
 
 // Design is the campaign as its summary names and compares it.
 func (s Spec) Design() explain.Design {
-	d := explain.Design{Engine: s.Engine, Peer: s.Peer, Label: s.Label, Sweep: len(s.Streams) > 1, Placements: len(s.Placements) > 1,
+	d := explain.Design{Driver: s.Driver, Peer: s.Peer, Label: s.Label, Sweep: len(s.Streams) > 1, Placements: len(s.Placements) > 1,
 		PingPong: s.Run.Probe != nil && s.Run.Probe.Kind == agent.ProbePingPong}
 	for _, p := range s.Points() {
 		d.Points = append(d.Points, explain.Point{Streams: p.Streams, Placement: p.Pinning.String(), Command: s.Command(p)})
@@ -214,8 +214,8 @@ func (s Spec) CampaignCommand() string {
 func (s Spec) commandLine(streams []int, places []agent.Pinning, repeat int, alwaysP bool) string {
 	r := s.Run.withDefaults()
 	args := []string{"linerate", "bench", ShellQuote(s.Peer)}
-	if s.Engine != "" && s.Engine != "native" {
-		args = append(args, "--engine", s.Engine)
+	if s.Driver != "" && s.Driver != "native" {
+		args = append(args, "--engine", s.Driver)
 	}
 	args = append(args, "-t", durationArg(r.Duration))
 	if r.Omit > 0 {
@@ -259,7 +259,7 @@ func (s Spec) commandLine(streams []int, places []agent.Pinning, repeat int, alw
 	}
 	args = append(args, engineArgs(r)...)
 	args = append(args, probeFlags(r.Probe)...)
-	if s.Engine == "perftest" {
+	if s.Driver == "perftest" {
 		args = append(args, perftestFlags(r.Perftest)...)
 	}
 	if s.Label != "" {
@@ -345,7 +345,7 @@ func RunCommand(r *result.Result, label string) string {
 	if peer == "" {
 		peer = "-"
 	}
-	s := Spec{Engine: r.Engine, Peer: peer, Label: label, Run: p}
+	s := Spec{Driver: r.Engine, Peer: peer, Label: label, Run: p}
 	return s.Command(Point{Streams: max(st.Streams, 1), Pinning: p.Pinning})
 }
 
@@ -364,7 +364,7 @@ func (StoredCommands) Run(row *store.Run) string {
 		if p.Perftest.Test != "" {
 			return ""
 		}
-		s := Spec{Engine: row.Engine, Peer: row.Peer, Label: row.Label, Run: p}
+		s := Spec{Driver: row.Engine, Peer: row.Peer, Label: row.Label, Run: p}
 		return s.Command(Point{Streams: max(p.Streams, 1), Pinning: p.Pinning})
 	}
 	var r result.Result

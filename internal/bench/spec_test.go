@@ -30,7 +30,7 @@ func TestCommands(t *testing.T) {
 				Run: Params{Test: agent.Test{Params: engine.Params{Duration: 5 * time.Second, ZeroCopy: result.MsgZeroCopy, Congestion: "bbr", FQRate: 10e9}}}}.CampaignCommand(),
 			"linerate bench 10.0.0.2 -t 5 --placements '0,2/1,3;6,7' --repeat 3 --zerocopy=msg_zerocopy --congestion bbr --fq-rate 10000000000"},
 		{"perftest sweep",
-			Spec{Engine: "perftest", Peer: "10.0.0.1", Streams: []int{1, 4}, Label: "rdma",
+			Spec{Driver: "perftest", Peer: "10.0.0.1", Streams: []int{1, 4}, Label: "rdma",
 				Run: Params{Perftest: toolserver.PerftestParams{Test: "ib_read_bw", Size: 65536, Device: "rocep3s0", GID: 3}}}.CampaignCommand(),
 			"linerate bench 10.0.0.1 --engine perftest -t 10 --sweep-streams 1,4 --perftest-test ib_read_bw --perftest-size 65536 --rdma-device rocep3s0 --gid-index 3 --label rdma"},
 		{"a recorded run",
@@ -105,11 +105,11 @@ func TestSpecOrderInterleaves(t *testing.T) {
 // campaign.
 func TestSummaryCommands(t *testing.T) {
 	six := agent.Pinning{Client: []int{6}, Server: []int{6}}
-	pinned := Spec{Engine: "iperf3", Peer: "192.168.88.3", Repeat: 7, Run: Params{Test: agent.Test{Params: engine.Params{Duration: 10 * time.Second}, Pinning: six}}}
-	twoPlaces := Spec{Engine: "iperf3", Peer: "lab:t", Repeat: 2, Run: Params{Test: agent.Test{Params: engine.Params{Duration: 3 * time.Second}}},
+	pinned := Spec{Driver: "iperf3", Peer: "192.168.88.3", Repeat: 7, Run: Params{Test: agent.Test{Params: engine.Params{Duration: 10 * time.Second}, Pinning: six}}}
+	twoPlaces := Spec{Driver: "iperf3", Peer: "lab:t", Repeat: 2, Run: Params{Test: agent.Test{Params: engine.Params{Duration: 3 * time.Second}}},
 		Placements: []agent.Pinning{{Client: []int{0}, Server: []int{0}}, {Client: []int{0}, Server: []int{1}}}}
 	ping := func(udp bool, places ...agent.Pinning) Spec {
-		return Spec{Engine: "native", Peer: "lab:x", Repeat: 3, Placements: places,
+		return Spec{Driver: "native", Peer: "lab:x", Repeat: 3, Placements: places,
 			Run: Params{Test: agent.Test{Probe: &agent.ProbeTest{Kind: agent.ProbePingPong, Size: 64, UDP: udp}}}}
 	}
 	for _, c := range []struct {

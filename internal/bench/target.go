@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -21,15 +20,12 @@ import (
 	"github.com/linerate/linerate/internal/tune"
 )
 
-// Engines are the --engine values.
-var Engines = []string{"native", "iperf3", "iperf2", "perftest", "sockperf", "netperf"}
-
 // TargetConfig says what to measure against: a peer and a driver.
 type TargetConfig struct {
 	// Peer is HOST, HOST:PORT (a `linerate serve` agent), or lab:NAME.
 	Peer string
-	// Engine is the --engine value; "" means native.
-	Engine string
+	// Driver is the --engine value; "" means native.
+	Driver string
 	// Token authenticates to the agent; unused for a lab.
 	Token []byte
 	// Port is the agent's port when Peer names none; 0 means the default.
@@ -70,11 +66,11 @@ type Target struct {
 // reports and tunings. An agent that is busy, refuses the token or cannot
 // be reached is an error here, before any run.
 func NewTarget(ctx context.Context, cfg TargetConfig) (*Target, error) {
-	if cfg.Engine == "" {
-		cfg.Engine = "native"
+	if cfg.Driver == "" {
+		cfg.Driver = "native"
 	}
-	if !slices.Contains(Engines, cfg.Engine) {
-		return nil, fmt.Errorf("--engine %q: choose one of %s", cfg.Engine, strings.Join(Engines, ", "))
+	if _, ok := LookupDriver(cfg.Driver); !ok {
+		return nil, fmt.Errorf("--engine %q: choose one of %s", cfg.Driver, strings.Join(DriverNames(), ", "))
 	}
 	if name, ok := strings.CutPrefix(cfg.Peer, LabPrefix); ok {
 		return labTarget(cfg, name)
@@ -118,27 +114,18 @@ func labTarget(cfg TargetConfig, name string) (*Target, error) {
 			t.Notes = append(t.Notes, fmt.Sprintf("doctor in lab host %s: %v", end.host, err))
 		}
 	}
-	switch cfg.Engine {
-	case "native":
+	if cfg.Driver == "native" {
 		t.Driver = &Native{Lab: LabEngine{Name: name, Port: cfg.Port, Stderr: cfg.Stderr}, Base: cfg.Base, Logger: cfg.Logger}
-	default:
-		t.Driver = externalDriver(cfg, h)
+	} else {
+		t.Driver = toolDriver(cfg, h)
 	}
 	return t, nil
 }
 
-func externalDriver(cfg TargetConfig, h Hosts) Driver {
-	switch cfg.Engine {
-	case "iperf3":
-		return &Iperf3{Hosts: h}
-	case "iperf2":
-		return &Iperf2{Hosts: h}
-	case "sockperf":
-		return &Sockperf{Hosts: h}
-	case "netperf":
-		return &Netperf{Hosts: h}
-	}
-	return &Perftest{Hosts: h, Test: cfg.PerftestTest}
+// toolDriver is the registered external driver of cfg between hosts h.
+func toolDriver(cfg TargetConfig, h Hosts) Driver {
+	d, _ := LookupDriver(cfg.Driver)
+	return d.New(h, cfg)
 }
 
 func agentTarget(ctx context.Context, cfg TargetConfig) (*Target, error) {
@@ -176,10 +163,10 @@ func agentTarget(ctx context.Context, cfg TargetConfig) (*Target, error) {
 }
 
 func agentDriver(cfg TargetConfig, peer string) Driver {
-	if cfg.Engine == "native" {
+	if cfg.Driver == "native" {
 		return &Native{Peer: peer, Token: cfg.Token, Base: cfg.Base, Logger: cfg.Logger}
 	}
-	return externalDriver(cfg, &AgentHosts{Peer: peer, Token: cfg.Token, Interval: cfg.Interval})
+	return toolDriver(cfg, &AgentHosts{Peer: peer, Token: cfg.Token, Interval: cfg.Interval})
 }
 
 // withDefaultPort adds port to a peer written without one.

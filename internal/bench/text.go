@@ -15,8 +15,8 @@ import (
 	"github.com/linerate/linerate/internal/result"
 )
 
-// TextProgress returns a Progress function that writes a run as iperf3
-// does: a header, a line per interval ("[SUM] 0.00-1.00 sec 1.16 GBytes
+// TextProgress returns a run's Progress callback (agent.Config.Progress)
+// that writes the run as iperf3 does: a header, a line per interval ("[SUM] 0.00-1.00 sec 1.16 GBytes
 // 9.93 Gbits/sec 0 retr", with the busiest CPU of each end), a line per
 // stream too when verbose, and the totals. Units are iperf3's: bytes in
 // powers of 1024, bits per second in powers of 1000.
@@ -76,7 +76,7 @@ func writeOtherLoad(w io.Writer, r *result.Result) {
 	}
 }
 
-// JSONStreamProgress returns a Progress function that writes each event
+// JSONStreamProgress returns a run's Progress callback that writes each event
 // as one JSON object per line, as iperf3 --json-stream does.
 func JSONStreamProgress(w io.Writer) func(result.Event) {
 	enc := json.NewEncoder(w)

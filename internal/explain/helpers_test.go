@@ -13,7 +13,7 @@ func designOf(engine, peer string, streams []int, placements []string, command f
 	if len(placements) == 0 {
 		placements = []string{"auto"}
 	}
-	d := Design{Engine: engine, Peer: peer, Sweep: len(streams) > 1, Placements: len(placements) > 1}
+	d := Design{Driver: engine, Peer: peer, Sweep: len(streams) > 1, Placements: len(placements) > 1}
 	for _, n := range streams {
 		for _, p := range placements {
 			pt := Point{Streams: n, Placement: p}

@@ -33,7 +33,7 @@ func pingDesign(udp bool, placements ...string) Design {
 	if len(placements) == 0 {
 		placements = []string{"auto"}
 	}
-	d := Design{Engine: "native", Peer: "lab:x", PingPong: true, Placements: len(placements) > 1}
+	d := Design{Driver: "native", Peer: "lab:x", PingPong: true, Placements: len(placements) > 1}
 	for _, p := range placements {
 		cmd := "linerate bench lab:x -t 10"
 		if p != "auto" {

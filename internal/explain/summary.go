@@ -120,7 +120,8 @@ const bucketSplit = "split wherever two neighbours differ by more than max(5% of
 // points (every stream count crossed with every placement, in the order
 // Outcome.Point indexes them) and what they vary.
 type Design struct {
-	Engine, Peer, Label string
+	// Driver is the --engine value.
+	Driver, Peer, Label string
 	Points              []Point
 	// Sweep is true when the campaign varies the stream count,
 	// Placements when it varies the placement; PingPong when its runs
@@ -149,7 +150,7 @@ type Outcome struct {
 // names CPUs in explanations; ceiling (Gbit/s, nil when unknown) is the
 // path's goodput ceiling.
 func Summarize(d Design, outs []Outcome, topo Topology, ceiling *float64) *Summary {
-	s := &Summary{Schema: CampaignSchema, Engine: d.Engine, Peer: d.Peer, Label: d.Label,
+	s := &Summary{Schema: CampaignSchema, Engine: d.Driver, Peer: d.Peer, Label: d.Label,
 		Points: []PointSummary{}, Explanation: []string{}, CIMethod: CIMethod, BucketRule: BucketRule}
 	points := d.Points
 	byPoint := make([][]Outcome, len(points))

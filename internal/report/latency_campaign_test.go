@@ -25,7 +25,7 @@ func pingCampaign(t *testing.T) (*store.Campaign, *explain.Summary, map[int64]*s
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := bench.Spec{Engine: "native", Peer: "lab:x", Repeat: 3,
+	spec := bench.Spec{Driver: "native", Peer: "lab:x", Repeat: 3,
 		Placements: []agent.Pinning{{Client: []int{0}, Server: []int{0}}, {Client: []int{0}, Server: []int{1}}},
 		Run:        bench.Params{Test: agent.Test{Probe: &agent.ProbeTest{Kind: agent.ProbePingPong, Size: 64}}}}
 	figures := []struct {

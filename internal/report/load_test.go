@@ -135,7 +135,7 @@ func storeDataset(tb testing.TB, ds Dataset) stored {
 // specOf is the campaign as bench would have been asked for it.
 func specOf(tb testing.TB, c Campaign, runs map[int64]*Run) json.RawMessage {
 	first := runs[c.Points[0].RunIDs[0]].Result
-	spec := bench.Spec{Engine: first.Engine, Peer: first.Start.Peer, Label: c.Label, Repeat: len(c.Points[0].RunIDs),
+	spec := bench.Spec{Driver: first.Engine, Peer: first.Start.Peer, Label: c.Label, Repeat: len(c.Points[0].RunIDs),
 		Run: bench.Params{Test: agent.Test{Params: engine.Params{Streams: first.Start.Streams, Duration: time.Duration(first.Start.DurationS) * time.Second}}}}
 	for _, p := range c.Points {
 		spec.Streams = append(spec.Streams, p.Streams)

@@ -87,7 +87,7 @@ func TestLabNICDrops(t *testing.T) {
 			run.Probe = &agent.ProbeTest{Kind: agent.ProbeUDP, Size: 1400}
 			drv = drivers["native"]
 		}
-		c := &bench.Campaign{Spec: bench.Spec{Engine: strings.TrimSuffix(eng, "-udp"), Peer: bench.LabPrefix + name, Label: "drops-" + eng, Repeat: 1,
+		c := &bench.Campaign{Spec: bench.Spec{Driver: strings.TrimSuffix(eng, "-udp"), Peer: bench.LabPrefix + name, Label: "drops-" + eng, Repeat: 1,
 			Run: run}, Driver: drv, Store: db}
 		s, outs, err := c.Run(context.Background())
 		if err != nil {

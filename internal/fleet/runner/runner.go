@@ -50,7 +50,7 @@ func (r *Runner) Run(ctx context.Context, s fleet.Spec) (fleet.Measurement, erro
 		interval = time.Second
 	}
 	c := &bench.Campaign{Driver: d, Store: r.Store, ClientDoctor: r.Doctors[s.From.Name], ServerDoctor: r.Doctors[s.To.Name],
-		Spec: bench.Spec{Engine: "native", Peer: to.Addr().String(), Label: s.Label, Repeat: 1,
+		Spec: bench.Spec{Driver: "native", Peer: to.Addr().String(), Label: s.Label, Repeat: 1,
 			Run: bench.Params{Test: agent.Test{Params: engine.Params{Streams: s.Streams, Duration: s.Duration, Interval: interval, Direction: result.Send}}}}}
 	_, outs, err := c.Run(ctx)
 	if err != nil {
