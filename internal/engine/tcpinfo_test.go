@@ -46,11 +46,23 @@ func TestTCPInfo(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	after, _ := readTCPInfo(tx)
-	if !after.AppLimited {
-		t.Errorf("a trickle of single bytes is not app-limited: %+v", after)
-	}
 	if s := senderStats(mid, after); s == nil || s.BusyUs > uint64(time.Second/time.Microsecond) || s.Retrans != 0 {
 		t.Errorf("the trickle's interval: %+v", s)
+	}
+	// The app-limited flag belongs to the rate sample the kernel keeps:
+	// the last one not app-limited, or an app-limited one at least as
+	// fast (tcp_rate_gen). After the bulk, a trickle's samples are slower
+	// and seldom replace the bulk's, so the flag is read on a connection
+	// that only ever trickled.
+	ttx, trx := tcpPair(t)
+	var trickle tcpInfo
+	for range 20 {
+		writeAll(ttx, []byte{1})
+		time.Sleep(5 * time.Millisecond)
+		unix.Read(trx, make([]byte, 16))
+	}
+	if trickle, _ = readTCPInfo(ttx); !trickle.AppLimited {
+		t.Errorf("a trickle of single bytes is not app-limited: %+v", trickle)
 	}
 	r, _ := readTCPInfo(rx)
 	rs := receiverStats(before, r)
