@@ -192,7 +192,7 @@ func runBench(cmd *cobra.Command, env *cliEnv, peer string, f benchFlags) error 
 		return err
 	}
 	tcfg := bench.TargetConfig{Peer: peer, Driver: f.engine, Port: f.port, Interval: p.Interval,
-		PerftestTest: f.perftest.Test, NoFacts: f.noStore && !spec.IsCampaign()}
+		PerftestTest: f.perftestTest(), NoFacts: f.noStore && !spec.IsCampaign()}
 	if f.verbose {
 		tcfg.Stderr = env.stderr
 	}
@@ -304,7 +304,9 @@ func runOne(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFlags, t
 	case f.jsonStream:
 		return nil
 	}
-	if _, native := target.Driver.(*bench.Native); !native && (run.End.Latency != nil || run.End.UDP != nil) {
+	if run.Perftest != nil {
+		bench.WritePerftest(env.stdout, run)
+	} else if _, native := target.Driver.(*bench.Native); !native && (run.End.Latency != nil || run.End.UDP != nil) {
 		fmt.Fprintf(env.stdout, "%s: placement client CPU %v, server CPU %v\n", c.Driver.Name(), run.Start.Placement.Client, run.Start.Placement.Server)
 		bench.WriteProbeEnd(env.stdout, &run.End)
 	} else if !native {
@@ -356,6 +358,15 @@ func (f benchFlags) spec(cmd *cobra.Command, peer string) (bench.Spec, error) {
 		}
 	}
 	return s, nil
+}
+
+// perftestTest is the perftest tool the flags ask for: --perftest-test,
+// or ib_write_lat for --latency ("" leaves the driver's default).
+func (f benchFlags) perftestTest() string {
+	if f.perftest.Test == "" && f.latency {
+		return "ib_write_lat"
+	}
+	return f.perftest.Test
 }
 
 // checkEngine refuses flags the chosen driver cannot honour, before

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/linerate/linerate/internal/agent"
+	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/toolserver"
@@ -20,7 +24,11 @@ import (
 type Perftest struct {
 	Hosts Hosts
 	FS    *hostfs.FS
-	Test  string // the tool, for Check; Run uses Params.Perftest.Test
+	// ServerFS is the server end's host, when this process can read it
+	// (tests give each end a tree of its own). Nil: a lab's server shares
+	// FS (its namespaces share one kernel); an agent's is not read.
+	ServerFS *hostfs.FS
+	Test     string // the tool, for Check; Run uses Params.Perftest.Test
 }
 
 // Name returns "perftest".
@@ -28,14 +36,38 @@ func (d *Perftest) Name() string { return "perftest" }
 
 func init() {
 	register(DriverInfo{Name: "perftest", Rank: 3, New: func(h Hosts, cfg TargetConfig) Driver { return &Perftest{Hosts: h, Test: cfg.PerftestTest} },
-		Caps: Caps{Perftest: true}})
+		Caps: Caps{Perftest: true, Latency: true}})
 }
 
 // Check finds the tool and an RDMA device.
 func (d *Perftest) Check() error { return d.check(d.Test) }
 
-// CheckParams checks the tool p asks for.
-func (d *Perftest) CheckParams(p Params) error { return d.check(p.Perftest.WithDefaults().Test) }
+// CheckParams checks the tool p asks for: a latency tool for a latency
+// run (--latency), a bandwidth tool otherwise.
+func (d *Perftest) CheckParams(p Params) error {
+	pp := perftestParams(p)
+	if lat := strings.HasSuffix(pp.Test, "_lat"); latencyRun(p) != lat {
+		want := "a bandwidth tool (ib_write_bw, ib_read_bw, ib_send_bw)"
+		if latencyRun(p) {
+			want = "a latency tool (ib_write_lat, ib_send_lat)"
+		}
+		return fmt.Errorf("--perftest-test %s: this run needs %s", pp.Test, want)
+	}
+	return d.check(pp.Test)
+}
+
+// latencyRun reports whether p asks for round trips (--latency).
+func latencyRun(p Params) bool { return p.Probe != nil && p.Probe.Kind == agent.ProbePingPong }
+
+// perftestParams are the perftest tool and message of p: ib_write_lat
+// for a latency run that names no tool, else p's with their defaults.
+func perftestParams(p Params) toolserver.PerftestParams {
+	pp := p.Perftest
+	if pp.Test == "" && latencyRun(p) {
+		pp.Test = "ib_write_lat"
+	}
+	return pp.WithDefaults()
+}
 
 func (d *Perftest) check(test string) error {
 	test = toolserver.PerftestParams{Test: test}.WithDefaults().Test
@@ -72,22 +104,24 @@ func (d *Perftest) Run(ctx context.Context, p Params, live func(result.Interval)
 }
 
 func (d *Perftest) server(p Params) (toolserver.ToolServer, time.Duration) {
-	pp := p.Perftest.WithDefaults()
+	pp := perftestParams(p)
 	return toolserver.ToolServer{Tool: pp.Test, CPUs: p.Pinning.Server, Perftest: pp, Streams: p.Streams}, p.Duration + p.Omit
 }
 
 func (d *Perftest) client(p Params) ([]string, error) {
-	return pinned(p.Pinning.Client, append(toolserver.PerftestArgs(p.Perftest.WithDefaults(), p.Streams, 0), d.Hosts.Addr())), nil
+	return pinned(p.Pinning.Client, append(toolserver.PerftestArgs(perftestParams(p), p.Streams, 0), d.Hosts.Addr())), nil
 }
 
 func (d *Perftest) notYet(err error) bool { return strings.Contains(err.Error(), "Couldn't connect") }
 
-// measure runs the client once: its report is one interval over the test,
-// the client's load its last telemetry sample.
+// measure runs the client once, with both ends' RDMA counters read
+// before it starts and after it ends: its report is one interval over the
+// test, the client's load its last telemetry sample.
 func (d *Perftest) measure(ctx context.Context, p Params, args []string, _ toolserver.ClientAuth, _ func(result.Interval)) (measured, error) {
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = &out, &out
+	rdma := d.beginRDMA(p)
 	smp := sample(d.FS, d.Hosts, p)
 	if err := d.Hosts.StartClient(cmd); err != nil {
 		smp.Stop()
@@ -95,11 +129,14 @@ func (d *Perftest) measure(ctx context.Context, p Params, args []string, _ tools
 	}
 	werr := cmd.Wait()
 	samples := smp.Stop()
+	counted := rdma.end()
 	res, perr := ParsePerftest(out.Bytes())
 	if perr != nil {
 		return measured{raw: out.String()}, fmt.Errorf("%s: %v (%v)", args[0], perr, werr)
 	}
 	run := perftestRun(res, p)
+	run.End.RDMA = counted
+	explain.JudgeRDMA(run.End.RDMA, res.BWAverageGbps)
 	if len(samples) > 0 {
 		run.Intervals[0].CPU.Client = samples[len(samples)-1].PerCPU
 	}
@@ -135,4 +172,81 @@ func perftestRun(res *result.Perftest, p Params) *result.Result {
 	r.End = result.End{Seconds: secs, SumSent: result.Sum{Bytes: bytes, BitsPerSecond: bps},
 		SumReceived: result.Received{Bytes: bytes, BitsPerSecond: bps}}
 	return r
+}
+
+// rdmaSpans are both ends' RDMA ports read before a run; an end nil is
+// not read here.
+type rdmaSpans struct {
+	client, server *rdmaSpan
+	serverNotRead  string
+}
+
+// beginRDMA reads both ends' RDMA counters before a run: the client's
+// here, the server's where this process can read it (ServerFS, or a
+// lab's one kernel).
+func (d *Perftest) beginRDMA(p Params) *rdmaSpans {
+	dev := p.Perftest.Device
+	s := &rdmaSpans{client: beginRDMA(fsOr(d.FS), dev)}
+	_, lab := d.Hosts.(labNICHosts)
+	switch {
+	case d.ServerFS != nil:
+		s.server = beginRDMA(d.ServerFS, dev)
+	case lab:
+		s.server = beginRDMA(fsOr(d.FS), dev)
+	default:
+		s.serverNotRead = "the agent does not read RDMA counters; read them on the peer around the run with 'rdma statistic show'"
+	}
+	return s
+}
+
+// end reads both ends again: the counters' growth, and the client port's
+// rate and PCIe ceiling.
+func (s *rdmaSpans) end() *result.RDMA {
+	r := &result.RDMA{Client: s.client.end()}
+	s.client.ceilings(r)
+	if s.server != nil {
+		r.Server = s.server.end()
+	} else if s.serverNotRead != "" {
+		r.Server = &result.RDMAEnd{NotRead: s.serverNotRead}
+	}
+	return r
+}
+
+// WritePerftest writes a perftest run for people: the bandwidth or the
+// latency percentiles as perftest reported them (latencies of writes and
+// sends are half the round trip), then what the RDMA counters and the
+// port's ceilings say.
+func WritePerftest(w io.Writer, r *result.Result) {
+	pt := r.Perftest
+	if pt == nil {
+		return
+	}
+	tool := "perftest"
+	if r.Tool != nil && len(r.Tool.Client) > 0 {
+		tool = r.Tool.Client[0]
+	}
+	switch {
+	case pt.BWAverageGbps != nil:
+		fmt.Fprintf(w, "%s: %s bytes × %d: average %.2f Gbit/s", tool, strconv.FormatInt(pt.MsgBytes, 10), pt.Iterations, *pt.BWAverageGbps)
+		if pt.BWPeakGbps != nil {
+			fmt.Fprintf(w, ", peak %.2f Gbit/s", *pt.BWPeakGbps)
+		}
+		fmt.Fprintln(w)
+	default:
+		fmt.Fprintf(w, "%s: %s bytes × %d, latency in µs:", tool, strconv.FormatInt(pt.MsgBytes, 10), pt.Iterations)
+		for _, f := range []struct {
+			name string
+			v    *float64
+		}{{"min", pt.TMinUs}, {"typical", pt.TTypicalUs}, {"avg", pt.TAvgUs}, {"p99", pt.P99Us}, {"p99.9", pt.P999Us}, {"max", pt.TMaxUs}} {
+			if f.v != nil {
+				fmt.Fprintf(w, " %s %.2f", f.name, *f.v)
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	if x := r.End.RDMA; x != nil {
+		for _, s := range x.Explanation {
+			fmt.Fprintln(w, s)
+		}
+	}
 }

@@ -273,6 +273,9 @@ type End struct {
 	// RxCopy is what the receivers' copy cost, and what they did when
 	// asked to skip it; the native engine's stream runs.
 	RxCopy *RxCopyReport `json:"rx_copy,omitempty"`
+	// RDMA is an RDMA run's (perftest): both ends' RDMA counters and the
+	// result against the port and its PCIe link; nil otherwise.
+	RDMA *RDMA `json:"rdma,omitempty"`
 }
 
 // HostForeign is the other load on each end; Notes say why an end's is
