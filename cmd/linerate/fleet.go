@@ -34,6 +34,11 @@ type fleetFlags struct {
 	port                    int
 	db                      string
 	json                    bool
+	// engine is what runs each test: native (the agents) or perftest
+	// (ib_write_bw, in a lab's hosts); thresholdSet says --threshold was
+	// given, else perftest takes ClusterKit's rule for RDMA.
+	engine       string
+	thresholdSet bool
 }
 
 func newFleetCmd(env *cliEnv) *cobra.Command {
@@ -48,13 +53,18 @@ func newFleetCmd(env *cliEnv) *cobra.Command {
 func newFleetRunCmd(env *cliEnv) *cobra.Command {
 	f := fleetFlags{duration: seconds(10 * time.Second), streams: 1, threshold: fleet.DefaultThresholdPct, retests: fleet.DefaultRetests, port: agent.DefaultPort}
 	cmd := &cobra.Command{
-		Use:   "run (--hosts FILE | --lab NAME | --slurm | --k8s SERVICE) [--pattern pairs|ring|star:HOST] [-t DUR] [-P N] [--parallel] [--threshold PCT] [--json]",
+		Use:   "run (--hosts FILE | --lab NAME | --slurm | --k8s SERVICE) [--pattern pairs|ring|star:HOST] [-t DUR] [-P N] [--parallel] [--threshold PCT] [--engine native|perftest] [--json]",
 		Short: "Run the pair matrix across hosts, and blame the slow host or path",
 		Long: `run tests every pair of hosts in both directions, in the rounds of the circle
 method (n-1 rounds of n/2 disjoint pairs, n rounds for odd n; each round runs
 its pairs one way, then the other). By default one test runs at a time, which
 isolates each link; --parallel runs each round's pairs at once, which loads
 the fabric as real jobs do and takes 2(n-1) test times instead of n(n-1).
+
+With --engine perftest each test is ib_write_bw (RDMA), its server and client
+started in the two hosts of a lab (--lab only: the agents run no perftest
+client), and ClusterKit's rule for RDMA is the default: a test below 93% of the
+fleet's best test is bad (--threshold changes the percentage).
 
 A test below --threshold percent (default 90) of the fleet's median test is
 slow and is tried again (--retests, one at a time). A host slow with most of
@@ -89,7 +99,10 @@ reason, and the matrix goes on without it.`,
   linerate fleet run --hosts hosts.txt --parallel -t 10 -P 4 --json > fleet.json
   salloc -N 16 linerate fleet run --slurm --parallel`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runFleet(cmd, env, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.thresholdSet = cmd.Flags().Changed("threshold")
+			return runFleet(cmd, env, f)
+		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.hostsFile, "hosts", "", "a host list: NAME ADDRESS [SSH-TARGET] per line")
@@ -108,6 +121,7 @@ reason, and the matrix goes on without it.`,
 	fl.IntVarP(&f.port, "port", "p", agent.DefaultPort, "the agents' TCP port")
 	fl.StringVar(&f.db, "db", "", "the results database (default "+store.DefaultPath()+")")
 	fl.BoolVar(&f.json, "json", false, "print the result as a linerate.fleet/v1 JSON document")
+	fl.StringVar(&f.engine, "engine", "native", "native (the agents' own engine), or perftest: ib_write_bw between a lab's hosts, a test bad below 93% of the best (ClusterKit's rule for RDMA) unless --threshold says otherwise")
 	return cmd
 }
 
@@ -148,8 +162,22 @@ func (f *fleetFlags) options() (fleet.Options, error) {
 	if label == "" {
 		label = "fleet-" + time.Now().Format("20060102-150405")
 	}
-	return fleet.Options{Pattern: p, Duration: time.Duration(f.duration), Streams: f.streams, Parallel: f.parallel,
-		ThresholdPct: f.threshold, Retests: retests, Label: label}, nil
+	o := fleet.Options{Pattern: p, Duration: time.Duration(f.duration), Streams: f.streams, Parallel: f.parallel,
+		ThresholdPct: f.threshold, Retests: retests, Label: label}
+	switch f.engine {
+	case "native":
+	case "perftest":
+		if f.labName == "" {
+			return fleet.Options{}, errors.New("--engine perftest runs over a lab (--lab NAME): over --hosts, --slurm and --k8s the agents would have to run perftest clients, which they do not")
+		}
+		o.FromBest = true
+		if !f.thresholdSet {
+			o.ThresholdPct = fleet.RDMAThresholdPct
+		}
+	default:
+		return fleet.Options{}, fmt.Errorf("--engine %q: native or perftest", f.engine)
+	}
+	return o, nil
 }
 
 // source resolves the one host source given.
@@ -341,10 +369,17 @@ func runFleet(cmd *cobra.Command, env *cliEnv, f fleetFlags) error {
 	if _, err := fleet.NewSchedule(len(src.hosts), opts.Pattern, names); err != nil {
 		return err
 	}
-	rn, hosts, stopAgents, err := newFleetRunner(ctx, env, src, f, opts)
-	defer stopAgents()
-	if err != nil {
-		return err
+	var rn fleet.Runner
+	hosts := src.hosts
+	if f.engine == "perftest" {
+		rn = &runner.LabPerftest{Lab: f.labName}
+	} else {
+		agents, up, stopAgents, err := newFleetRunner(ctx, env, src, f, opts)
+		defer stopAgents()
+		if err != nil {
+			return err
+		}
+		rn, hosts = agents, up
 	}
 	if !f.json {
 		opts.Progress = func(ev fleet.Event) {

@@ -43,6 +43,8 @@ func TestFleetRunRefuses(t *testing.T) {
 		{[]string{"fleet", "run", "--k8s", "linerate-agents"}, "--k8s needs --token-file"},
 		{[]string{"fleet", "run", "--lab", "rack", "--ssh-config", good}, "--ssh-config goes with --hosts"},
 		{[]string{"fleet", "run", "--lab", "Bad!"}, "lab name \"Bad!\""},
+		{[]string{"fleet", "run", "--hosts", good, "--engine", "perftest"}, "--engine perftest runs over a lab (--lab NAME)"},
+		{[]string{"fleet", "run", "--hosts", good, "--engine", "iperf3"}, "--engine \"iperf3\": native or perftest"},
 	}
 	for _, tt := range tests {
 		_, stderr, code := runCLI(t, tt.args...)

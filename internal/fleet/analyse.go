@@ -35,14 +35,18 @@ func firstTries(res map[[2]int]*outcome) []float64 {
 	return xs
 }
 
-// slowLimit is the Gbit/s below which a test is slow: pct of the median of
-// the first tries. ok is false when no test worked.
-func slowLimit(res map[[2]int]*outcome, pct float64) (limit float64, ok bool) {
+// slowLimit is the Gbit/s below which a test is slow: ThresholdPct of the
+// median of the first tries, or of the best with FromBest. ok is false
+// when no test worked.
+func slowLimit(res map[[2]int]*outcome, opts Options) (limit float64, ok bool) {
 	xs := firstTries(res)
 	if len(xs) == 0 {
 		return 0, false
 	}
-	return median(xs) * pct / 100, true
+	if opts.FromBest {
+		return slices.Max(xs) * opts.ThresholdPct / 100, true
+	}
+	return median(xs) * opts.ThresholdPct / 100, true
 }
 
 // status of one direction.
@@ -68,9 +72,9 @@ func analyse(hosts []Host, sched Schedule, res map[[2]int]*outcome, down map[int
 		Parallel: opts.Parallel, DurationS: opts.Duration.Seconds(), Streams: opts.Streams,
 		ThresholdPct: opts.ThresholdPct, Rounds: len(sched.Rounds), Tests: sched.Tests(),
 		Pairs: []PairResult{}, Retests: []Retest{}, Outliers: []Outlier{}}
-	limit, haveLimit := slowLimit(res, opts.ThresholdPct)
+	limit, haveLimit := slowLimit(res, opts)
 	if haveLimit {
-		r.MedianGbps = ptr(round3(limit * 100 / opts.ThresholdPct))
+		r.MedianGbps = ptr(round3(median(firstTries(res))))
 		r.SlowBelowGbps = ptr(round3(limit))
 	}
 	st := func(from, to int) string { return res[[2]int{from, to}].status(limit, haveLimit) }

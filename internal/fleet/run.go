@@ -56,9 +56,13 @@ type Options struct {
 	Streams  int
 	// Parallel runs each leg's tests at once; otherwise one at a time.
 	Parallel bool
-	// ThresholdPct: a test below this share of the fleet's median test is
-	// slow; 0 means DefaultThresholdPct.
+	// ThresholdPct: a test below this share of the fleet's median test
+	// (of its best with FromBest) is slow; 0 means DefaultThresholdPct.
 	ThresholdPct float64
+	// FromBest measures ThresholdPct from the fleet's best test, as
+	// ClusterKit's rule for RDMA does (RDMAThresholdPct of the best
+	// bandwidth), rather than from the median.
+	FromBest bool
 	// Retests is how many times a slow test is tried again; 0 means
 	// DefaultRetests, a negative number none.
 	Retests int
@@ -71,6 +75,9 @@ type Options struct {
 // Defaults of Options.
 const (
 	DefaultThresholdPct = 90
+	// RDMAThresholdPct is ClusterKit's rule for RDMA bandwidth: a pair
+	// below 93% of the best is bad (with FromBest).
+	RDMAThresholdPct = 93
 	DefaultRetests      = 1
 	maxRetests          = 5
 )
@@ -294,7 +301,7 @@ func (r *run) markDown() {
 // stopping for a test as soon as one try is not slow.
 func (r *run) retest(ctx context.Context, sched Schedule) {
 	for i := 0; i < r.opts.Retests; i++ {
-		limit, ok := slowLimit(r.res, r.opts.ThresholdPct)
+		limit, ok := slowLimit(r.res, r.opts)
 		if !ok {
 			return
 		}

@@ -1,0 +1,95 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/linerate/linerate/internal/fleet"
+	"github.com/linerate/linerate/internal/fleet/launch/launchtest"
+	"github.com/linerate/linerate/internal/lab"
+)
+
+// TestFleetPerftestLab: the RDMA pair matrix (fleet run --engine
+// perftest) over a lab of 5 hosts, each test's ib_write_bw server and
+// client started in its two hosts' namespaces. The ib_write_bw on PATH is
+// a stand-in (no RDMA device here) that prints perftest's results table:
+// 94.21 Gbit/s, or 61.08 when either end is h03, the planted slow host.
+// With ClusterKit's rule (bad below 93% of the best) every pair of h03 is
+// slow, re-tested, and h03 is blamed on both sides; no other pair is.
+func TestFleetPerftestLab(t *testing.T) {
+	const name = "t-rdmaflt"
+	if testing.Short() {
+		// CI runs the suite without -short, so this runs there.
+		t.Skip("-short: unit tests only, no lab")
+	}
+	members := launchtest.LabWith(t, lab.Config{Name: name, Hosts: 5})
+	var slow string
+	var hosts []fleet.Host
+	for _, m := range members {
+		hosts = append(hosts, fleet.Host{Name: string(m.Host), Address: m.Address})
+		if m.Host == "h03" {
+			slow = m.Address
+		}
+	}
+	if slow == "" {
+		t.Fatalf("no h03 in %v", members)
+	}
+	bin := t.TempDir()
+	table := func(gbps string) string {
+		f := filepath.Join(bin, gbps+".txt")
+		out := "#bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n" +
+			"1048576    5000             " + gbps + "              " + gbps + "               0.011231\n"
+		if err := os.WriteFile(f, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	fast, slowOut := table("94.21"), table("61.08")
+	// The client is called with the server's address last; its own is
+	// lab0's in the namespace it runs in.
+	script := "#!/bin/sh\n" +
+		"for a; do peer=$a; done\n" +
+		"case $peer in 198.18.*) ;; *) exec sleep 60;; esac\n" +
+		"me=$(ip -o -4 addr show dev " + lab.Iface + " | awk '{print $4}' | cut -d/ -f1)\n" +
+		"if [ \"$me\" = " + slow + " ] || [ \"$peer\" = " + slow + " ]; then cat " + slowOut + "; else cat " + fast + "; fi\n"
+	if err := os.WriteFile(filepath.Join(bin, "ib_write_bw"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+
+	opts := fleet.Options{Pattern: fleet.Pattern{Kind: fleet.PatternPairs}, Duration: time.Second, Streams: 1,
+		ThresholdPct: fleet.RDMAThresholdPct, FromBest: true, Label: "rdma-fleet"}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := fleet.Run(ctx, hosts, opts, &LabPerftest{Lab: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Pairs) != 10 {
+		t.Fatalf("%d pairs of 5 hosts, want 10", len(res.Pairs))
+	}
+	for _, p := range res.Pairs {
+		withH03 := p.A == "h03" || p.B == "h03"
+		if got := p.Status == fleet.StatusSlow; got != withH03 || p.AToBGbps == nil || p.BToAGbps == nil {
+			t.Errorf("pair %s-%s: status %s (%v, %v)", p.A, p.B, p.Status, p.AToBGbps, p.BToAGbps)
+		}
+	}
+	if res.SlowBelowGbps == nil || *res.SlowBelowGbps < 87.6 || *res.SlowBelowGbps > 87.62 {
+		t.Errorf("slow below %v Gbit/s, want 93%% of the best 94.21", res.SlowBelowGbps)
+	}
+	var got []string
+	for _, o := range res.Outliers {
+		got = append(got, o.Kind+" "+o.Name+" "+o.Direction)
+	}
+	if !slices.Equal(got, []string{"host h03 both"}) {
+		t.Errorf("outliers %v, want h03 on both sides", got)
+	}
+	if len(res.Retests) == 0 || !strings.Contains(res.Verdict, "h03") {
+		t.Errorf("re-tests %d, verdict %q", len(res.Retests), res.Verdict)
+	}
+}
