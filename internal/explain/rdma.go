@@ -84,7 +84,7 @@ func judgeBandwidth(r *result.RDMA, gbps float64) []string {
 		s := fmt.Sprintf("%s carries at most %.1f Gbit/s; the run reached %.0f%% of it", link, *r.PCIeGbps, 100*of)
 		switch {
 		case r.Limit == "pcie" && r.PortGbps != nil && *r.PCIeGbps < result.PassShare**r.PortGbps:
-			s += fmt.Sprintf(": PCIe limits this NIC, not the network; the port cannot reach the pass bar in this slot (a slot of more lanes or a faster generation can)")
+			s += ": PCIe limits this NIC, not the network; the port cannot reach the pass bar in this slot (a slot of more lanes or a faster generation can)"
 		case r.Limit == "pcie":
 			s += ": PCIe, not the network, is the ceiling"
 		}

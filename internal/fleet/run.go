@@ -75,12 +75,13 @@ type Options struct {
 // Defaults of Options.
 const (
 	DefaultThresholdPct = 90
-	// RDMAThresholdPct is ClusterKit's rule for RDMA bandwidth: a pair
-	// below 93% of the best is bad (with FromBest).
-	RDMAThresholdPct = 93
 	DefaultRetests      = 1
 	maxRetests          = 5
 )
+
+// RDMAThresholdPct is ClusterKit's rule for RDMA bandwidth: a pair below
+// 93% of the best is bad (with FromBest).
+const RDMAThresholdPct = 93
 
 // Event reports one finished test.
 type Event struct {
