@@ -75,6 +75,10 @@ type credentials struct {
 	token     []byte
 	ticket    *relayTicket
 	ticketKey []byte
+	// mesh says a session is for mesh control, or a mesh peer's test
+	// whose key is meshKey (meshkeys.go).
+	mesh    *meshAuth
+	meshKey []byte
 }
 
 // clientHandshake authenticates to the agent with token and checks that
@@ -111,6 +115,8 @@ func clientHandshakeWith(c *conn, cred credentials) (*result.HostInfo, sessionKe
 			return nil, sessionKeys{}, fmt.Errorf("%w: the ticket is for node %s, the peer says it is node %q", ErrAuth, cred.ticket.To, ch.Node)
 		}
 		key = cred.ticketKey
+	} else if cred.mesh != nil && !cred.mesh.Control {
+		key = cred.meshKey
 	} else {
 		k, err := keyFor(cred.token, ch.Node)
 		if err != nil {
@@ -122,7 +128,7 @@ func clientHandshakeWith(c *conn, cred credentials) (*result.HostInfo, sessionKe
 	if err != nil {
 		return nil, sessionKeys{}, err
 	}
-	if err := c.send(authMsg{Type: msgAuth, Nonce: cn, MAC: mac(key, clientLabel, ch.Nonce, cn), Ticket: cred.ticket}, handshakeTimeout); err != nil {
+	if err := c.send(authMsg{Type: msgAuth, Nonce: cn, MAC: mac(key, clientLabel, ch.Nonce, cn), Ticket: cred.ticket, Mesh: cred.mesh}, handshakeTimeout); err != nil {
 		return nil, sessionKeys{}, fmt.Errorf("sending auth: %w", err)
 	}
 	var w welcomeMsg
@@ -161,6 +167,8 @@ type agentAuth struct {
 	tickets *ticketLog
 	local   netip.AddrPort // the address the client reached
 	now     time.Time
+	// mesh is the key of a mesh peer's test (meshkeys.go).
+	mesh func(m *meshAuth) ([]byte, error)
 }
 
 // serverHandshake checks a client's proof, up to the agent's own proof
@@ -207,6 +215,19 @@ func serverHandshakeWith(c *conn, a agentAuth) (*handshake, error) {
 		return nil, fmt.Errorf("%w: its client nonce was used by an earlier handshake", errReplay)
 	}
 	key := a.key.secret
+	if am.Mesh != nil && am.Ticket != nil {
+		return nil, fmt.Errorf("%w: auth with both a relay ticket and a mesh's", errBadMessage)
+	}
+	if am.Mesh != nil && !am.Mesh.Control {
+		if a.mesh == nil {
+			return nil, fmt.Errorf("%w: a mesh test, and this agent is in no mesh", ErrAuth)
+		}
+		k, err := a.mesh(am.Mesh)
+		if err != nil {
+			return nil, err
+		}
+		key = k
+	}
 	if am.Ticket != nil {
 		if err := am.Ticket.check(a.key.node, a.local, a.now); err != nil {
 			return nil, err
@@ -227,7 +248,7 @@ func serverHandshakeWith(c *conn, a agentAuth) (*handshake, error) {
 		return nil, err
 	}
 	c.limit = maxFrame
-	return &handshake{token: key, sn: sn, cn: am.Nonce, keys: keys, ticket: am.Ticket}, nil
+	return &handshake{token: key, sn: sn, cn: am.Nonce, keys: keys, ticket: am.Ticket, mesh: am.Mesh}, nil
 }
 
 // handshake is an authenticated client's handshake, until the welcome.
@@ -237,6 +258,9 @@ type handshake struct {
 	// ticket is the relay ticket the client came with, if any: the
 	// session may run one test and nothing else.
 	ticket *relayTicket
+	// mesh is what a mesh session is for: control, or a mesh peer's
+	// test (which, as a ticket's, may run one bounded test only).
+	mesh *meshAuth
 }
 
 // sendWelcome proves the agent holds the token and tells the client its

@@ -132,6 +132,8 @@ type authMsg struct {
 	MAC   []byte `json:"mac"`
 	// Ticket, from a relaying agent: the MAC is under its key.
 	Ticket *relayTicket `json:"ticket,omitempty"`
+	// Mesh, for a mesh's control or a mesh peer's test (meshkeys.go).
+	Mesh *meshAuth `json:"mesh,omitempty"`
 }
 
 type welcomeMsg struct {

@@ -63,6 +63,9 @@ type Server struct {
 	// RelayPeers: a fleet of agents on one machine's loopback, as tests
 	// build. serve never sets it.
 	LoopbackFleet bool
+	// Mesh, if set, makes the agent a member of an always-on mesh
+	// (mesh.go): it probes its peers and answers theirs while it serves.
+	Mesh *Mesh
 
 	// The connection budget (gate.go); zero values take the defaults.
 	authBudget           time.Duration
@@ -78,6 +81,7 @@ type Server struct {
 
 	key     authKey   // Token, parsed
 	tickets ticketLog // relay tickets used
+	mesh    atomic.Pointer[meshNode]
 
 	mu        sync.Mutex
 	active    *session // the test running, if any
@@ -102,6 +106,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.init()
+	if s.Mesh != nil {
+		n, err := s.startMesh(ctx, ln)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer n.stopSession()
+	}
 	stop := context.AfterFunc(ctx, func() {
 		ln.Close()
 		s.gate.closeAll() // handshakes in progress end now, not at their budget
@@ -247,7 +259,7 @@ func (s *Server) handle(ctx context.Context, p *pending) (ran bool) {
 	c.cutoff = cutoff
 	c.r = io.MultiReader(bytes.NewReader(first[:]), p)
 	hs, err := serverHandshakeWith(c, agentAuth{key: s.key, seen: &s.nonces, tickets: &s.tickets,
-		local: engine.AddrPort(nc.LocalAddr()), now: s.clock()})
+		local: engine.AddrPort(nc.LocalAddr()), now: s.clock(), mesh: s.meshTestAuth})
 	if err != nil {
 		s.refuse(p, err)
 		if errors.Is(err, ErrAuth) || errors.Is(err, errReplay) {
@@ -271,6 +283,10 @@ func (s *Server) handle(ctx context.Context, p *pending) (ran bool) {
 	if hs.ticket != nil {
 		log = log.With("ticket_from", hs.ticket.From)
 	}
+	if hs.mesh != nil && hs.mesh.Control {
+		s.serveMeshControl(c, hs.keys, log) // not a test: no claim on the agent
+		return false
+	}
 	sess, busy := s.claim(c, hs.keys, host, log)
 	if busy != nil {
 		s.refused.note(p.src, kindBusy, "busy: "+busy.Error())
@@ -279,6 +295,7 @@ func (s *Server) handle(ctx context.Context, p *pending) (ran bool) {
 	}
 	defer s.release(sess)
 	sess.ticket = hs.ticket
+	sess.meshPeer = hs.mesh != nil
 	return sess.run(ctx)
 }
 
@@ -311,6 +328,9 @@ func refusalKind(p *pending, err error) string {
 func (s *Server) claim(c *conn, keys sessionKeys, host result.HostInfo, log *slog.Logger) (*session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.meshBusy(); err != nil {
+		return nil, err
+	}
 	if s.active != nil && !s.active.giveWay(log) {
 		return nil, fmt.Errorf("a test from %s is running", s.active.ctrl.c.RemoteAddr())
 	}
@@ -394,6 +414,8 @@ type session struct {
 	// ticket is the relay ticket the client authenticated with, if any:
 	// it allows the one test it was issued for.
 	ticket *relayTicket
+	// meshPeer: a mesh peer's throughput test, bounded (meshTestLimits).
+	meshPeer bool
 }
 
 type dataConn struct {
