@@ -13,6 +13,7 @@ import (
 
 	"github.com/linerate/linerate/internal/doctor"
 	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/mesh"
 	"github.com/linerate/linerate/internal/metrics"
 )
 
@@ -30,7 +31,7 @@ func addMetricsFlags(fl *pflag.FlagSet, f *metricsFlags) {
 // startMetrics starts the metrics listener when --metrics was given; it
 // serves until ctx is done. It checks the options and the listening
 // address first, so that a mistake stops serve at once.
-func startMetrics(ctx context.Context, env *cliEnv, f metricsFlags) error {
+func startMetrics(ctx context.Context, env *cliEnv, f metricsFlags, meshFigures func() *mesh.Figures) error {
 	if f.addr == "" {
 		if len(f.ifaces) > 0 {
 			return errors.New("--metrics-iface needs --metrics ADDR:PORT")
@@ -53,7 +54,7 @@ func startMetrics(ctx context.Context, env *cliEnv, f metricsFlags) error {
 		live.Close()
 		return fmt.Errorf("--metrics: %w", err)
 	}
-	reg := metrics.NewRegistry(metrics.NewCollector(live.Snapshot, version))
+	reg := metrics.NewRegistry(metrics.NewCollector(live.Snapshot, version).WithMesh(meshFigures))
 	go func() {
 		defer live.Close()
 		if err := metrics.Serve(ctx, ln, metrics.Handler(reg, log)); err != nil {

@@ -128,6 +128,7 @@ var commands = []func(*cliEnv) *cobra.Command{
 	newDoctorCmd,
 	newFleetCmd,
 	newHistoryCmd,
+	newMeshCmd,
 	newLabCmd,
 	newReportCmd,
 	newServeCmd,

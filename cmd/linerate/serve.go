@@ -33,6 +33,7 @@ type serveFlags struct {
 	relayPort     int
 	nodeKey       string
 	metrics       metricsFlags
+	mesh          meshServeFlags
 }
 
 func newServeCmd(env *cliEnv) *cobra.Command {
@@ -82,7 +83,20 @@ For fleet runs it runs relayed tests (a controller asks it to test toward
 another agent) only toward the agents --relay-peers lists, on the agent port,
 never toward a loopback, link-local or own address; without --relay-peers it
 takes none. Fleet launchers pass the fleet's hosts; a DaemonSet names the
-nodes' network.`,
+nodes' network.
+
+With --mesh FILE (NAME ADDRESS per line, as 'fleet run --hosts' reads), --mesh-lab
+NAME or --mesh-peers NETWORKS it is also a member of an always-on mesh: it
+probes every other host of the mesh with authenticated UDP ping-pongs
+(--probe-rate per second each, the source port rotating over --mesh-flows
+5-tuples so that ECMP paths are covered), tests each pair's throughput every
+--throughput-every (one test of one stream, about a second, never two on a
+host at once), reads its NIC's counters, module and CPUs every minute, judges
+each pair against its own baseline and blames a host's send or receive side,
+or a path, by voting. It probes the hosts of its list only (with --mesh-peers,
+the list 'linerate mesh up' gives, within those networks), on the agent port,
+and answers only them. 'linerate mesh up' starts and configures such agents;
+the metrics (--metrics) add linerate_mesh_*.`,
 		Example: `  linerate serve --new-token-file ~/.config/linerate/token   # once; copy it to the clients
   linerate serve --bind 192.168.15.102 --token-file ~/.config/linerate/token
   linerate serve --bind 0.0.0.0 --token-file token --once
@@ -103,6 +117,7 @@ nodes' network.`,
 	fl.StringVar(&f.relayPeers, "relay-peers", "", "take relayed tests (fleet runs) toward these agents only: networks or addresses, comma-separated (the fleet's hosts; fleet launchers pass them)")
 	fl.IntVar(&f.relayPort, "relay-port", 0, "the port of the agents relayed tests go to (default: this agent's --port)")
 	addMetricsFlags(fl, &f.metrics)
+	addMeshServeFlags(fl, &f.mesh)
 	return cmd
 }
 
@@ -136,6 +151,10 @@ func runServe(cmd *cobra.Command, env *cliEnv, f serveFlags) error {
 	}
 	if f.maxDuration <= 0 {
 		return errors.New("--max-duration must be positive, e.g. 10m or 1h")
+	}
+	meshCfg, err := f.mesh.config()
+	if err != nil {
+		return err
 	}
 	var relayPeers []netip.Prefix
 	if f.relayPeers != "" {
@@ -176,12 +195,12 @@ func runServe(cmd *cobra.Command, env *cliEnv, f serveFlags) error {
 	fmt.Fprintf(env.stdout, "%s%s (one test at a time; Ctrl-C stops)\n", agent.ListeningPrefix, ln.Addr())
 	ctx, stop := interruptible(cmd)
 	defer stop()
-	if err := startMetrics(ctx, env, f.metrics); err != nil {
-		return err
-	}
-	srv := &agent.Server{Token: token, MaxDuration: f.maxDuration, Once: f.once, RelayPeers: relayPeers, RelayPort: f.relayPort,
+	srv := &agent.Server{Token: token, MaxDuration: f.maxDuration, Once: f.once, RelayPeers: relayPeers, RelayPort: f.relayPort, Mesh: meshCfg,
 		Logger: slog.New(slog.NewTextHandler(env.stderr, nil)),
 		Tools:  toolserver.AgentTools{AllowPerftest: f.allowPerftest, AllowSockperf: f.allowSockperf}, Doctor: doctor.LiveReport, Annotate: annotateTune}
+	if err := startMetrics(ctx, env, f.metrics, srv.MeshFigures); err != nil {
+		return err
+	}
 	return srv.Serve(ctx, ln)
 }
 

@@ -80,6 +80,8 @@ func helper(mode string, args []string) int {
 		return 0
 	case "hostile":
 		return hostile(ctx, args[0])
+	case "meshpeers":
+		return meshPeers(ctx, args)
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
 	return 3

@@ -319,9 +319,11 @@ type meshSession struct {
 	rate    float64
 	flows   int
 
-	resp  *net.UDPConn   // the agent's port: requests and views in, replies out
-	socks []*net.UDPConn // one per flow: requests out, replies in
-	peers []*meshPeer    // by host index; nil for self
+	resp  *udpBatch   // the agent's port: requests and views in, replies out
+	socks []*udpBatch // one per flow: requests and views out, replies in
+	peers []*meshPeer // by host index; nil for self
+	keys  []keyRing   // each flow socket's datagrams, by number
+	rh    meshHeader  // the probe loop's, of what it takes
 
 	tput mesh.TputSchedule
 
@@ -335,8 +337,7 @@ type meshSession struct {
 	// flags are this host's, sent in replies (meshFlagContended …).
 	flags atomic.Uint32
 
-	// The prober's own: the view it sends, and its number.
-	viewBuf [meshMaxViewLen]byte
+	// The prober's own: its views' number.
 	viewSeq uint64
 }
 
@@ -359,7 +360,7 @@ func newMeshSession(n *meshNode, id []byte, hosts []MeshHost, self int, keys [][
 			return nil, fmt.Errorf("no key for the pair %s → %s", hosts[self].Name, h.Name)
 		}
 		in := meshPairKey(ownKey, id, h.Name, hosts[self].Name)
-		ms.peers[i] = newMeshPeer(i, h, n.local.Port(), keys[i], in, ms.rate, ms.flows)
+		ms.peers[i] = newMeshPeer(i, h, n.local.Port(), keys[i], in, ms.rate)
 	}
 	if err := ms.open(); err != nil {
 		ms.close()
@@ -375,16 +376,20 @@ const sha256Size = 32
 func (ms *meshSession) open() error {
 	local := ms.node.local
 	var err error
-	if ms.resp, err = listenMeshUDP(local); err != nil {
+	// One byte more than the largest datagram taken: a longer one is
+	// seen truncated and dropped.
+	view := meshHeaderLen + len(ms.hosts)*meshEntryLen + meshTagLen
+	if ms.resp, err = listenBatch(local, view+1, 1); err != nil {
 		return fmt.Errorf("the mesh's UDP port: %w (is another agent of a mesh on %s?)", err, local)
 	}
 	for range ms.flows {
-		c, err := listenMeshUDP(netip.AddrPortFrom(local.Addr(), 0))
+		c, err := listenBatch(netip.AddrPortFrom(local.Addr(), 0), meshProbeLen+1, max(view, meshProbeLen))
 		if err != nil {
 			return fmt.Errorf("a mesh probe socket: %w", err)
 		}
 		ms.socks = append(ms.socks, c)
 	}
+	ms.keys = make([]keyRing, ms.flows)
 	return nil
 }
 
@@ -407,22 +412,19 @@ func (ms *meshSession) start() {
 			f()
 		}()
 	}
-	run(ms.respond)
-	for i := range ms.socks {
-		run(func() { ms.readReplies(i) })
-	}
-	run(ms.probe)
+	run(func() {
+		defer ms.close() // its sockets are the probe loop's alone
+		ms.probe()
+	})
 	run(ms.evidenceLoop)
 	if ms.node.cfg.ThroughputEvery > 0 {
 		run(ms.throughputLoop)
 	}
-	context.AfterFunc(ms.ctx, ms.close) // ends the reads
 }
 
 // stop ends the loops and waits for them.
 func (ms *meshSession) stop() {
 	ms.cancel()
-	ms.close()
 	ms.wg.Wait()
 }
 

@@ -31,7 +31,7 @@ func (ms *meshSession) closeBucket(end time.Time) {
 		if p == nil {
 			continue
 		}
-		b := mesh.Bucket{End: end.Unix(), Sent: p.sent, Replies: p.replies,
+		b := mesh.Bucket{End: end.Unix(), Sent: p.sentB, Replies: p.replies,
 			Judged: uint32(p.judgedAll - p.judgedMark), Lost: uint32(p.lostAll - p.lostMark)}
 		p.judgedMark, p.lostMark = p.judgedAll, p.lostAll
 		if p.nBucket > 0 {
@@ -45,7 +45,7 @@ func (ms *meshSession) closeBucket(end time.Time) {
 		b.Contended = contended || p.flagsSeen&meshFlagContended != 0
 		b.HostDrops = p.flagsSeen&meshFlagHostDrops != 0
 		p.verdict = p.pair.Add(b)
-		p.sent, p.replies, p.nBucket, p.flagsSeen = 0, 0, 0, 0
+		p.sentB, p.replies, p.nBucket, p.flagsSeen = 0, 0, 0, 0
 	}
 }
 
@@ -73,33 +73,40 @@ func viewCode(v mesh.Verdict) byte {
 	return viewUnknown
 }
 
-// sendViews tells every peer the states of this agent's pairs.
-func (ms *meshSession) sendViews() {
+// sendViews tells every peer the states of this agent's pairs, from flow
+// f's socket.
+func (ms *meshSession) sendViews(f int) {
 	n := len(ms.hosts)
 	size := meshHeaderLen + n*meshEntryLen + meshTagLen
-	b := ms.viewBuf[:size]
-	ms.mu.Lock()
-	for i, p := range ms.peers {
-		e := b[meshHeaderLen+i*meshEntryLen:]
-		e[0] = viewUnknown
-		binary.BigEndian.PutUint32(e[1:], 0)
-		if p != nil {
-			e[0] = viewCode(p.verdict)
-			binary.BigEndian.PutUint32(e[1:], uint32(max(p.verdict.Since, 0)))
-		}
-	}
-	ms.mu.Unlock()
+	s := ms.socks[f]
 	h := meshHeader{typ: meshView, id: ms.id8, src: uint16(ms.self), epoch: ms.epoch, entries: uint16(n)}
 	for _, p := range ms.peers {
 		if p == nil {
 			continue
 		}
+		b := s.next(p.dst, size)
+		if b == nil {
+			ms.flush(f)
+			b = s.next(p.dst, size)
+		}
+		ms.mu.Lock()
+		for i, q := range ms.peers {
+			e := b[meshHeaderLen+i*meshEntryLen:]
+			e[0] = viewUnknown
+			binary.BigEndian.PutUint32(e[1:], 0)
+			if q != nil {
+				e[0] = viewCode(q.verdict)
+				binary.BigEndian.PutUint32(e[1:], uint32(max(q.verdict.Since, 0)))
+			}
+		}
+		ms.mu.Unlock()
 		ms.viewSeq++
 		h.dst, h.seq, h.tx = uint16(p.idx), ms.viewSeq, time.Now().UnixNano()
 		h.put(b)
 		p.sendMAC.tag(b, size-meshTagLen)
-		ms.resp.WriteToUDPAddrPort(b, p.dst)
+		ms.keys[f].add(-1, 0)
 	}
+	ms.flush(f)
 }
 
 // takeView keeps a peer's view (checked: its MAC, its sender).

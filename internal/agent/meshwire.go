@@ -8,49 +8,58 @@ import (
 	"hash"
 )
 
-// The mesh's datagrams (docs/architecture.md, "The mesh"). Every one is
-// MACed with the key of its pair, src → dst (meshkeys.go): a request and
-// a view from src, a reply from dst. Layout, big-endian:
+// The mesh's datagrams (docs/architecture.md, "The mesh"). Once a tick
+// an agent sends each peer one probe, from the tick's source port to the
+// peer's agent port, which is at once its own probe and its answer to the
+// peer's last one (as NTP's symmetric mode does): half the datagrams of a
+// request and a reply each. Every datagram from A to B is MACed with the
+// key of the pair A → B (meshkeys.go). Layout, big-endian:
 //
 //	0   "LRM1"
-//	4   type: 1 request, 2 reply, 3 view
-//	5   flags (a reply's: 1 the responder's host is contended, 2 it dropped
-//	    datagrams for want of socket buffer)
-//	6   flow: which of the prober's source ports sent it
+//	4   type: 1 probe, 3 view
+//	5   flags: 1 the sender's host is contended, 2 it dropped datagrams
+//	    for want of socket buffer (its last bucket's record)
+//	6   flow: which of the sender's source ports it left from
 //	7   0
 //	8   the mesh's ID, its first 8 bytes
 //	16  src, dst: host indexes in the mesh's host list
-//	20  epoch: the prober's run (random at its start)
-//	24  seq: a request's number in its epoch (a view's own)
-//	32  tx: the sender's clock at sending, Unix ns
-//	40  count: a reply's count of the requests the responder received from
-//	    src in this epoch (so the prober tells a lost request from a lost
-//	    reply)
-//	48  turnaround: a reply's time from the request's arrival (kernel
-//	    timestamp) to the reply's sending, ns
-//	52  a view's number of entries, else 0
-//	56  a view's entries: per host of the list, its state (1 byte) and the
+//	20  epoch: the sender's run (random at its start)
+//	24  seq: the sender's probe number in its run (a view's own)
+//	32  tx: the sender's clock at sending, Unix ns (a receiver refuses a
+//	    datagram more than a minute off its own clock)
+//	40  ack: the latest of dst's probes the sender had received (^0: none)
+//	48  ackEpoch: dst's run that ack is of
+//	52  count: how many of dst's probes of that run the sender received
+//	    (so dst tells its lost probes from lost answers)
+//	56  prevSeq: the sender's previous probe to dst (^0: none)
+//	64  held: how long that previous probe held its ack: from the ack's
+//	    arrival at the sender to the probe's departure, both kernel
+//	    timestamps, ns (^0: unknown); dst takes it out of that round trip
+//	68  a view's number of entries, else 0
+//	70  0
+//	72  a view's entries: per host of the list, its state (1 byte) and the
 //	    Unix seconds it entered it (4 bytes)
 //	…   MAC: HMAC-SHA256(pair key, everything before it), first 16 bytes
 //
-// Requests and replies are meshProbeLen bytes: a reply is no larger than
-// the request it answers, and goes only to the listed address it came
-// from. A view has one entry per host, at most MaxMeshHosts.
+// A probe is meshProbeLen bytes, a view one entry per host (at most
+// MaxMeshHosts): a datagram of an Ethernet frame.
 
 const (
 	meshMagic      = "LRM1"
-	meshHeaderLen  = 56
+	meshHeaderLen  = 72
 	meshTagLen     = 16
 	meshProbeLen   = meshHeaderLen + meshTagLen
 	meshEntryLen   = 5
 	meshMaxViewLen = meshHeaderLen + MaxMeshHosts*meshEntryLen + meshTagLen
 
-	meshRequest byte = 1
-	meshReply   byte = 2
-	meshView    byte = 3
+	meshProbe byte = 1
+	meshView  byte = 3
 
 	meshFlagContended byte = 1
 	meshFlagHostDrops byte = 2
+
+	noSeq  = ^uint64(0)
+	noHeld = ^uint32(0)
 )
 
 // MaxMeshHosts bounds a mesh: a view of every host fits one datagram of
@@ -65,8 +74,11 @@ type meshHeader struct {
 	epoch            uint32
 	seq              uint64
 	tx               int64
-	count            uint64
-	turnaround       uint32
+	ack              uint64
+	ackEpoch         uint32
+	count            uint32
+	prevSeq          uint64
+	held             uint32
 	entries          uint16
 }
 
@@ -83,17 +95,20 @@ func (h *meshHeader) put(b []byte) {
 	binary.BigEndian.PutUint32(b[20:], h.epoch)
 	binary.BigEndian.PutUint64(b[24:], h.seq)
 	binary.BigEndian.PutUint64(b[32:], uint64(h.tx))
-	binary.BigEndian.PutUint64(b[40:], h.count)
-	binary.BigEndian.PutUint32(b[48:], h.turnaround)
-	binary.BigEndian.PutUint16(b[52:], h.entries)
-	b[54], b[55] = 0, 0
+	binary.BigEndian.PutUint64(b[40:], h.ack)
+	binary.BigEndian.PutUint32(b[48:], h.ackEpoch)
+	binary.BigEndian.PutUint32(b[52:], h.count)
+	binary.BigEndian.PutUint64(b[56:], h.prevSeq)
+	binary.BigEndian.PutUint32(b[64:], h.held)
+	binary.BigEndian.PutUint16(b[68:], h.entries)
+	b[70], b[71] = 0, 0
 }
 
 // parseMeshHeader reads a datagram's header and checks its length for its
 // type, before any MAC is computed: what an unauthenticated sender can
 // make the agent do is this, a lookup and one HMAC.
 func parseMeshHeader(b []byte, h *meshHeader) error {
-	if len(b) < meshProbeLen || string(b[:4]) != meshMagic || b[7] != 0 || b[54] != 0 || b[55] != 0 {
+	if len(b) < meshProbeLen || string(b[:4]) != meshMagic || b[7] != 0 || b[70] != 0 || b[71] != 0 {
 		return errMeshDatagram
 	}
 	h.typ, h.flags, h.flow = b[4], b[5], b[6]
@@ -103,11 +118,14 @@ func parseMeshHeader(b []byte, h *meshHeader) error {
 	h.epoch = binary.BigEndian.Uint32(b[20:])
 	h.seq = binary.BigEndian.Uint64(b[24:])
 	h.tx = int64(binary.BigEndian.Uint64(b[32:]))
-	h.count = binary.BigEndian.Uint64(b[40:])
-	h.turnaround = binary.BigEndian.Uint32(b[48:])
-	h.entries = binary.BigEndian.Uint16(b[52:])
+	h.ack = binary.BigEndian.Uint64(b[40:])
+	h.ackEpoch = binary.BigEndian.Uint32(b[48:])
+	h.count = binary.BigEndian.Uint32(b[52:])
+	h.prevSeq = binary.BigEndian.Uint64(b[56:])
+	h.held = binary.BigEndian.Uint32(b[64:])
+	h.entries = binary.BigEndian.Uint16(b[68:])
 	switch h.typ {
-	case meshRequest, meshReply:
+	case meshProbe:
 		if len(b) != meshProbeLen || h.entries != 0 {
 			return errMeshDatagram
 		}

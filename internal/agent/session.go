@@ -34,8 +34,11 @@ func (ss *session) run(ctx context.Context) bool {
 	case err != nil:
 		ss.refuse(fmt.Errorf("reading the request: %w", err))
 		return false
-	case (ss.ticket != nil || ss.meshPeer) && typ != msgRequest && typ != msgBye:
-		ss.refuse(fmt.Errorf("a relay ticket or a mesh peer's key allows one test, not %q", typ))
+	case ss.ticket != nil && typ != msgRequest && typ != msgBye:
+		ss.refuse(fmt.Errorf("a relay ticket allows the test it was issued for, not %q", typ))
+		return false
+	case ss.meshPeer && typ != msgRequest && typ != msgBye:
+		ss.refuse(fmt.Errorf("a mesh peer's key allows its throughput test, not %q", typ))
 		return false
 	case typ == msgTool:
 		return ss.runTool(ctx, body)

@@ -37,9 +37,9 @@ const (
 	// long a pair has lost more, it is not its normal (a lasting fault
 	// that once looked ok for a moment would otherwise become one).
 	lossCeiling = 0.005
-	RTTSigmas = 6
-	RTTRel    = 0.5
-	RTTAbs    = 100 * time.Microsecond
+	RTTSigmas   = 6
+	RTTRel      = 0.5
+	RTTAbs      = 100 * time.Microsecond
 	// rttBadOf: of the RecentBuckets, this many must be slow.
 	rttBadOf      = 3
 	GoodputSigmas = 6

@@ -18,7 +18,7 @@ func TestTputSchedule(t *testing.T) {
 		{2, time.Hour, 1, time.Hour},
 		{3, time.Minute, 1, time.Minute},
 		{8, time.Hour, 1, time.Hour},
-		{8, time.Minute, 5, 0}, // 56 tests in 12 slots: a leg's 4 at once, and longer
+		{8, time.Minute, 5, 0},        // 56 tests in 12 slots: a leg's 4 at once, and longer
 		{64, time.Hour, 7, time.Hour}, // 6 would cut each leg of 32 into 6 groups: 756 > 720 slots
 		{63, time.Hour, 7, time.Hour},
 		{64, 10 * time.Minute, 32, 0},

@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/linerate/linerate/internal/doctor"
+	"github.com/linerate/linerate/internal/mesh"
 )
 
 // The sources a collection reads, as linerate_scrape_errors_total and
@@ -89,6 +90,7 @@ func NewSnapshot(t time.Time) *Snapshot {
 type Collector struct {
 	source  func() *Snapshot
 	version string
+	mesh    func() *mesh.Figures // nil: no mesh families (WithMesh)
 
 	mu     sync.Mutex
 	errors map[string]float64 // linerate_scrape_errors_total, by source
@@ -141,6 +143,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		emitReport(e, s)
 	}
 	emitBench(e, s.Bench)
+	if c.mesh != nil {
+		emitMesh(e, c.mesh())
+	}
 }
 
 // countErrors adds a snapshot's errors to the running totals once, and

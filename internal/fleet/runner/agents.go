@@ -64,6 +64,9 @@ type Agents struct {
 	Port int
 	// Dial connects to an agent; nil is a net.Dialer.
 	Dial agent.DialFunc
+	// ExtraArgs, if set, adds to each agent's command line (a mesh's
+	// settings: linerate mesh up).
+	ExtraArgs func(h fleet.Host, addr netip.AddrPort) []string
 
 	hosts []fleet.Host
 	addr  map[string]netip.AddrPort // by host name
@@ -220,6 +223,9 @@ func (a *Agents) launch(ctx context.Context, l Launcher, h fleet.Host, maxDurati
 		return nil, failed(err)
 	}
 	argv := append(ServeArgs(bin, a.addr[h.Name], maxDuration), "--relay-peers", a.relayPeers())
+	if a.ExtraArgs != nil {
+		argv = append(argv, a.ExtraArgs(h, a.addr[h.Name])...)
+	}
 	// Each agent gets its own node's key, never the fleet's secret: one
 	// host's key opens no other agent.
 	key, err := agent.NodeKey(a.Token, h.Name)
@@ -296,6 +302,25 @@ func exited(p *launch.Process) error {
 		return fmt.Errorf("its agent is gone: %v", ex.Err)
 	}
 	return fmt.Errorf("its agent exited (status %d): %s", ex.Code, p.Tail())
+}
+
+// Watch calls gone, from a goroutine of its own per host, when an agent
+// Launch started ends (it died, or Stop stopped it), with how it ended,
+// until ctx is done.
+func (a *Agents) Watch(ctx context.Context, gone func(h fleet.Host, err error)) {
+	for _, h := range a.hosts {
+		p := a.procs[h.Name]
+		if p == nil {
+			continue
+		}
+		go func() {
+			select {
+			case <-p.Done():
+				gone(h, exited(p))
+			case <-ctx.Done():
+			}
+		}()
+	}
 }
 
 // Stop stops every agent Launch started (at most maxAtOnce at a time) and
