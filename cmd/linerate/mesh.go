@@ -81,7 +81,7 @@ func addMeshNameFlag(cmd *cobra.Command, f *meshFlags) {
 }
 
 func newMeshUpCmd(env *cliEnv) *cobra.Command {
-	f := meshFlags{port: agent.DefaultPort, rate: agent.DefaultProbeRate, flows: agent.DefaultMeshFlows, every: time.Hour}
+	f := meshFlags{port: agent.DefaultPort, rate: agent.DefaultProbeRate, flows: agent.DefaultMeshFlows, every: 24 * time.Hour}
 	cmd := &cobra.Command{
 		Use:   "up (--lab NAME | --hosts FILE | --slurm | --k8s SERVICE) [--probe-rate R] [--mesh-flows F] [--throughput-every D]",
 		Short: "Start a mesh's agents and their supervisor",
@@ -113,7 +113,7 @@ gives each its mesh and its keys.`,
 	fl.IntVar(&f.metricsPort, "metrics-port", 0, "each agent also serves Prometheus metrics on its address at this port (0: none)")
 	fl.Float64Var(&f.rate, "probe-rate", agent.DefaultProbeRate, "ping-pongs per second to each peer (0.1 to 100)")
 	fl.IntVar(&f.flows, "mesh-flows", agent.DefaultMeshFlows, "source ports (5-tuples) the probes rotate over")
-	fl.DurationVar(&f.every, "throughput-every", time.Hour, "test each pair's throughput this often; 0 never")
+	fl.DurationVar(&f.every, "throughput-every", 24*time.Hour, "test each pair's throughput this often (each host takes part in 2(n-1) tests of about a second a period); 0 never")
 	fl.DurationVar(&f.timeout, "timeout", 3*time.Minute, "give up when the agents are not up and judged within this")
 	return cmd
 }
@@ -793,7 +793,7 @@ func meshStatus(ctx context.Context, dial agent.DialFunc, rec *meshRecord, secre
 		doc.Hosts = append(doc.Hosts, hs)
 		doc.Pairs = append(doc.Pairs, r.Pairs...)
 	}
-	doc.Suspects = mesh.Blame(names, doc.Pairs, ev)
+	doc.Suspects = mesh.Blame(names, doc.Pairs, ev, doc.At)
 	// A host whose agent is gone is named, whatever the votes say.
 	for _, hs := range doc.Hosts {
 		if hs.Up || slices.ContainsFunc(doc.Suspects, func(s mesh.Suspect) bool { return s.Kind == mesh.KindHost && s.Name == hs.Name }) {

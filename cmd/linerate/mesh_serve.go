@@ -28,7 +28,7 @@ func addMeshServeFlags(fl *pflag.FlagSet, f *meshServeFlags) {
 	fl.StringVar(&f.peers, "mesh-peers", "", "be a member of the mesh 'linerate mesh up' names, its hosts within these networks or addresses (comma-separated)")
 	fl.Float64Var(&f.rate, "probe-rate", agent.DefaultProbeRate, "mesh: ping-pongs per second to each peer (0.1 to 100)")
 	fl.IntVar(&f.flows, "mesh-flows", agent.DefaultMeshFlows, "mesh: source ports (5-tuples) the probes rotate over, to cover ECMP paths")
-	fl.DurationVar(&f.every, "throughput-every", time.Hour, "mesh: test each pair's throughput this often (about a second each, never two on a host at once); 0 never")
+	fl.DurationVar(&f.every, "throughput-every", 24*time.Hour, "mesh: test each pair's throughput this often (about a second each, never two on a host at once; each host costs 2(n-1) tests a period); 0 never")
 }
 
 // config is the agent's mesh, or nil when no mesh option was given.

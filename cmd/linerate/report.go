@@ -30,6 +30,7 @@ type reportFlags struct {
 	json     bool
 	c2c      []string
 	fleet    string
+	mesh     string
 }
 
 func newReportCmd(env *cliEnv) *cobra.Command {
@@ -74,6 +75,7 @@ the journal's ID only.`,
 	fl.StringVar(&f.title, "title", "", "the report's title (default: made from the hosts)")
 	fl.StringArrayVar(&f.c2c, "c2c", nil, "a core-to-core matrix from 'linerate c2c --json' to include (a host's stored one is included anyway); repeatable")
 	fl.StringVar(&f.fleet, "fleet", "", "draw a fleet run: the linerate.fleet/v1 document 'linerate fleet run --json' wrote")
+	fl.StringVar(&f.mesh, "mesh", "", "draw a mesh: the linerate.mesh/v1 document 'linerate mesh status --json' wrote")
 	fl.BoolVar(&f.json, "json", false, "say what was written as a "+reportSchema+" JSON document (the verdict, the runs, hosts and journals in the report)")
 	return cmd
 }
@@ -99,6 +101,9 @@ func runReport(cmd *cobra.Command, env *cliEnv, f reportFlags) error {
 	}
 	if f.fleet != "" {
 		return runFleetReport(env, f, format)
+	}
+	if f.mesh != "" {
+		return runMeshReport(env, f, format)
 	}
 	if f.last < 0 {
 		return fmt.Errorf("--last %d: give a positive number of runs", f.last)

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
 	"unsafe"
@@ -223,8 +224,10 @@ func (b *udpBatch) next(to netip.AddrPort, size int) []byte {
 }
 
 // flush sends the datagrams queued and returns how many there were. A
-// datagram the kernel refuses (no route to its peer, a full buffer) is
-// lost: the error says so, and the rest are sent.
+// datagram the kernel refuses (a firewall dropping it on its way out, no
+// route to its peer, a full buffer) is lost, as it would be on the wire,
+// never sent again: sendmmsg stops at it (saying so at once when it is
+// the first, else by sending fewer), and the rest are sent after it.
 func (b *udpBatch) flush() (int, error) {
 	n := b.outN
 	b.outN = 0
@@ -240,10 +243,19 @@ func (b *udpBatch) flush() (int, error) {
 			sent++
 		default:
 			sent += int(r)
+			if sent < n {
+				if first == nil {
+					first = errPartial
+				}
+				sent++ // the one it stopped at
+			}
 		}
 	}
 	return n, first
 }
+
+// errPartial: sendmmsg stopped at a datagram it could not send.
+var errPartial = errors.New("a datagram was refused on its way out")
 
 // stamps reads a datagram's control messages: its software timestamp
 // (arrival, or departure on the error queue), and on the error queue its

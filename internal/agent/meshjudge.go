@@ -226,7 +226,7 @@ func (ms *meshSession) figures(now time.Time) *mesh.Figures {
 	for i, h := range ms.hosts {
 		names[i] = h.Name
 	}
-	f.Suspects = mesh.Blame(names, ms.matrix(now), nil)
+	f.Suspects = mesh.Blame(names, ms.matrix(now), nil, now)
 	return f
 }
 

@@ -44,10 +44,16 @@ func conclusive(p PairStatus) bool {
 
 func bad(p PairStatus) bool { return p.State == Degraded || p.State == Down }
 
-// Blame names the hosts and paths that the pairs point at (the package
-// comment has the rules), each with what the pairs show and the host's
-// own evidence (by host name; a host without any is fine).
-func Blame(hosts []string, pairs []PairStatus, ev map[string]*HostEvidence) []Suspect {
+// PathSettle is how long a pair must have been degraded before it alone
+// makes its path a suspect: when a host's side fails, its pairs degrade
+// one by one over some seconds, and the first ones are no path's fault.
+const PathSettle = 30 * time.Second
+
+// Blame names the hosts and paths that the pairs point at at now (the
+// package comment has the rules), each with what the pairs show and the
+// host's own evidence (by host name; a host without any is fine). It
+// returns an empty list, never nil, when nothing is suspected.
+func Blame(hosts []string, pairs []PairStatus, ev map[string]*HostEvidence, now time.Time) []Suspect {
 	out := map[string]*votes{}
 	in := map[string]*votes{}
 	knownOut := map[string]int{}
@@ -72,7 +78,7 @@ func Blame(hosts []string, pairs []PairStatus, ev map[string]*HostEvidence) []Su
 			i.bad = append(i.bad, p)
 		}
 	}
-	var sus []Suspect
+	sus := []Suspect{}
 	send := map[string]bool{}
 	recv := map[string]bool{}
 	for _, h := range hosts {
@@ -108,7 +114,7 @@ func Blame(hosts []string, pairs []PairStatus, ev map[string]*HostEvidence) []Su
 		}
 		sus = append(sus, Suspect{Kind: KindHost, Name: h, Side: side, Since: since, Evidence: append(e, ev[h].Sentences()...)})
 	}
-	sus = append(sus, paths(hosts, pairs, send, recv)...)
+	sus = append(sus, paths(hosts, pairs, send, recv, now)...)
 	return sus
 }
 
@@ -148,10 +154,10 @@ func sideSentence(verb string, v votes) string {
 	return fmt.Sprintf("%s badly %s %d of %d peers judged: %s", verb, dir, len(v.bad), v.judged, strings.Join(parts, ", "))
 }
 
-// paths blames the bad pairs no suspected host side explains, one
-// suspect per pair of hosts ("A-B", A first in the host list; side send
-// is A→B).
-func paths(hosts []string, pairs []PairStatus, send, recv map[string]bool) []Suspect {
+// paths blames the bad pairs no suspected host side explains and that
+// have been bad for PathSettle, one suspect per pair of hosts ("A-B", A
+// first in the host list; side send is A→B).
+func paths(hosts []string, pairs []PairStatus, send, recv map[string]bool, now time.Time) []Suspect {
 	idx := map[string]int{}
 	for i, h := range hosts {
 		idx[h] = i
@@ -160,7 +166,7 @@ func paths(hosts []string, pairs []PairStatus, send, recv map[string]bool) []Sus
 	found := map[key]*Suspect{}
 	var order []key
 	for _, p := range pairs {
-		if !bad(p) || !conclusive(p) || send[p.Src] || recv[p.Dst] {
+		if !bad(p) || !conclusive(p) || send[p.Src] || recv[p.Dst] || now.Sub(p.Since) < PathSettle {
 			continue
 		}
 		ia, okA := idx[p.Src]

@@ -99,7 +99,7 @@ func TestBlame(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			hosts, pairs := matrix(8, c.set)
 			ev := map[string]*HostEvidence{"h03": {Interface: "lab0", NIC: map[string]uint64{"qdisc_drops": 0}, SpanS: 60}}
-			sus := Blame(hosts, pairs, ev)
+			sus := Blame(hosts, pairs, ev, at.Add(PathSettle))
 			if got := names(sus); !slices.Equal(got, c.want) {
 				t.Fatalf("suspects %q, want %q", got, c.want)
 			}
@@ -127,7 +127,7 @@ func TestBlameEvidence(t *testing.T) {
 	busy := 97.0
 	ev := map[string]*HostEvidence{"h02": {Interface: "lab0", NIC: map[string]uint64{"phy_errors": 12, "fec_corrected": 0},
 		Module: []string{"lane 3: rx_power_low_alarm"}, CPUBusyPct: &busy, Top: []ProcUse{{PID: 42, Name: "stress-ng", CPUPct: 99}}, SpanS: 60}}
-	sus := Blame(hosts, pairs, ev)
+	sus := Blame(hosts, pairs, ev, t0)
 	if len(sus) != 1 {
 		t.Fatal(names(sus))
 	}
@@ -137,5 +137,21 @@ func TestBlameEvidence(t *testing.T) {
 		if !strings.Contains(all, want) {
 			t.Errorf("evidence lacks %q:\n%s", want, all)
 		}
+	}
+}
+
+// TestPathSettles: one degraded pair is not a path suspect until it has
+// been so for PathSettle (a host's pairs degrade one by one).
+func TestPathSettles(t *testing.T) {
+	hosts, pairs := matrix(8, func(s, d string, p *PairStatus) {
+		if s == "h03" && d == "h01" {
+			degrade(p, t0)
+		}
+	})
+	if sus := Blame(hosts, pairs, nil, t0.Add(PathSettle-time.Second)); len(sus) != 0 {
+		t.Errorf("at once: %q", names(sus))
+	}
+	if sus := Blame(hosts, pairs, nil, t0.Add(PathSettle)); len(sus) != 1 {
+		t.Errorf("settled: %q", names(sus))
 	}
 }

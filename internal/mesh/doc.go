@@ -44,6 +44,7 @@
 // suspected on its send side, incoming on its receive side, both when
 // both; a host no agent can reach (every pair into it down, none out of
 // it known) is suspected whole; degraded pairs that no suspected host
-// explains are suspected as paths. Inconclusive and unknown pairs count
-// for nothing.
+// explains are suspected as paths once they have been so for PathSettle
+// (a host's pairs degrade one by one: the first are no path's fault).
+// Inconclusive and unknown pairs count for nothing.
 package mesh

@@ -1,0 +1,300 @@
+package main
+
+// The mesh in a lab of 8 hosts, through the command line as a user runs
+// it: one lab for every case. Run under the lab lock:
+// flock /tmp/linerate-lab.lock go test -run TestMeshLab ./cmd/linerate
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/linerate/linerate/internal/mesh"
+)
+
+// cli runs the built binary with args and returns its exit status and
+// output.
+func cli(t *testing.T, bin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	c := exec.Command(bin, args...)
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String(), errb.String()
+}
+
+// meshAgents lists the pids of the agents of lab name's mesh that bin
+// started.
+func meshAgents(bin, name string) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if len(args) > 1 && args[0] == bin && args[1] == "serve" && slices.Contains(args, name) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// cpuTicks is a process's user and system time, in clock ticks.
+func cpuTicks(pid int) (int64, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + s, true
+}
+
+func meshStatusDoc(t *testing.T, bin, name string, sch *jsonschema.Schema) (int, *mesh.Doc) {
+	t.Helper()
+	code, out, stderr := cli(t, bin, "mesh", "status", "--name", name, "--json")
+	if code != 0 && code != 1 {
+		t.Fatalf("mesh status: exit %d\n%s%s", code, out, stderr)
+	}
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(v); err != nil {
+		t.Fatalf("mesh status --json does not validate against mesh-v1.schema.json: %v\n%s", err, out)
+	}
+	var d mesh.Doc
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatal(err)
+	}
+	return code, &d
+}
+
+func suspectsOf(d *mesh.Doc) []string {
+	var s []string
+	for _, x := range d.Suspects {
+		s = append(s, x.Kind+" "+x.Name+" "+x.Side)
+	}
+	return s
+}
+
+// TestMeshLab: in a lab of 8 hosts, 'mesh up --lab' starts 8 agents; after
+// 45 s every one of the 56 directed pairs is ok and nothing is suspected,
+// and each agent costs at most 1% of a CPU; 5% random loss on h03's lab0
+// egress (nftables) is suspected on h03's send side within 90 s, and
+// nothing else is; an agent killed is named, its host down; 'mesh down'
+// leaves no agent; Ctrl-C of 'mesh up' leaves none either; and 'lab down'
+// leaves no namespace.
+func TestMeshLab(t *testing.T) {
+	labNeedsRoot(t)
+	if testing.Short() {
+		t.Skip("the mesh's lab runs for minutes; -short skips it")
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Fatal("nft (nftables) is needed to plant loss: apt-get install nftables")
+	}
+	sch, err := jsonschema.NewCompiler().Compile("../../docs/schema/mesh-v1.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "t-mesh8"
+	bin := buildLinerate(t)
+	t.Cleanup(func() {
+		cli(t, bin, "mesh", "down", "--name", name)
+		if code, out, stderr := cli(t, bin, "lab", "down", "--name", name); code != 0 {
+			t.Errorf("lab down: exit %d\n%s%s", code, out, stderr)
+		}
+		if ns, _ := filepath.Glob("/run/netns/lr-" + name + "-*"); len(ns) > 0 {
+			t.Errorf("namespaces left after lab down: %q", ns)
+		}
+	})
+	if code, out, stderr := cli(t, bin, "lab", "up", "--name", name, "--hosts", "8"); code != 0 {
+		t.Fatalf("lab up: exit %d\n%s%s", code, out, stderr)
+	}
+
+	t.Run("ctrl-c of up", func(t *testing.T) {
+		c := exec.Command(bin, "mesh", "up", "--lab", name, "--name", "t-ctrlc")
+		var errb bytes.Buffer
+		c.Stderr = &errb
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Interrupt it while the agents start.
+		for i := 0; i < 200 && len(meshAgents(bin, name)) < 3; i++ {
+			time.Sleep(20 * time.Millisecond)
+		}
+		c.Process.Signal(os.Interrupt)
+		err := c.Wait()
+		if err == nil {
+			t.Fatalf("mesh up interrupted exited 0\n%s", errb.String())
+		}
+		if a := meshAgents(bin, name); len(a) > 0 {
+			t.Fatalf("agents left after Ctrl-C of mesh up: %v\n%s", a, errb.String())
+		}
+		if code, _, stderr := cli(t, bin, "mesh", "status", "--name", "t-ctrlc"); code != 2 || !strings.Contains(stderr, "no mesh t-ctrlc is up") {
+			t.Errorf("status after an interrupted up: exit %d %q", code, stderr)
+		}
+	})
+
+	code, out, stderr := cli(t, bin, "mesh", "up", "--lab", name)
+	if code != 0 || !strings.Contains(out, "Mesh t-mesh8 is up: 8 agents probing 56 pairs") {
+		t.Fatalf("mesh up: exit %d\n%s%s", code, out, stderr)
+	}
+	up := time.Now()
+	agents := meshAgents(bin, name)
+	if len(agents) != 8 {
+		t.Fatalf("%d agents running, want 8", len(agents))
+	}
+	if code, _, stderr := cli(t, bin, "mesh", "up", "--lab", name); code != 2 || !strings.Contains(stderr, "is up already") {
+		t.Errorf("a second mesh up: exit %d %q", code, stderr)
+	}
+
+	// Each agent's cost over 30 s, read from /proc.
+	before := map[int]int64{}
+	for _, pid := range agents {
+		before[pid], _ = cpuTicks(pid)
+	}
+	start := time.Now()
+	time.Sleep(30 * time.Second)
+	for _, pid := range agents {
+		after, ok := cpuTicks(pid)
+		if !ok {
+			t.Fatalf("agent %d is gone", pid)
+		}
+		pct := float64(after-before[pid]) / time.Since(start).Seconds() // ticks are 1/100 s: % of a CPU
+		t.Logf("agent %d: %.2f%% of a CPU", pid, pct)
+		if pct > 1 {
+			t.Errorf("agent %d used %.2f%% of a CPU probing 7 peers, more than 1%%", pid, pct)
+		}
+	}
+
+	time.Sleep(time.Until(up.Add(45 * time.Second)))
+	code, d := meshStatusDoc(t, bin, name, sch)
+	if code != 0 || len(d.Hosts) != 8 || len(d.Pairs) != 56 || len(d.Suspects) != 0 {
+		t.Fatalf("45 s after up: exit %d, %d hosts, %d pairs, suspects %q: %s", code, len(d.Hosts), len(d.Pairs), suspectsOf(d), d.Verdict)
+	}
+	for _, p := range d.Pairs {
+		if p.State != mesh.OK || p.RTTUS == nil || p.Loss == nil || p.Probes == 0 {
+			t.Errorf("%s → %s: %s %s (rtt %v, loss %v)", p.Src, p.Dst, p.State, p.Why, p.RTTUS, p.Loss)
+		}
+	}
+	for _, h := range d.Hosts {
+		if !h.Up || h.Evidence == nil || h.AgentCPUPct == nil || h.AgentRSSBytes == nil || *h.AgentRSSBytes > 30e6 {
+			t.Errorf("host %+v", h)
+		}
+	}
+
+	t.Run("5% egress loss", func(t *testing.T) {
+		nft := exec.Command("ip", "netns", "exec", "lr-"+name+"-h03", "nft", "-f", "-")
+		nft.Stdin = strings.NewReader(`table inet t-mesh-loss {
+  chain out {
+    type filter hook output priority 0;
+    oifname "lab0" numgen random mod 100 < 5 drop
+  }
+}
+`)
+		if out, err := nft.CombinedOutput(); err != nil {
+			t.Fatalf("planting loss: %v\n%s", err, out)
+		}
+		planted := time.Now()
+		t.Cleanup(func() {
+			exec.Command("ip", "netns", "exec", "lr-"+name+"-h03", "nft", "delete", "table", "inet", "t-mesh-loss").Run()
+		})
+		var seen time.Duration
+		for time.Since(planted) < 90*time.Second {
+			time.Sleep(2 * time.Second)
+			code, d := meshStatusDoc(t, bin, name, sch)
+			got := suspectsOf(d)
+			switch {
+			case len(got) == 0:
+				continue
+			case !slices.Equal(got, []string{"host h03 send"}):
+				t.Fatalf("%.0f s after the loss: suspects %q, want h03's send side only\n%s", time.Since(planted).Seconds(), got, d.Verdict)
+			case code != 1:
+				t.Errorf("status with a suspect: exit %d, want 1", code)
+			}
+			if seen == 0 {
+				seen = time.Since(planted)
+				t.Logf("h03 suspected on its send side %.0f s after the loss began: %s", seen.Seconds(), strings.Join(d.Suspects[0].Evidence, " | "))
+			}
+			if time.Since(planted) > seen+10*time.Second {
+				break // and it held
+			}
+		}
+		if seen == 0 {
+			t.Fatal("h03's 5% egress loss not suspected within 90 s")
+		}
+	})
+
+	t.Run("an agent dies", func(t *testing.T) {
+		var victim int
+		for _, pid := range agents {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			if strings.Contains(string(b), "198.18.0.5\x00") {
+				victim = pid
+			}
+		}
+		if victim == 0 {
+			t.Fatal("no agent of h05")
+		}
+		syscall.Kill(victim, syscall.SIGKILL)
+		deadline := time.Now().Add(40 * time.Second)
+		for {
+			time.Sleep(2 * time.Second)
+			_, d := meshStatusDoc(t, bin, name, sch)
+			var h05 mesh.HostStatus
+			for _, h := range d.Hosts {
+				if h.Name == "h05" {
+					h05 = h
+				}
+			}
+			down := 0
+			for _, p := range d.Pairs {
+				if (p.Src == "h05" || p.Dst == "h05") && p.State == mesh.Down {
+					down++
+				}
+			}
+			named := slices.Contains(suspectsOf(d), "host h05 both")
+			if !h05.Up && strings.Contains(h05.Error, "exited") && down == 14 && named {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("40 s after h05's agent was killed: h05 %+v, %d of its 14 pairs down, suspects %q", h05, down, suspectsOf(d))
+			}
+		}
+	})
+
+	if code, out, stderr := cli(t, bin, "mesh", "down", "--name", name); code != 0 || !strings.Contains(out, "is down") {
+		t.Fatalf("mesh down: exit %d\n%s%s", code, out, stderr)
+	}
+	if a := meshAgents(bin, name); len(a) > 0 {
+		t.Errorf("agents left after mesh down: %v", a)
+	}
+	if code, _, _ := cli(t, bin, "mesh", "status", "--name", name); code != 2 {
+		t.Errorf("status after down: exit %d, want 2", code)
+	}
+}

@@ -1,0 +1,56 @@
+package mesh
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestKubernetesManifests validates deploy/kubernetes/mesh offline with
+// kubernetes-validate --strict (PyPI), and checks that the DaemonSet and
+// the Service name each other and keep the agents to the nodes.
+func TestKubernetesManifests(t *testing.T) {
+	kv, err := exec.LookPath("kubernetes-validate")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("kubernetes-validate is not installed (CI=true): pip install kubernetes-validate")
+		}
+		t.Skip("kubernetes-validate is not installed: pip install kubernetes-validate")
+	}
+	files, err := filepath.Glob("../../deploy/kubernetes/mesh/*.yaml")
+	if err != nil || len(files) != 2 {
+		t.Fatalf("manifests %v, %v", files, err)
+	}
+	out, err := exec.Command(kv, append([]string{"--strict"}, files...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubernetes-validate --strict: %v\n%s", err, out)
+	}
+	for _, want := range []string{"daemonset/linerate-mesh", "service/linerate-mesh"} {
+		if !strings.Contains(string(out), "passed for resource "+want) {
+			t.Errorf("kubernetes-validate did not pass %s:\n%s", want, out)
+		}
+	}
+	ds, _ := os.ReadFile("../../deploy/kubernetes/mesh/mesh-daemonset.yaml")
+	svc, _ := os.ReadFile("../../deploy/kubernetes/mesh/mesh-service.yaml")
+	for _, c := range []struct{ file, text, want string }{
+		{"mesh-daemonset.yaml", string(ds), "hostNetwork: true"},
+		{"mesh-daemonset.yaml", string(ds), "- --bind\n            - $(POD_IP)"},
+		{"mesh-daemonset.yaml", string(ds), "- --mesh-peers\n            - $(MESH_PEERS)"},
+		{"mesh-daemonset.yaml", string(ds), "- --port\n            - \"5302\""},
+		{"mesh-daemonset.yaml", string(ds), "- --token-file\n            - /etc/linerate/node.key"},
+		{"mesh-daemonset.yaml", string(ds), "protocol: UDP"},
+		{"mesh-daemonset.yaml", string(ds), `drop: ["ALL"]`},
+		{"mesh-service.yaml", string(svc), "clusterIP: None"},
+		{"mesh-service.yaml", string(svc), "component: mesh"},
+		{"mesh-service.yaml", string(svc), "port: 5302"},
+	} {
+		if !strings.Contains(c.text, c.want) {
+			t.Errorf("%s lacks %q", c.file, c.want)
+		}
+	}
+	if strings.Contains(string(ds), "secretName:") {
+		t.Error("the mesh DaemonSet mounts a Secret: one Secret is the same on every node, and would open every agent")
+	}
+}
