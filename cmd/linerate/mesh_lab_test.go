@@ -6,6 +6,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -20,6 +22,9 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/linerate/linerate/internal/fleet/launch"
+	"github.com/linerate/linerate/internal/fleet/launch/launchtest"
+	"github.com/linerate/linerate/internal/lab"
 	"github.com/linerate/linerate/internal/mesh"
 )
 
@@ -41,8 +46,10 @@ func cli(t *testing.T, bin string, args ...string) (int, string, string) {
 }
 
 // meshAgents lists the pids of the agents of lab name's mesh that bin
-// started.
+// started (bin, or bin relative to the home directory, as the ssh launcher
+// runs the binary it copied).
 func meshAgents(bin, name string) []int {
+	home, _ := os.UserHomeDir()
 	var out []int
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -55,7 +62,7 @@ func meshAgents(bin, name string) []int {
 			continue
 		}
 		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if len(args) > 1 && args[0] == bin && args[1] == "serve" && slices.Contains(args, name) {
+		if len(args) > 1 && (args[0] == bin || filepath.Join(home, args[0]) == bin) && args[1] == "serve" && slices.Contains(args, name) {
 			out = append(out, pid)
 		}
 	}
@@ -123,18 +130,13 @@ func TestMeshLab(t *testing.T) {
 	}
 	const name = "t-mesh8"
 	bin := buildLinerate(t)
-	t.Cleanup(func() {
-		cli(t, bin, "mesh", "down", "--name", name)
-		if code, out, stderr := cli(t, bin, "lab", "down", "--name", name); code != 0 {
-			t.Errorf("lab down: exit %d\n%s%s", code, out, stderr)
-		}
+	t.Cleanup(func() { // after the lab's own cleanup, which takes it down
 		if ns, _ := filepath.Glob("/run/netns/lr-" + name + "-*"); len(ns) > 0 {
 			t.Errorf("namespaces left after lab down: %q", ns)
 		}
 	})
-	if code, out, stderr := cli(t, bin, "lab", "up", "--name", name, "--hosts", "8"); code != 0 {
-		t.Fatalf("lab up: exit %d\n%s%s", code, out, stderr)
-	}
+	members := launchtest.LabWith(t, lab.Config{Name: name, Hosts: 8})
+	t.Cleanup(func() { cli(t, bin, "mesh", "down", "--name", name) })
 
 	t.Run("ctrl-c of up", func(t *testing.T) {
 		c := exec.Command(bin, "mesh", "up", "--lab", name, "--name", "t-ctrlc")
@@ -288,13 +290,130 @@ func TestMeshLab(t *testing.T) {
 		}
 	})
 
-	if code, out, stderr := cli(t, bin, "mesh", "down", "--name", name); code != 0 || !strings.Contains(out, "is down") {
-		t.Fatalf("mesh down: exit %d\n%s%s", code, out, stderr)
+	// Ctrl-C of mesh down: the supervisor stops every agent all the same.
+	down := exec.Command(bin, "mesh", "down", "--name", name)
+	if err := down.Start(); err != nil {
+		t.Fatal(err)
 	}
-	if a := meshAgents(bin, name); len(a) > 0 {
-		t.Errorf("agents left after mesh down: %v", a)
+	time.Sleep(50 * time.Millisecond)
+	down.Process.Signal(os.Interrupt)
+	down.Wait()
+	for deadline := time.Now().Add(30 * time.Second); len(meshAgents(bin, name)) > 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("agents left 30 s after an interrupted mesh down: %v", meshAgents(bin, name))
+		}
 	}
 	if code, _, _ := cli(t, bin, "mesh", "status", "--name", name); code != 2 {
 		t.Errorf("status after down: exit %d, want 2", code)
+	}
+
+	// The same mesh through the real launchers: ssh to an sshd in every
+	// host (the controller in the lab's switch, the binary copied to the
+	// hosts), and srun inside a real Slurm allocation.
+	t.Run("ssh", func(t *testing.T) {
+		ssh := launchtest.StartSSHD(t, name, members)
+		hosts := filepath.Join(t.TempDir(), "hosts.txt")
+		var b strings.Builder
+		for _, m := range members {
+			fmt.Fprintf(&b, "%s %s %s\n", m.Host, m.Address, m.Host) // the ssh_config's aliases
+		}
+		if err := os.WriteFile(hosts, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(mustRead(t, bin))
+		home, _ := os.UserHomeDir()
+		installed := filepath.Join(home, launch.DefaultRemoteDir, "linerate-"+hex.EncodeToString(sum[:])[:16])
+		t.Cleanup(func() { os.Remove(installed) })
+		inSwitch := func(args ...string) (int, string) {
+			t.Helper()
+			c := exec.Command(bin, args...)
+			var out bytes.Buffer
+			c.Stdout, c.Stderr = &out, &out
+			if err := lab.Start(name, lab.Switch, c); err != nil {
+				t.Fatal(err)
+			}
+			err := c.Wait()
+			if ee, ok := err.(*exec.ExitError); ok {
+				return ee.ExitCode(), out.String()
+			}
+			return 0, out.String()
+		}
+		if code, out := inSwitch("mesh", "up", "--hosts", hosts, "--ssh-config", ssh.Config, "--name", "t-ssh"); code != 0 || !strings.Contains(out, "8 agents probing 56 pairs") {
+			t.Fatalf("mesh up --hosts: exit %d\n%s", code, out)
+		}
+		if a := meshAgents(installed, "--mesh-peers"); len(a) != 8 {
+			t.Errorf("%d agents from the copied binary, want 8", len(a))
+		}
+		time.Sleep(15 * time.Second)
+		code, out := inSwitch("mesh", "status", "--name", "t-ssh", "--json")
+		var d mesh.Doc
+		if err := json.Unmarshal([]byte(out), &d); err != nil {
+			t.Fatalf("mesh status: exit %d: %v\n%s", code, err, out)
+		}
+		checkAllOK(t, &d)
+		if code, out := inSwitch("mesh", "down", "--name", "t-ssh"); code != 0 {
+			t.Fatalf("mesh down: exit %d\n%s", code, out)
+		}
+		if a := meshAgents(installed, "--mesh-peers"); len(a) > 0 {
+			t.Errorf("agents left after mesh down: %v", a)
+		}
+	})
+
+	t.Run("slurm", func(t *testing.T) {
+		slurm := launchtest.StartSlurm(t, name, members)
+		out := filepath.Join(t.TempDir(), "status.json")
+		// A mesh lives in its allocation: up, status and down in one.
+		script := fmt.Sprintf("%[1]s mesh up --slurm --name t-slurm && sleep 15 && %[1]s mesh status --name t-slurm --json > %[2]s; %[1]s mesh down --name t-slurm", bin, out)
+		c := slurm.Command("salloc", "-N", "8", "--", "sh", "-c", script)
+		var log bytes.Buffer
+		c.Stdout, c.Stderr = &log, &log
+		if err := slurm.Start(c); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- c.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("salloc: %v\n%s", err, log.String())
+			}
+		case <-time.After(3 * time.Minute):
+			c.Process.Kill()
+			t.Fatalf("salloc ran for 3 minutes\n%s", log.String())
+		}
+		var d mesh.Doc
+		if err := json.Unmarshal(mustRead(t, out), &d); err != nil {
+			t.Fatalf("mesh status in the allocation: %v\n%s", err, log.String())
+		}
+		checkAllOK(t, &d)
+		if d.Source != "slurm" {
+			t.Errorf("source %q", d.Source)
+		}
+		if a := meshAgents(bin, "--mesh-peers"); len(a) > 0 {
+			t.Errorf("agents left after the allocation: %v", a)
+		}
+	})
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// checkAllOK: 8 hosts up, every one of the 56 pairs ok with its figures,
+// nothing suspected.
+func checkAllOK(t *testing.T, d *mesh.Doc) {
+	t.Helper()
+	if len(d.Hosts) != 8 || len(d.Pairs) != 56 || len(d.Suspects) != 0 {
+		t.Fatalf("%d hosts, %d pairs, suspects %q: %s", len(d.Hosts), len(d.Pairs), suspectsOf(d), d.Verdict)
+	}
+	for _, p := range d.Pairs {
+		if p.State != mesh.OK || p.RTTUS == nil {
+			t.Errorf("%s → %s: %s %s", p.Src, p.Dst, p.State, p.Why)
+		}
 	}
 }

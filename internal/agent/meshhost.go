@@ -33,6 +33,7 @@ const (
 	contendedBusyPct = 90
 	contendedLate    = 5 * time.Millisecond
 	evidenceEvery    = time.Minute
+	firstEvidence    = 15 * time.Second
 )
 
 // hostRecord is what the agent knows of its own host.
@@ -136,7 +137,9 @@ func (ms *meshSession) evidenceLoop() {
 	rcv0, haveRcv := udpRcvbufErrors()
 	cpu0, at0 := processCPU(), time.Now()
 	foreign := telemetry.StartForeign(fs, os.Getpid())
-	t := time.NewTicker(evidenceEvery)
+	// The first reading comes soon, so that a mesh just up has its
+	// hosts' evidence; then one a minute.
+	t := time.NewTimer(firstEvidence)
 	defer t.Stop()
 	for {
 		select {
@@ -144,6 +147,7 @@ func (ms *meshSession) evidenceLoop() {
 			foreign.Stop()
 			return
 		case <-t.C:
+			t.Reset(evidenceEvery)
 		}
 		now := time.Now()
 		e := &mesh.HostEvidence{Interface: iface, SpanS: math.Round(now.Sub(at0).Seconds())}

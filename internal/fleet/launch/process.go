@@ -155,6 +155,11 @@ func start(ctx context.Context, host string, cmd *exec.Cmd, startCmd func(*exec.
 	case <-p.done:
 		return nil, fmt.Errorf("%s: the command did not start: %s", host, p.Tail())
 	case <-ctx.Done():
+		// Close the wrapper's input first: if it has started the
+		// command already, that is what stops it; killing the wrapper
+		// alone would leave the command holding the output pipes, and
+		// kill waiting for them.
+		p.stdin.Close()
 		p.kill()
 		return nil, fmt.Errorf("%s: starting: %w", host, context.Cause(ctx))
 	}
