@@ -119,6 +119,7 @@ func suspectsOf(d *mesh.Doc) []string {
 func TestMeshLab(t *testing.T) {
 	labNeedsRoot(t)
 	if testing.Short() {
+		// CI: runs the suite without -short, so this runs there.
 		t.Skip("the mesh's lab runs for minutes; -short skips it")
 	}
 	if _, err := exec.LookPath("nft"); err != nil {

@@ -112,6 +112,7 @@ func waitBuckets(k int) {
 // agent that stops is down for the others and suspected whole.
 func TestMesh(t *testing.T) {
 	if testing.Short() {
+		// CI: runs the suite without -short, so this runs there.
 		t.Skip("a mesh takes buckets of 5 s to judge; -short skips it")
 	}
 	hosts := meshHosts(4)

@@ -91,6 +91,7 @@ func TestMeshReport(t *testing.T) {
 // keeps the screenshots for a person to look at.
 func TestMeshChromiumRender(t *testing.T) {
 	if testing.Short() {
+		// CI: runs the suite without -short, so this runs there.
 		t.Skip("starts a browser")
 	}
 	bin := chromium(t)
