@@ -579,11 +579,12 @@ EOF
 }
 
 # rewrite_manifest points the shipped manifests' placeholder image at the
-# imported one, never pulled, and RELAY_PEERS at the lab's network.
+# imported one, never pulled, and RELAY_PEERS (the agents') and MESH_PEERS (the
+# mesh's) at the lab's network.
 rewrite_manifest() {
   awk -v from="$image_placeholder" -v to="$image_ref" -v peers="198.18.0.0/24" '
     relay && /^ *value:/ { sub(/value:.*/, "value: " peers); relay = 0 }
-    { if ($0 !~ /^ *- name: RELAY_PEERS *$/) relay = relay && !/^ *- name:/; else relay = 1 }
+    { if ($0 !~ /^ *- name: (RELAY|MESH)_PEERS *$/) relay = relay && !/^ *- name:/; else relay = 1 }
     $0 ~ "^[ -]*image: *\"?" from "\"?[ ]*$" {
       match($0, /^ */); ind = RLENGTH
       if (substr($0, ind + 1, 2) == "- ") ind += 2
