@@ -81,6 +81,22 @@ func cpuTicks(pid int) (int64, bool) {
 	return u + s, true
 }
 
+// rssMB is a process's resident memory (VmRSS), in MB.
+func rssMB(pid int) (float64, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest) // "21876 kB"
+			kb, err := strconv.ParseFloat(f[0], 64)
+			return kb * 1024 / 1e6, err == nil && len(f) == 2 && f[1] == "kB"
+		}
+	}
+	return 0, false
+}
+
 func meshStatusDoc(t *testing.T, bin, name string, sch *jsonschema.Schema) (int, *mesh.Doc) {
 	t.Helper()
 	code, out, stderr := cli(t, bin, "mesh", "status", "--name", name, "--json")
@@ -111,7 +127,7 @@ func suspectsOf(d *mesh.Doc) []string {
 
 // TestMeshLab: in a lab of 8 hosts, 'mesh up --lab' starts 8 agents; after
 // 45 s every one of the 56 directed pairs is ok and nothing is suspected,
-// and each agent costs at most 1% of a CPU; 5% random loss on h03's lab0
+// and each agent costs at most 1% of a CPU and 30 MB; 5% random loss on h03's lab0
 // egress (nftables) is suspected on h03's send side within 90 s, and
 // nothing else is; an agent killed is named, its host down; 'mesh down'
 // leaves no agent; Ctrl-C of 'mesh up' leaves none either; and 'lab down'
@@ -176,7 +192,7 @@ func TestMeshLab(t *testing.T) {
 		t.Errorf("a second mesh up: exit %d %q", code, stderr)
 	}
 
-	// Each agent's cost over 30 s, read from /proc.
+	// Each agent's cost over 30 s and its memory, read from /proc.
 	before := map[int]int64{}
 	for _, pid := range agents {
 		before[pid], _ = cpuTicks(pid)
@@ -189,9 +205,16 @@ func TestMeshLab(t *testing.T) {
 			t.Fatalf("agent %d is gone", pid)
 		}
 		pct := float64(after-before[pid]) / time.Since(start).Seconds() // ticks are 1/100 s: % of a CPU
-		t.Logf("agent %d: %.2f%% of a CPU", pid, pct)
+		mb, ok := rssMB(pid)
+		if !ok {
+			t.Fatalf("agent %d: no VmRSS in /proc/%d/status", pid, pid)
+		}
+		t.Logf("agent %d: %.2f%% of a CPU, %.1f MB resident", pid, pct, mb)
 		if pct > 1 {
 			t.Errorf("agent %d used %.2f%% of a CPU probing 7 peers, more than 1%%", pid, pct)
+		}
+		if mb > 30 {
+			t.Errorf("agent %d holds %.1f MB probing 7 peers, more than 30 MB", pid, mb)
 		}
 	}
 
