@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # The cost of a mesh agent (linerate serve --mesh): its CPU and memory
 # while it probes N peers at the default rate (10 probes a second each),
 # for N = 0 (an agent in no mesh), 7 and 63. The peers are real agents of
@@ -73,11 +73,9 @@ for n in 0 7 63; do
 		>"$work/agent.out" 2>"$work/agent.err" &
 	agent_pid=$!
 	sleep 20
-	set -- $(ticks "$agent_pid")
-	u0=$1 s0=$2
+	read -r u0 s0 < <(ticks "$agent_pid")
 	sleep "$secs"
-	set -- $(ticks "$agent_pid")
-	u1=$1 s1=$2
+	read -r u1 s1 < <(ticks "$agent_pid")
 	rss=$(awk '/VmRSS/ {print $2}' "/proc/$agent_pid/status")
 	hwm=$(awk '/VmHWM/ {print $2}' "/proc/$agent_pid/status")
 	load=$(cut -d' ' -f1-3 /proc/loadavg)
