@@ -26,12 +26,17 @@ const (
 
 // Port is what Chain needs to know about one NIC port.
 type Port struct {
-	// LineRate is the link's rate (speed_mbps / 1000, or a shaped rate for
-	// a virtual interface); zero or negative means unknown.
+	// LineRate is the link's rate (speed_mbps / 1000); zero or negative
+	// means unknown. Its goodput is the wire's (TCPFrame).
 	LineRate Gbps
-	// LineDetail describes the line rate ("tbf 10gbit"); empty gives
+	// LineDetail describes the line rate ("100GbE link"); empty gives
 	// "100GbE" from LineRate.
 	LineDetail string
+	// Shaper is a qdisc that paces the port's egress at a rate of its
+	// own, counted its own way; nil when none does. Below LineRate (or
+	// with LineRate unknown, as on a veth) it stands as the line-rate
+	// stage.
+	Shaper *Shaper
 	// PCIe is the current link's bandwidth; nil when the kernel reports no
 	// PCIe link (virtual NICs, most VMs).
 	PCIe *PCIeBandwidth
@@ -57,9 +62,14 @@ type Limits struct {
 	PCIe     *Gbps `json:"pcie_gbps"` // effective, after TLP overhead
 	// TCPGoodput is the lower of the line rate's goodput at the MTU and
 	// what PCIe carries of full-sized segments (Chain).
-	TCPGoodput *Gbps      `json:"tcp_goodput_gbps"`
-	Bottleneck Bottleneck `json:"bottleneck"`
-	Chain      []Stage    `json:"chain"`
+	TCPGoodput *Gbps `json:"tcp_goodput_gbps"`
+	// LineGoodput is the line-rate stage's TCP goodput at the MTU, before
+	// PCIe, counted as the stage counts (the wire's framing, or a
+	// shaper's); LineGoodputDetail says how. Null when unknown.
+	LineGoodput       *Gbps      `json:"line_goodput_gbps"`
+	LineGoodputDetail string     `json:"line_goodput_detail,omitempty"`
+	Bottleneck        Bottleneck `json:"bottleneck"`
+	Chain             []Stage    `json:"chain"`
 }
 
 // Chain computes a port's ceilings: the line rate; the PCIe link's
@@ -74,6 +84,13 @@ type Limits struct {
 // goodput is below it. A ConnectX-5 trained at x4 (the 100 GbE home lab): effective 28.60, TCP goodput at
 // MTU 9000 28.08 (31.51 raw × 8948/10040).
 //
+// A shaper below the line rate (or on a link without one, a veth) stands
+// as the line-rate stage, and the line's goodput is the lower of the
+// wire's at the line rate and the shaper's (Shaper.Goodput: it counts the
+// packet and its MAC header, not preamble, gap and FCS): a 1 Gbit/s tbf on
+// a 25GbE port at MTU 9000 carries 1 × 8948/9014 = 0.9927 Gbit/s of TCP,
+// where a 1 Gbit/s wire carries 1 × 8948/9038 = 0.9900.
+//
 // With the PCIe link not reported, the line rate binds as far as is known
 // and the PCIe stage says "not reported". With the line rate or a valid MTU
 // unknown, TCP goodput is unknown and so is the bottleneck: the PCIe
@@ -82,7 +99,20 @@ func Chain(p Port) Limits {
 	l := Limits{Bottleneck: BottleneckUnknown}
 
 	line := Stage{Stage: "line rate", Detail: "not reported"}
-	if p.LineRate.known() {
+	wire := p.LineRate.known()
+	shaper := p.Shaper
+	if shaper != nil && !shaper.Rate.known() {
+		shaper = nil
+	}
+	switch {
+	case shaper != nil && (!wire || shaper.Rate < p.LineRate):
+		l.LineRate = shaper.Rate.ptr()
+		line.Gbps = l.LineRate
+		line.Detail = shaper.Detail
+		if line.Detail == "" {
+			line.Detail = "shaped to " + strconv.FormatFloat(float64(shaper.Rate), 'f', -1, 64) + " Gbit/s"
+		}
+	case wire:
 		l.LineRate = p.LineRate.ptr()
 		line.Gbps = l.LineRate
 		line.Detail = p.LineDetail
@@ -106,8 +136,19 @@ func Chain(p Port) Limits {
 	case l.LineRate == nil:
 		tcp.Detail = fmt.Sprintf("MTU %d, %s: line rate not reported", frame.MTU, frame.Stack)
 	default:
-		share := fmt.Sprintf("MTU %d, %s: %d/%d of line rate", frame.MTU, frame.Stack, frame.Payload, frame.Wire)
-		g := frame.Goodput(p.LineRate)
+		var g Gbps
+		var share string
+		if wire {
+			share = fmt.Sprintf("MTU %d, %s: %d/%d of line rate", frame.MTU, frame.Stack, frame.Payload, frame.Wire)
+			g = frame.Goodput(p.LineRate)
+		}
+		if shaper != nil {
+			if sg := shaper.Goodput(frame); !wire || sg < g {
+				share = fmt.Sprintf("MTU %d, %s: %s", frame.MTU, frame.Stack, shaper.share(frame))
+				g = sg
+			}
+		}
+		l.LineGoodput, l.LineGoodputDetail = g.ptr(), share
 		l.Bottleneck = BottleneckLineRate
 		tcp.Detail = share
 		if l.PCIe != nil {

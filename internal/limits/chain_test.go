@@ -2,6 +2,7 @@ package limits
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 )
@@ -105,6 +106,49 @@ func TestChain(t *testing.T) {
 			tcpDetail: "MTU 9000, IPv6 + timestamps: 8928/9038 of line rate",
 		},
 		{
+			// tbf counts 9000 + 14 bytes a segment: 10 × 8948/9014.
+			name: "lab veth shaped by tbf",
+			port: Port{Shaper: &Shaper{Rate: 10, Overhead: SkbOverhead, Detail: "tbf qdisc shaped to 10 Gbit/s"}, MTU: 9000},
+			line: "10.00", pcie: "null", goodput: "9.93", bottleneck: BottleneckLineRate,
+			lineDetail: "tbf qdisc shaped to 10 Gbit/s", pcieDetail: "not reported",
+			tcpDetail: "MTU 9000, IPv4 + timestamps: 8948/9014 of the shaped rate (the shaper counts each packet with its 14-byte MAC header, not the wire's preamble, gap and FCS)",
+		},
+		{
+			// 25 × 1448/1538 = 23.54 on the wire; the tbf's 10 × 1448/1514 = 9.56 binds.
+			name: "25GbE port shaped to 10 Gbit/s",
+			port: Port{LineRate: 25, LineDetail: "25GbE link", Shaper: &Shaper{Rate: 10, Overhead: SkbOverhead}, PCIe: gen3x8, MTU: 1500},
+			line: "10.00", pcie: "57.21", goodput: "9.56", bottleneck: BottleneckLineRate,
+			lineDetail: "shaped to 10 Gbit/s", pcieDetail: "8.0 GT/s x8, 128b/130b, MPS 256",
+			tcpDetail: "MTU 1500, IPv4 + timestamps: 1448/1514 of the shaped rate (the shaper counts each packet with its 14-byte MAC header, not the wire's preamble, gap and FCS)",
+		},
+		{
+			// A shaper above the line rate: the wire binds (10 × 8948/9038
+			// = 9.90 < 10.5 × 8948/9014 = 10.42).
+			name: "shaper above the line rate",
+			port: Port{LineRate: 10, Shaper: &Shaper{Rate: 10.5, Overhead: SkbOverhead}, MTU: 9000},
+			line: "10.00", pcie: "null", goodput: "9.90", bottleneck: BottleneckLineRate,
+			lineDetail: "10GbE", pcieDetail: "not reported",
+			tcpDetail: "MTU 9000, IPv4 + timestamps: 8948/9038 of line rate",
+		},
+		{
+			// cake with "overhead 64": it counts 1500 + 64 a packet, more
+			// than the wire's 1538, so at the same rate as the wire it
+			// binds: 10 × 1448/1564 = 9.26.
+			name: "cake counting more than the wire",
+			port: Port{LineRate: 10, Shaper: &Shaper{Rate: 10, Overhead: 64}, MTU: 1500},
+			line: "10.00", pcie: "null", goodput: "9.26", bottleneck: BottleneckLineRate,
+			lineDetail: "10GbE", pcieDetail: "not reported",
+			tcpDetail: "MTU 1500, IPv4 + timestamps: 1448/1564 of the shaped rate (the shaper counts each packet with 64 bytes beyond the IP packet)",
+		},
+		{
+			// A shaper of unknown rate is no shaper.
+			name: "shaper rate unknown",
+			port: Port{LineRate: 25, Shaper: &Shaper{Overhead: SkbOverhead, Detail: "tbf"}, MTU: 1500},
+			line: "25.00", pcie: "null", goodput: "23.54", bottleneck: BottleneckLineRate,
+			lineDetail: "25GbE", pcieDetail: "not reported",
+			tcpDetail: "MTU 1500, IPv4 + timestamps: 1448/1538 of line rate",
+		},
+		{
 			name: "2.5GbE name",
 			port: Port{LineRate: 2.5, MTU: 1500},
 			line: "2.50", pcie: "null", goodput: "2.35", bottleneck: BottleneckLineRate,
@@ -141,6 +185,22 @@ func TestChain(t *testing.T) {
 						i, s.Stage, fmtPtr(s.Gbps), s.Detail, want.stage, want.gbps, want.detail)
 				}
 			}
+			// The line's own goodput is the TCP stage before PCIe: equal
+			// to it unless PCIe binds, and unknown exactly when it is.
+			switch {
+			case l.TCPGoodput == nil:
+				if l.LineGoodput != nil || l.LineGoodputDetail != "" {
+					t.Errorf("line goodput %s %q without a TCP goodput", fmtPtr(l.LineGoodput), l.LineGoodputDetail)
+				}
+			case l.Bottleneck == BottleneckPCIe:
+				if l.LineGoodput == nil || *l.LineGoodput <= *l.TCPGoodput || !strings.HasPrefix(l.Chain[2].Detail, l.LineGoodputDetail+" = ") {
+					t.Errorf("PCIe-bound: line goodput %s %q, TCP %s %q", fmtPtr(l.LineGoodput), l.LineGoodputDetail, fmtPtr(l.TCPGoodput), l.Chain[2].Detail)
+				}
+			default:
+				if fmtPtr(l.LineGoodput) != tt.goodput || l.LineGoodputDetail != tt.tcpDetail {
+					t.Errorf("line goodput %s %q; want %s %q", fmtPtr(l.LineGoodput), l.LineGoodputDetail, tt.goodput, tt.tcpDetail)
+				}
+			}
 		})
 	}
 }
@@ -151,7 +211,9 @@ func TestChainJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"line_rate_gbps":100,"pcie_gbps":28.6,"tcp_goodput_gbps":28.08,"bottleneck":"pcie","chain":[` +
+	want := `{"line_rate_gbps":100,"pcie_gbps":28.6,"tcp_goodput_gbps":28.08,` +
+		`"line_goodput_gbps":99,"line_goodput_detail":"MTU 9000, IPv4 + timestamps: 8948/9038 of line rate",` +
+		`"bottleneck":"pcie","chain":[` +
 		`{"stage":"line rate","gbps":100,"detail":"100GbE"},` +
 		`{"stage":"PCIe","gbps":28.6,"detail":"8.0 GT/s x4, 128b/130b, MPS 256"},` +
 		`{"stage":"TCP goodput","gbps":28.08,"detail":"MTU 9000, IPv4 + timestamps: 8948/9038 of line rate = 99.00, capped by PCIe: 31.51 raw × 8948/10040 bus bytes a segment = 28.08"}]}`
@@ -164,7 +226,7 @@ func TestChainJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, field := range []string{`"line_rate_gbps":null`, `"pcie_gbps":null`, `"tcp_goodput_gbps":null`, `"bottleneck":"unknown"`} {
+	for _, field := range []string{`"line_rate_gbps":null`, `"pcie_gbps":null`, `"tcp_goodput_gbps":null`, `"line_goodput_gbps":null`, `"bottleneck":"unknown"`} {
 		if !strings.Contains(string(b), field) {
 			t.Errorf("JSON %s lacks %s", b, field)
 		}
@@ -199,5 +261,56 @@ func TestPCIeShortfall(t *testing.T) {
 		if s.String() != want {
 			t.Errorf("Shortfall(%d).String() = %q; want %q", int(s), s.String(), want)
 		}
+	}
+}
+
+// TestShaperGoodput checks the shaper model's worked numbers (docs'
+// physics section): what tbf counts of a segment, and the goodput it
+// lets through next to a wire of the same rate.
+func TestShaperGoodput(t *testing.T) {
+	tests := []struct {
+		name           string
+		mtu            int
+		stack          Stack
+		rate           Gbps
+		overhead       int
+		counted        int
+		shaped, onWire string
+	}{
+		{"tbf 10 Gbit/s, MTU 9000", 9000, Stack{}, 10, SkbOverhead, 9014, "9.93", "9.90"},
+		{"tbf 10 Gbit/s, MTU 1500", 1500, Stack{}, 10, SkbOverhead, 1514, "9.56", "9.41"},
+		{"tbf 1 Gbit/s, MTU 9000", 9000, Stack{}, 1, SkbOverhead, 9014, "0.99", "0.99"},
+		{"htb 100 Gbit/s, MTU 9000, IPv6", 9000, Stack{IPv6: true}, 100, SkbOverhead, 9014, "99.05", "98.78"},
+		{"cake overhead 38 (the wire's)", 1500, Stack{}, 10, 38, 1538, "9.41", "9.41"},
+		{"cake overhead 0 (IP packet only)", 1500, Stack{}, 10, 0, 1500, "9.65", "9.41"},
+		{"negative overhead counts the IP packet", 1500, Stack{}, 10, -4, 1500, "9.65", "9.41"},
+	}
+	for _, tt := range tests {
+		f, err := TCPFrame(tt.mtu, tt.stack)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := Shaper{Rate: tt.rate, Overhead: tt.overhead}
+		if got := s.Counted(f); got != tt.counted {
+			t.Errorf("%s: counted %d bytes; want %d", tt.name, got, tt.counted)
+		}
+		if got := s.Goodput(f).String(); got != tt.shaped {
+			t.Errorf("%s: goodput %s; want %s", tt.name, got, tt.shaped)
+		}
+		if got := f.Goodput(tt.rate).String(); got != tt.onWire {
+			t.Errorf("%s: wire goodput %s; want %s", tt.name, got, tt.onWire)
+		}
+		// Counting fewer bytes than the wire never carries less.
+		if tt.counted <= f.Wire && s.Goodput(f) < f.Goodput(tt.rate) {
+			t.Errorf("%s: shaped %v below the wire's %v", tt.name, s.Goodput(f), f.Goodput(tt.rate))
+		}
+	}
+	// The 1 Gbit/s figures apart: 0.9927 against 0.9900.
+	f, _ := TCPFrame(9000, Stack{})
+	if got := float64(Shaper{Rate: 1, Overhead: SkbOverhead}.Goodput(f)); math.Abs(got-0.99268) > 1e-5 {
+		t.Errorf("1 Gbit/s tbf at MTU 9000: %.5f; want 0.99268", got)
+	}
+	if got := (Shaper{Overhead: SkbOverhead}).Goodput(f); got != 0 {
+		t.Errorf("unknown rate: %v; want 0", got)
 	}
 }
