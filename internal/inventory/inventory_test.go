@@ -12,6 +12,7 @@ import (
 	"github.com/linerate/linerate/internal/ethtool"
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/hosttree"
+	"github.com/linerate/linerate/internal/netdev"
 	"github.com/linerate/linerate/internal/sff"
 	"github.com/linerate/linerate/internal/testutil"
 )
@@ -354,5 +355,98 @@ func TestBadEthtoolFacts(t *testing.T) {
 		return strings.Contains(s, "veth9: live ethtool facts unreadable") && strings.Contains(s, "/linerate/ethtool/veth9/fec.json")
 	}) {
 		t.Errorf("notes %q", inv.Notes)
+	}
+}
+
+// TestQdiscFacts: a tree's live facts (linerate/live.json, as a snapshot
+// stores them) give each interface its root qdisc, what caps it and
+// whether a default route leaves through it. The shapers are the htb and
+// tbf trees tc built in a real namespace (internal/netdev/testdata),
+// given the tree's interface names.
+func TestQdiscFacts(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "netdev", "testdata", "live-shapers.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts, err := netdev.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	renamed := &netdev.Facts{Links: map[string]netdev.Link{
+		"ens5f4": facts.Links["htb0"], "ens5f4d1": facts.Links["tbf0"], "docker0": facts.Links["lab0"], "lo": facts.Links["lo"],
+	}}
+	out, err := renamed.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := copyTree(t, tree("t6-cwdm4-healthy"))
+	if err := os.MkdirAll(filepath.Join(root, "linerate"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, netdev.Path), out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inv := collect(t, root)
+	htb := nic(t, inv, "ens5f4").Qdisc
+	if htb == nil || htb.Kind != "htb" || htb.RateGbps == nil || *htb.RateGbps != 1 || htb.Shaper == nil ||
+		htb.Shaper.Handle != "1:10" || htb.Shaper.Detail != "htb class 1:10 ceil 1gbit (the default class of htb 1:)" || htb.Shaper.DeclaredLineRate {
+		t.Errorf("htb: %+v %+v", htb, htb.Shaper)
+	}
+	tbf := nic(t, inv, "ens5f4d1")
+	if tbf.Qdisc == nil || tbf.Qdisc.Shaper == nil || tbf.Qdisc.Shaper.Kind != "tbf" || *tbf.Qdisc.RateGbps != 1 || !tbf.DefaultRoute {
+		t.Errorf("tbf: %+v, default route %v", tbf.Qdisc, tbf.DefaultRoute)
+	}
+	var lab, lo *NIC
+	for i := range inv.Virtual {
+		switch inv.Virtual[i].Interface {
+		case "docker0":
+			lab = &inv.Virtual[i]
+		case "lo":
+			lo = &inv.Virtual[i]
+		}
+	}
+	if lab == nil || lab.Qdisc == nil || lab.Qdisc.Shaper == nil || !lab.Qdisc.Shaper.DeclaredLineRate || *lab.Qdisc.RateGbps != 10 {
+		t.Errorf("declared lab link: %+v", lab)
+	}
+	if lo == nil || lo.Qdisc == nil || lo.Qdisc.Kind != "noqueue" || lo.Qdisc.Shaper != nil || lo.Qdisc.RateGbps != nil || lo.DefaultRoute {
+		t.Errorf("lo: %+v", lo)
+	}
+}
+
+// TestQdiscOf covers what the captured trees do not: a per-flow cap, a
+// declaration that no longer matches the shaper, cake's overhead.
+func TestQdiscOf(t *testing.T) {
+	ov := 38
+	for _, tt := range []struct {
+		name     string
+		link     netdev.Link
+		rate     *float64
+		perFlow  bool
+		declared bool
+		overhead *int
+	}{
+		{"fq maxrate: each flow", netdev.Link{Qdisc: &netdev.Qdisc{Kind: "fq"}, Qdiscs: []netdev.Qdisc{{Kind: "fq", Handle: "1:", Parent: "root", RateBitsPerSec: 2e9}}},
+			nil, true, false, nil},
+		{"declared and matching", netdev.Link{Alias: netdev.DeclareLineRate(10e9), Qdisc: &netdev.Qdisc{Kind: "tbf"}, Qdiscs: []netdev.Qdisc{{Kind: "tbf", Handle: "1:", Parent: "root", RateBitsPerSec: 10e9}}},
+			floatPtr(10), false, true, nil},
+		{"declared, then a fault planted", netdev.Link{Alias: netdev.DeclareLineRate(10e9), Qdisc: &netdev.Qdisc{Kind: "tbf"}, Qdiscs: []netdev.Qdisc{{Kind: "tbf", Handle: "1:", Parent: "root", RateBitsPerSec: 1e9}}},
+			floatPtr(1), false, false, nil},
+		{"declared per flow is no line rate", netdev.Link{Alias: netdev.DeclareLineRate(2e9), Qdisc: &netdev.Qdisc{Kind: "fq"}, Qdiscs: []netdev.Qdisc{{Kind: "fq", Handle: "1:", Parent: "root", RateBitsPerSec: 2e9}}},
+			nil, true, false, nil},
+		{"cake with overhead", netdev.Link{Qdisc: &netdev.Qdisc{Kind: "cake"}, Qdiscs: []netdev.Qdisc{{Kind: "cake", Handle: "1:", Parent: "root", RateBitsPerSec: 3e9, OverheadBytes: &ov}}},
+			floatPtr(3), false, false, &ov},
+	} {
+		q := qdiscOf(tt.link)
+		if q == nil || q.Shaper == nil {
+			t.Errorf("%s: %+v", tt.name, q)
+			continue
+		}
+		if (q.RateGbps == nil) != (tt.rate == nil) || q.RateGbps != nil && *q.RateGbps != *tt.rate || q.Shaper.PerFlow != tt.perFlow ||
+			q.Shaper.DeclaredLineRate != tt.declared || q.Shaper.OverheadBytes != tt.overhead {
+			t.Errorf("%s: %+v shaper %+v", tt.name, q, q.Shaper)
+		}
+	}
+	if q := qdiscOf(netdev.Link{Kind: "veth"}); q != nil {
+		t.Errorf("no qdisc: %+v", q)
 	}
 }

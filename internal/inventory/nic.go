@@ -9,6 +9,7 @@ import (
 
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/netdev"
 )
 
 // nicState is a NIC being collected, with what later passes need.
@@ -47,11 +48,9 @@ func (c *collector) nic(name string) *nicState {
 	c.netClass(n, base)
 	n.Queues = c.queues(base)
 	if c.live != nil {
-		if l, ok := c.live.Links[name]; ok && l.Qdisc != nil {
-			n.Qdisc = &Qdisc{Kind: l.Qdisc.Kind}
-			if l.Qdisc.RateBitsPerSec > 0 {
-				n.Qdisc.RateGbps = floatPtr(float64(l.Qdisc.RateBitsPerSec) / 1e9)
-			}
+		if l, ok := c.live.Links[name]; ok {
+			n.Qdisc = qdiscOf(l)
+			n.DefaultRoute = l.DefaultRoute
 		}
 	}
 	dev, err := c.fs.Resolve(base + "/device")
@@ -82,6 +81,32 @@ func (c *collector) nic(name string) *nicState {
 	c.applyEthtool(n, f)
 	c.roce(n, base, pciDir, f)
 	return st
+}
+
+// qdiscOf sums up a link's egress qdiscs: the root's kind and what caps
+// the link (netdev.Link.Shaper); nil without a root qdisc.
+func qdiscOf(l netdev.Link) *Qdisc {
+	if l.Qdisc == nil {
+		return nil
+	}
+	q := &Qdisc{Kind: l.Qdisc.Kind}
+	s := l.Shaper()
+	if s == nil {
+		return q
+	}
+	rate := float64(s.RateBitsPerSec) / 1e9
+	q.Shaper = &Shaper{Kind: s.Kind, Handle: s.Handle, RateGbps: rate, PerFlow: s.PerFlow, OverheadBytes: s.OverheadBytes, Detail: s.Detail}
+	if !s.PerFlow {
+		q.RateGbps = floatPtr(rate)
+	}
+	// The lab declares the rate it shaped its link to in the alias; a
+	// shaper at another rate (a fault planted since) is not the one
+	// declared.
+	if bps, ok := netdev.DeclaredLineRate(l.Alias); ok && !s.PerFlow {
+		d := float64(bps) - float64(s.RateBitsPerSec)
+		q.Shaper.DeclaredLineRate = d < 1e-3*float64(bps) && d > -1e-3*float64(bps)
+	}
+	return q
 }
 
 // netClass reads /sys/class/net/IF through prometheus/procfs, which leaves

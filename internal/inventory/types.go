@@ -88,6 +88,9 @@ type NIC struct {
 	TempCritC *float64   `json:"temperature_crit_c"`
 	RDMA      []RDMAPort `json:"rdma"`
 	Qdisc     *Qdisc     `json:"qdisc"`
+	// DefaultRoute is set when a default route leaves through this
+	// interface (live rtnetlink data; false when unknown).
+	DefaultRoute bool `json:"default_route,omitempty"`
 	// Ports lists the interfaces sharing this NIC's card (same PCI bus
 	// and device, any function), itself included.
 	CardPorts []string `json:"card_ports,omitempty"`
@@ -291,9 +294,33 @@ type ACSState struct {
 	Redirect bool `json:"redirect"`
 }
 
-// Qdisc is the interface's root queueing discipline, from live rtnetlink
-// data (nil when unknown, e.g. for a plain captured tree).
+// Qdisc is the interface's root queueing discipline and what caps its
+// egress, from live rtnetlink data (nil when unknown, e.g. for a plain
+// captured tree).
 type Qdisc struct {
-	Kind     string   `json:"kind"`
+	Kind string `json:"kind"` // the root qdisc's
+	// RateGbps is the rate the interface's egress is shaped to: the
+	// shaper's, unless it caps each flow only; null when none.
 	RateGbps *float64 `json:"rate_gbps"`
+	// Shaper is the qdisc or class that sets the cap (netdev.Link.Shaper),
+	// nil when none does.
+	Shaper *Shaper `json:"shaper,omitempty"`
+}
+
+// Shaper is what caps an interface's egress.
+type Shaper struct {
+	Kind     string  `json:"kind"`   // tbf, htb, fq, cake
+	Handle   string  `json:"handle"` // the qdisc's, or the htb class's ("1:10")
+	RateGbps float64 `json:"rate_gbps"`
+	// PerFlow is set for fq's maxrate: it caps each flow, not the link.
+	PerFlow bool `json:"per_flow,omitempty"`
+	// OverheadBytes is what the shaper counts of each packet beyond the
+	// IP packet when it says so (cake's overhead); nil when it counts the
+	// packet as the qdisc sees it, MAC header included.
+	OverheadBytes *int `json:"overhead_bytes,omitempty"`
+	// Detail names it as tc does: "tbf 1: rate 1gbit".
+	Detail string `json:"detail"`
+	// DeclaredLineRate is set when the interface's alias declares this
+	// rate as the line rate the shaper stands in for (linerate's lab).
+	DeclaredLineRate bool `json:"declared_line_rate,omitempty"`
 }
