@@ -168,6 +168,7 @@ func rules() []rule {
 		nicRXNoBuffer, nicPHYErrors, nicPauseFrames, ringSmall,
 		rocePFCOff, roceECNOff, roceTrustMismatch, roceNoV2GID, roceMTUSmall, rdmaErrors,
 		pcieMRRSSmall, pcieACSRedirect, gpuNICFar, iommuTranslated,
+		linkShaped,
 	}
 }
 
@@ -229,13 +230,43 @@ func checkAppCPUs(inv *inventory.Inventory, cpus []int) error {
 	return nil
 }
 
+// maxOnlyLinks bounds the virtual interfaces judged as a host's links
+// when nothing else is (selectNICs): a network namespace has one or two;
+// a host with many veths has them for its containers.
+const maxOnlyLinks = 4
+
 // selectNICs picks the NICs to judge: those named by --iface (physical or
-// virtual), else every PCI-backed NIC. Named virtual interfaces are
-// reported with the NICs; the rest stay in virtual_interfaces.
+// virtual), else every PCI-backed NIC and the virtual interfaces a
+// default route leaves through (a bond, a VLAN, a container's veth);
+// where none of those is found, the host's few up, non-loopback
+// interfaces (a lab host's lab0, a namespace's link). Selected virtual
+// interfaces are reported with the NICs; the rest stay in
+// virtual_interfaces.
 func (d *diag) selectNICs(rep *Report) error {
 	named := map[string]bool{}
 	for _, n := range d.opts.Ifaces {
 		named[n] = true
+	}
+	auto := map[string]bool{}
+	if len(named) == 0 {
+		for _, n := range d.inv.Virtual {
+			if n.DefaultRoute {
+				auto[n.Interface] = true
+			}
+		}
+		if len(d.inv.NICs) == 0 && len(auto) == 0 {
+			var up []string
+			for _, n := range d.inv.Virtual {
+				if n.Operstate == "up" && n.Kind != "loopback" {
+					up = append(up, n.Interface)
+				}
+			}
+			if len(up) <= maxOnlyLinks {
+				for _, n := range up {
+					auto[n] = true
+				}
+			}
+		}
 	}
 	found := map[string]bool{}
 	pick := func(n *inventory.NIC) {
@@ -252,7 +283,7 @@ func (d *diag) selectNICs(rep *Report) error {
 	}
 	for i := range d.inv.Virtual {
 		n := &d.inv.Virtual[i]
-		if named[n.Interface] {
+		if named[n.Interface] || auto[n.Interface] {
 			pick(n)
 		} else {
 			rep.Virtual = append(rep.Virtual, *n)
@@ -278,23 +309,35 @@ func (d *diag) allNames() []string {
 	return s
 }
 
-// view derives a NIC's line rate and ceilings. The line rate is the
-// reported speed; a shaping qdisc (tbf, htb) lowers it, and for a virtual
-// interface the shaped rate is the only line rate there is: a veth's
-// "10000" speed is a placeholder, not a link.
+// view derives a NIC's line rate and ceilings (limits.Chain). The line
+// rate is the reported speed where it is the link's (a PCI NIC, or a bond,
+// VLAN or macvlan, whose speed is their ports'); a veth's "10000" is a
+// placeholder, not a link. A shaping qdisc (tbf, htb, cake; not fq's
+// per-flow maxrate) below it stands as the line rate, counted as the
+// shaper counts; on a virtual interface it is the only line rate there is.
 func (d *diag) view(n *inventory.NIC, named bool) *nicView {
 	v := &nicView{NIC: n, named: named}
-	if n.Kind == "pci" && n.SpeedMbps != nil {
-		v.line = limits.Gbps(float64(*n.SpeedMbps) / 1000)
-		v.lineDetail = fmt.Sprintf("%s link", speedName(v.line))
+	port := d.port(n)
+	port.Shaper = linkShaper(n)
+	v.lim = limits.Chain(port)
+	if v.lim.LineRate != nil {
+		v.line, v.lineDetail = *v.lim.LineRate, v.lim.Chain[0].Detail
 	}
-	if n.Qdisc != nil && n.Qdisc.RateGbps != nil {
-		if r := limits.Gbps(*n.Qdisc.RateGbps); v.line == 0 || r < v.line {
-			v.line = r
-			v.lineDetail = fmt.Sprintf("%s qdisc shaped to %s Gbit/s", n.Qdisc.Kind, trimFloat(float64(r)))
-		}
+	return v
+}
+
+// speedKinds are the interface kinds whose reported speed is a line
+// rate: PCI NICs, NICs on other buses, and the virtual links that report
+// their ports' speed.
+var speedKinds = []string{"pci", "other", "bond", "team", "vlan", "macvlan", "macvtap", "ipvlan", "ipvtap"}
+
+// port is n as limits.Chain sees it, without its shaper.
+func (d *diag) port(n *inventory.NIC) limits.Port {
+	port := limits.Port{Stack: d.stack()}
+	if slices.Contains(speedKinds, n.Kind) && n.SpeedMbps != nil {
+		port.LineRate = limits.Gbps(float64(*n.SpeedMbps) / 1000)
+		port.LineDetail = fmt.Sprintf("%s link", speedName(port.LineRate))
 	}
-	port := limits.Port{LineRate: v.line, LineDetail: v.lineDetail, Stack: d.stack()}
 	if n.MTU != nil {
 		port.MTU = *n.MTU
 	}
@@ -307,8 +350,32 @@ func (d *diag) view(n *inventory.NIC, named bool) *nicView {
 			port.PCIe = &bw
 		}
 	}
-	v.lim = limits.Chain(port)
-	return v
+	return port
+}
+
+// linkShaper is the qdisc that caps n's egress as limits models it: its
+// rate, what it counts of a packet (the packet and its MAC header, or
+// cake's overhead) and how doctor names it; nil when nothing caps the link
+// (none, or fq's maxrate, which caps each flow).
+func linkShaper(n *inventory.NIC) *limits.Shaper {
+	q := n.Qdisc
+	if q == nil || q.RateGbps == nil || *q.RateGbps <= 0 {
+		return nil
+	}
+	kind, overhead := q.Kind, limits.SkbOverhead
+	rate := trimFloat(*q.RateGbps)
+	detail := fmt.Sprintf("%s qdisc shaped to %s Gbit/s", kind, rate)
+	if s := q.Shaper; s != nil {
+		kind = s.Kind
+		if s.OverheadBytes != nil {
+			overhead = *s.OverheadBytes
+		}
+		detail = fmt.Sprintf("%s qdisc shaped to %s Gbit/s", kind, rate)
+		if s.DeclaredLineRate {
+			detail = fmt.Sprintf("lab link shaped to %s Gbit/s, standing in for a NIC's line rate", rate)
+		}
+	}
+	return &limits.Shaper{Rate: limits.Gbps(*q.RateGbps), Overhead: overhead, Detail: detail}
 }
 
 // stack is the TCP stack of the host's flows: timestamps as

@@ -14,8 +14,9 @@ import (
 
 // bufferRate is the line rate buffers are judged against: the fastest
 // selected NIC's, or 10 Gbit/s — the slowest link linerate is for — when
-// none is known (a veth without shaping).
-func (d *diag) bufferRate() (limits.Gbps, string) {
+// none is known (a veth without shaping). basis says which, for the
+// evidence; assumed is set when the rate is the 10 Gbit/s guess.
+func (d *diag) bufferRate() (rate limits.Gbps, basis string, assumed bool) {
 	var best limits.Gbps
 	who := ""
 	for _, v := range d.nics {
@@ -24,9 +25,9 @@ func (d *diag) bufferRate() (limits.Gbps, string) {
 		}
 	}
 	if best == 0 {
-		return 10, "no line rate known; assuming 10 Gbit/s"
+		return 10, "no line rate known; assuming 10 Gbit/s", true
 	}
-	return best, fmt.Sprintf("%s at %s Gbit/s", who, trimFloat(float64(best)))
+	return best, fmt.Sprintf("%s at %s Gbit/s", who, trimFloat(float64(best))), false
 }
 
 // BufferModel is how inv's kernel turns socket buffer limits into TCP
@@ -43,7 +44,7 @@ func BufferModel(inv *inventory.Inventory) limits.WindowModel {
 // is below the BDP; a flow tops out at Window × 8 / RTT; the fix is the
 // largest need rounded up to a power of two.
 func socketBuffersSmall(d *diag) []Finding {
-	rate, basis := d.bufferRate()
+	rate, basis, assumed := d.bufferRate()
 	m := BufferModel(d.inv)
 	rtt := d.opts.RTT
 	bdp := limits.BDP(rate, rtt)
@@ -68,10 +69,14 @@ func socketBuffersSmall(d *diag) []Finding {
 		"window_share": m.Share(limits.AutoReceive), "window_basis": m.Basis,
 	}
 	auto, explicit := d.flowCaps(m)
+	fill, why := basis, ""
+	if assumed {
+		fill, why = "10 Gbit/s", "no line rate is known here, so 10 Gbit/s is assumed; "
+	}
 	return []Finding{{
 		ID: "sysctl.socket_buffers_small", Severity: Warning, Subject: "sysctl",
-		Summary: fmt.Sprintf("socket buffers too small for one flow to fill %s × %s RTT (BDP %s; %s): %s. An autotuned flow tops out near %s Gbit/s, one that sets its buffer (iperf3 -w) near %s Gbit/s",
-			basis, rtt, fmtBytes(bdp), shareWords(m), strings.Join(parts, ", "), auto, explicit),
+		Summary: fmt.Sprintf("socket buffers too small for one flow to fill %s × %s RTT (%sBDP %s; %s): %s. An autotuned flow tops out near %s Gbit/s, one that sets its buffer (iperf3 -w) near %s Gbit/s",
+			fill, rtt, why, fmtBytes(bdp), shareWords(m), strings.Join(parts, ", "), auto, explicit),
 		Evidence: ev,
 		Fix:      d.bufferFix(m, bdp, rec),
 	}}

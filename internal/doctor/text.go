@@ -43,6 +43,25 @@ func (t *textWriter) field(key, value string) {
 	t.para(fmt.Sprintf("  %-10s ", key), strings.Repeat(" ", 13), value)
 }
 
+// groups writes a heading of groups two spaces apart, breaking lines only
+// between groups ("pci 0000:00:03.0" never loses its "pci"), the next
+// lines after hang; a group too long for a line of its own wraps as prose.
+func (t *textWriter) groups(hang string, groups ...string) {
+	first, line := "", ""
+	for _, g := range groups {
+		switch {
+		case line == "":
+			line = g
+		case t.width <= 0 || visibleWidth(first+line)+2+visibleWidth(g) <= t.width:
+			line += "  " + g
+		default:
+			t.para(first, hang, line)
+			first, line = hang, g
+		}
+	}
+	t.para(first, hang, line)
+}
+
 // cmd writes a command line at indent, wrapped as the shell reads it.
 func (t *textWriter) cmd(indent string, argv []string) {
 	for _, l := range wrapCommand(ShellLine(argv), indent, t.width) {
@@ -178,9 +197,9 @@ func writeNIC(t *textWriter, n NICReport) {
 		if model == "" {
 			model = "NIC"
 		}
-		t.para("", "  ", fmt.Sprintf("%s  %s %s  %s  pci %s  numa %s", head, model, st.Dim(id), n.Driver, n.PCI, numaName(n.NUMANode)))
+		t.groups("  ", head, model+" "+st.Dim(id), n.Driver, "pci "+n.PCI, "numa "+numaName(n.NUMANode))
 	default:
-		t.para("", "  ", fmt.Sprintf("%s  %s", head, n.Kind))
+		t.groups("  ", head, n.Kind)
 	}
 	speed := "speed unknown"
 	if n.SpeedMbps != nil {
@@ -201,11 +220,7 @@ func writeNIC(t *textWriter, n NICReport) {
 	}
 	t.field("link", fmt.Sprintf("%s  %s  %s  queues %d rx / %d tx", state, speed, mtu, n.Queues.RX, n.Queues.TX))
 	if n.Qdisc != nil {
-		q := n.Qdisc.Kind
-		if n.Qdisc.RateGbps != nil {
-			q += fmt.Sprintf(" shaped to %s Gbit/s", trimFloat(*n.Qdisc.RateGbps))
-		}
-		t.field("qdisc", q)
+		t.field("qdisc", qdiscText(n.Qdisc))
 	}
 	if n.PCIe != nil {
 		writePCIe(t, n.PCIe)
@@ -233,6 +248,23 @@ func writeNIC(t *textWriter, n NICReport) {
 	writeRoCE(t, n)
 	writeEthtool(t, n)
 	writeCeiling(t, n.Limits, n.Kind == "pci")
+}
+
+// qdiscText describes the root qdisc and what caps the interface: "tbf,
+// shaped to 1 Gbit/s by tbf 1: rate 1gbit".
+func qdiscText(q *inventory.Qdisc) string {
+	s := q.Shaper
+	switch {
+	case s == nil && q.RateGbps != nil:
+		return fmt.Sprintf("%s shaped to %s Gbit/s", q.Kind, trimFloat(*q.RateGbps))
+	case s == nil:
+		return q.Kind
+	case s.DeclaredLineRate:
+		return fmt.Sprintf("%s, shaped to %s Gbit/s by %s: the lab link's rate, standing in for a NIC's line rate", q.Kind, trimFloat(s.RateGbps), s.Detail)
+	case s.PerFlow:
+		return fmt.Sprintf("%s, each flow shaped to %s Gbit/s by %s", q.Kind, trimFloat(s.RateGbps), s.Detail)
+	}
+	return fmt.Sprintf("%s, shaped to %s Gbit/s by %s", q.Kind, trimFloat(s.RateGbps), s.Detail)
 }
 
 // numaName shows a NIC's NUMA node: the kernel's -1 (no affinity) and an
