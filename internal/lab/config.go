@@ -319,6 +319,15 @@ func (c Config) spec() spec {
 	return s
 }
 
+// lineRate is the rate c shapes every host's lab0 to, standing in for a
+// NIC's line rate; 0 when c does not shape the lab.
+func (c Config) lineRate() Rate {
+	if c.Hosts != 0 {
+		return c.manySpec().rate
+	}
+	return c.spec().Rate
+}
+
 // requireRoot returns ErrNeedRoot unless the process runs as root.
 func requireRoot() error {
 	if os.Geteuid() != 0 {

@@ -25,6 +25,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/linerate/linerate/internal/limits"
+	"github.com/linerate/linerate/internal/netdev"
 	"github.com/linerate/linerate/internal/testbin"
 )
 
@@ -75,6 +77,7 @@ type readBack struct {
 	up, lo  bool
 	addrs   []string
 	qdisc   netlink.Qdisc
+	alias   string
 	sysctls map[string]string
 }
 
@@ -93,7 +96,7 @@ func read(t *testing.T, name string, h Host) readBack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rb := readBack{mtu: l.Attrs().MTU, index: l.Attrs().Index, up: isUp(l), lo: isUp(lo)}
+	rb := readBack{mtu: l.Attrs().MTU, index: l.Attrs().Index, up: isUp(l), lo: isUp(lo), alias: l.Attrs().Alias}
 	as, err := c.nl.AddrList(l, netlink.FAMILY_V4)
 	if err != nil {
 		t.Fatal(err)
@@ -162,6 +165,10 @@ func TestScenarios(t *testing.T) {
 				case tt.rate != 0 && (!isTbf || tbf.Rate != tt.rate):
 					t.Errorf("%s: root qdisc %v, want tbf at %d B/s", h, rb.qdisc, tt.rate)
 				}
+				// The tbf is declared the line rate it stands in for.
+				if bps, ok := netdev.DeclaredLineRate(rb.alias); ok != (tt.rate != 0) || bps != tt.rate*8 {
+					t.Errorf("%s: alias %q declares %d bit/s; want %d", h, rb.alias, bps, tt.rate*8)
+				}
 				want := defs
 				if h == B {
 					want = tt.sysctlsB
@@ -171,6 +178,13 @@ func TestScenarios(t *testing.T) {
 						t.Errorf("%s: %s = %q, want %q", h, sysctlName(p), rb.sysctls[p], v)
 					}
 				}
+			}
+			st, err := Status(t.Context(), tt.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := Rate(tt.rate * 8); want != 0 && st.Labs[0].LineRate != want.String() || want == 0 && st.Labs[0].LineRate != "" {
+				t.Errorf("status line rate %q; want %v", st.Labs[0].LineRate, want)
 			}
 			// The link carries traffic between the two hosts.
 			echo(t, tt.name)
@@ -220,30 +234,78 @@ func echo(t *testing.T, name string) {
 	}
 }
 
-// TestCapped10GIperf3 runs iperf3 through the capped-10g lab and checks
-// that the cap holds: no run carries more than 10.1 Gbit/s, whatever the
-// machine does meanwhile. How close a run comes to 10 Gbit/s depends on how
-// busy the machine is, so that figure is measured by scripts/bench-engine.sh
-// (docs/benchmarks.md, "capped-10g"), never asserted here. The tbf itself is
-// checked by TestScenarios.
-func TestCapped10GIperf3(t *testing.T) {
+// TestShapedCeiling holds the lab's tbf to what limits says it carries,
+// counting what tbf counts: each packet with its 14-byte MAC header (a
+// GSO super-packet as the segments it becomes), not the wire's preamble,
+// gap and FCS. The qdisc's own counters must show exactly that many bytes
+// per packet, whatever the machine's load; and iperf3's goodput (after a
+// warm-up that empties the bucket) must never exceed the model's ceiling
+// by more than the bucket could hold over the run. capped-10g at MTU 9000
+// (ceiling 10 × 8948/9014 = 9.93, where the wire's model said 9.90 and
+// runs reached 9.91), and 1 Gbit/s at MTU 1500 (1448/1514 = 0.956, the
+// wire's 0.941). How close a run comes to the ceiling depends on how busy
+// the machine is, so that figure is never asserted (scripts/bench-engine.sh
+// measures it); the tbf's parameters are checked by TestScenarios.
+func TestShapedCeiling(t *testing.T) {
 	const name = "t-iperf"
 	newLab(t, name)
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		t.Fatal("iperf3 is not installed: apt-get install -y iperf3")
 	}
-	up(t, Config{Name: name, Scenario: Capped10G})
-	for try := 1; try <= 2; try++ {
-		gbps := iperf3(t, name, 3)
-		t.Logf("try %d: %.2f Gbit/s", try, gbps)
-		if gbps > 10.1 {
-			t.Fatalf("capped-10g carried %.2f Gbit/s, more than 10.1: the cap does not hold", gbps)
+	for _, c := range []Config{{Name: name, Scenario: Capped10G}, {Name: name, Rate: 1_000_000_000, MTU: 1500}} {
+		up(t, c)
+		sp := c.spec()
+		frame, err := limits.TCPFrame(sp.MTU[0], limits.Stack{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		model := limits.Shaper{Rate: limits.Gbps(float64(sp.Rate) / 1e9), Overhead: limits.SkbOverhead}
+		ceiling := float64(model.Goodput(frame))
+		burst := float64(netlink.Xmitsize(tbfFor(1, sp.Rate).Rate, tbfFor(1, sp.Rate).Buffer))
+		const seconds = 3
+		before := tbfStats(t, name)
+		gbps := iperf3(t, name, seconds, 1)
+		after := tbfStats(t, name)
+		bytes, packets := after.Bytes-before.Bytes, uint64(after.Packets-before.Packets)
+		perPacket := float64(bytes) / float64(packets)
+		// The bucket's depth is all a measured window can gain on the rate.
+		bound := ceiling * (1 + burst*8/(float64(sp.Rate)*seconds))
+		t.Logf("tbf %s, MTU %d: %.3f Gbit/s against a ceiling of %.3f (bound %.3f); the tbf counted %d bytes in %d packets, %.1f a packet (model %d)",
+			sp.Rate, sp.MTU[0], gbps, ceiling, bound, bytes, packets, perPacket, model.Counted(frame))
+		if gbps > bound {
+			t.Errorf("MTU %d, %s: iperf3 carried %.3f Gbit/s, above the model's ceiling %.3f (bound %.3f with the bucket)", sp.MTU[0], sp.Rate, gbps, ceiling, bound)
+		}
+		// A few packets of the run are not full segments (the handshake,
+		// iperf3's control connection, the last write): they pull the
+		// mean down by a fraction of a per cent, never up.
+		if want := float64(model.Counted(frame)); perPacket > want+0.5 || perPacket < want*0.99 {
+			t.Errorf("MTU %d: the tbf counted %.1f bytes a packet; the model says %v", sp.MTU[0], perPacket, want)
 		}
 	}
 }
 
-// iperf3 runs one iperf3 test from a to b and returns the received rate.
-func iperf3(t *testing.T, name string, seconds int) float64 {
+// tbfStats reads the byte and packet counters of host a's root qdisc.
+func tbfStats(t *testing.T, name string) netlink.GnetStatsBasic {
+	t.Helper()
+	c, err := dial(Namespace(name, A))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l, err := c.nl.LinkByName(Iface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := c.rootQdisc(l)
+	if err != nil || q == nil || q.Type() != "tbf" || q.Attrs().Statistics == nil || q.Attrs().Statistics.Basic == nil {
+		t.Fatalf("root qdisc of %s: %v, %v", Iface, q, err)
+	}
+	return *q.Attrs().Statistics.Basic
+}
+
+// iperf3 runs one iperf3 test from a to b, after omit seconds of warm-up
+// left out of the figures, and returns the received rate.
+func iperf3(t *testing.T, name string, seconds, omit int) float64 {
 	t.Helper()
 	srv := exec.Command("iperf3", "-s", "-1", "-B", AddrB)
 	if err := Start(name, B, srv); err != nil {
@@ -265,7 +327,7 @@ func iperf3(t *testing.T, name string, seconds int) float64 {
 	for attempt := 0; ; attempt++ {
 		res = result{}
 		var out, stderr bytes.Buffer
-		args := []string{"-c", AddrB, "-t", fmt.Sprint(seconds), "-J"}
+		args := []string{"-c", AddrB, "-t", fmt.Sprint(seconds), "-O", fmt.Sprint(omit), "-J"}
 		if runtime.NumCPU() >= 2 {
 			args = append(args, "-A", "0,1") // sender and receiver apart
 		}
@@ -368,6 +430,10 @@ func TestReshape(t *testing.T) {
 			tbf, isTbf := rb.qdisc.(*netlink.Tbf)
 			if s.rate == 0 && !isDefaultQdisc(rb.qdisc) || s.rate != 0 && (!isTbf || tbf.Rate != s.rate) {
 				t.Errorf("%+v: %s qdisc %v, want rate %d B/s", s.c, h, rb.qdisc, s.rate)
+			}
+			// The declaration follows the rate, and goes with it.
+			if bps, ok := netdev.DeclaredLineRate(rb.alias); ok != (s.rate != 0) || bps != s.rate*8 {
+				t.Errorf("%+v: %s alias %q", s.c, h, rb.alias)
 			}
 			small := rb.sysctls[sysctlRmem] == "4096 65536 65536"
 			if small != (s.small && h == B) {

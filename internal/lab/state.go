@@ -30,17 +30,21 @@ const (
 // It is written before anything is created, so that down can always find
 // what an interrupted up may have left.
 type record struct {
-	Schema     string    `json:"schema"`
-	Name       string    `json:"name"`
-	Scenario   Scenario  `json:"scenario"`
-	RateBPS    uint64    `json:"rate_bps,omitempty"` // the --rate asked for, 0 if none
-	MTU        int       `json:"mtu,omitempty"`      // the --mtu asked for, 0 if none
-	Hosts      int       `json:"hosts,omitempty"`    // a lab of many hosts: how many; 0 for a and b
-	Queues     int       `json:"queues,omitempty"`   // the --queues asked for, 0 if none
-	Phase      string    `json:"phase"`
-	Namespaces []string  `json:"namespaces"`
-	Created    time.Time `json:"created"`
-	Updated    time.Time `json:"updated"`
+	Schema   string   `json:"schema"`
+	Name     string   `json:"name"`
+	Scenario Scenario `json:"scenario"`
+	RateBPS  uint64   `json:"rate_bps,omitempty"` // the --rate asked for, 0 if none
+	// LineRateBPS is the rate the lab's tbf shapes each host's lab0 to
+	// (--rate, or the scenario's), standing in for a NIC's line rate;
+	// 0 when unshaped.
+	LineRateBPS uint64    `json:"line_rate_bps,omitempty"`
+	MTU         int       `json:"mtu,omitempty"`    // the --mtu asked for, 0 if none
+	Hosts       int       `json:"hosts,omitempty"`  // a lab of many hosts: how many; 0 for a and b
+	Queues      int       `json:"queues,omitempty"` // the --queues asked for, 0 if none
+	Phase       string    `json:"phase"`
+	Namespaces  []string  `json:"namespaces"`
+	Created     time.Time `json:"created"`
+	Updated     time.Time `json:"updated"`
 }
 
 func newRecord(c Config, phase string, created time.Time) *record {
@@ -50,7 +54,7 @@ func newRecord(c Config, phase string, created time.Time) *record {
 	}
 	return &record{
 		Schema: recordSchema, Name: c.Name, Scenario: c.Scenario,
-		RateBPS: uint64(c.Rate), MTU: c.MTU, Hosts: c.Hosts, Queues: c.Queues, Phase: phase,
+		RateBPS: uint64(c.Rate), LineRateBPS: uint64(c.lineRate()), MTU: c.MTU, Hosts: c.Hosts, Queues: c.Queues, Phase: phase,
 		Namespaces: c.namespaces(),
 		Created:    created, Updated: now,
 	}

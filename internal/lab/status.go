@@ -29,8 +29,11 @@ type LabStatus struct {
 	// Scenario, Rate, MTU and Phase come from the record, when there is one.
 	Scenario Scenario `json:"scenario,omitempty"`
 	Rate     string   `json:"rate,omitempty"`
-	MTU      int      `json:"mtu,omitempty"`
-	Phase    string   `json:"phase,omitempty"`
+	// LineRate is the rate the lab's tbf shapes each host's lab0 to,
+	// standing in for a NIC's line rate ("10gbit"); empty when unshaped.
+	LineRate string `json:"line_rate,omitempty"`
+	MTU      int    `json:"mtu,omitempty"`
+	Phase    string `json:"phase,omitempty"`
 	// HostCount is the number of hosts of a lab of many hosts (its
 	// switch is listed in Hosts as well, first); 0 for a and b.
 	HostCount int          `json:"host_count,omitempty"`
@@ -148,6 +151,9 @@ func labStatus(dir, name string) (LabStatus, error) {
 		s.Scenario, s.MTU, s.Phase, s.Record = rec.Scenario, rec.MTU, rec.Phase, recordPath(dir, name)
 		if rec.RateBPS != 0 {
 			s.Rate = Rate(rec.RateBPS).String()
+		}
+		if rec.LineRateBPS != 0 {
+			s.LineRate = Rate(rec.LineRateBPS).String()
 		}
 	}
 	down := fmt.Sprintf("'linerate lab down --name %s'", name)
@@ -285,6 +291,9 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, " (record %s)", l.Record)
 		}
 		b.WriteByte('\n')
+		if l.LineRate != "" {
+			fmt.Fprintf(&b, "  line rate %s: a tbf on each host's %s, standing in for a NIC's line rate\n", l.LineRate, Iface)
+		}
 		for _, h := range l.Hosts {
 			if !h.Exists {
 				fmt.Fprintf(&b, "  %s  %s: missing\n", h.Host, h.Namespace)

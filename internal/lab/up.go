@@ -9,6 +9,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/linerate/linerate/internal/netdev"
 )
 
 // UpResult says what Up did.
@@ -443,6 +445,19 @@ func hostSettings(hv hostView, addrText string, mtu int, rate Rate, sysctls map[
 	if !isUp(hv.lab0) {
 		plan = append(plan, change{fmt.Sprintf("bring up %s in %s", Iface, ns),
 			onLab0(func(c *conn, l netlink.Link) error { return c.nl.LinkSetUp(l) })})
+	}
+	// The alias says the tbf stands in for a NIC's line rate (doctor
+	// then takes it as the line rate); an unshaped link has none.
+	alias := ""
+	if rate != 0 {
+		alias = netdev.DeclareLineRate(uint64(rate))
+	}
+	if cur := hv.lab0.Attrs().Alias; cur != alias {
+		desc := fmt.Sprintf("declare %s in %s a %s line rate (alias %q)", Iface, ns, rate, alias)
+		if alias == "" {
+			desc = fmt.Sprintf("clear the alias of %s in %s (%q)", Iface, ns, cur)
+		}
+		plan = append(plan, change{desc, onLab0(func(c *conn, l netlink.Link) error { return c.nl.LinkSetAlias(l, alias) })})
 	}
 	switch {
 	case rate == 0 && !isDefaultQdisc(hv.root):
