@@ -64,8 +64,8 @@ func TestReportLabReproduce(t *testing.T) {
 	md := string(page)
 	for _, want := range []string{
 		"# linerate report: lr-uxr-a-a → lr-uxr-a-b; lr-uxr-b-a → lr-uxr-b-b",
-		"### Ceiling of label \"healthy\"", "| TCP goodput at MTU 9000 | 19.80 |",
-		"### Ceiling of label \"capped\"", "| TCP goodput at MTU 9000 | 9.90 |",
+		"### Ceiling of label \"healthy\"", "| TCP goodput at MTU 9000 | 19.85 |",
+		"### Ceiling of label \"capped\"", "| TCP goodput at MTU 9000 | 9.93 |",
 		"### Campaign 2 (healthy)", "### Campaign 3 (capped)",
 		"## Comparison of labels", "line rate 20 Gbit/s vs 10 Gbit/s",
 		"CPU s per Gbit, client / server",

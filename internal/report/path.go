@@ -225,7 +225,14 @@ func (p *path) compute() {
 			p.pcie.lower(stage{gbps: float64(*l.PCIe), detail: chainDetail(l, "PCIe"), where: e.name()})
 		}
 		if p.tcp && l.LineRate != nil && e.nic.MTU != nil {
-			if f, err := limits.TCPFrame(*e.nic.MTU, limits.Stack{}); err == nil {
+			if l.LineGoodput != nil {
+				// doctor counted the line's goodput as its stage counts: the
+				// wire's framing, or a shaper's (a tbf counts no preamble,
+				// gap or FCS).
+				p.mtu.lower(stage{gbps: float64(*l.LineGoodput), where: e.name(), mtu: *e.nic.MTU, detail: l.LineGoodputDetail})
+				p.mtu.name = fmt.Sprintf("TCP goodput at MTU %d", p.mtu.mtu)
+			} else if f, err := limits.TCPFrame(*e.nic.MTU, limits.Stack{}); err == nil {
+				// A doctor report stored before it gave the line's goodput.
 				p.mtu.lower(stage{gbps: float64(f.Goodput(*l.LineRate)), where: e.name(), mtu: f.MTU,
 					detail: fmt.Sprintf("MTU %d, %s: %d of every %d bytes on the wire are payload", f.MTU, f.Stack, f.Payload, f.Wire)})
 				p.mtu.name = fmt.Sprintf("TCP goodput at MTU %d", p.mtu.mtu)
