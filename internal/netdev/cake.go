@@ -38,17 +38,17 @@ func readCake(index int, qs []Qdisc) error {
 		if int(tc.Ifindex) != index {
 			continue
 		}
-		attrs, err := nl.ParseRouteAttr(m[tc.Len():])
+		attrs, err := parseAttrs(m[tc.Len():])
 		if err != nil {
 			return fmt.Errorf("parsing a qdisc message: %w", err)
 		}
 		kind, opts := "", []byte(nil)
 		for _, a := range attrs {
-			switch a.Attr.Type {
+			switch a.typ {
 			case nl.TCA_KIND:
-				kind = cString(a.Value)
+				kind = cString(a.value)
 			case nl.TCA_OPTIONS:
-				opts = a.Value
+				opts = a.value
 			}
 		}
 		if kind != "cake" {
@@ -72,27 +72,27 @@ func readCake(index int, qs []Qdisc) error {
 // and its overhead: nil in raw mode, where cake counts the packet as the
 // qdisc sees it, else the bytes it counts beyond the IP packet.
 func parseCake(opts []byte) (rate uint64, overhead *int, err error) {
-	attrs, err := nl.ParseRouteAttr(opts)
+	attrs, err := parseAttrs(opts)
 	if err != nil {
 		return 0, nil, fmt.Errorf("parsing cake's options: %w", err)
 	}
 	raw, ov := false, (*int)(nil)
 	for _, a := range attrs {
-		switch a.Attr.Type {
+		switch a.typ {
 		case tcaCakeBaseRate64:
-			if len(a.Value) < 8 {
-				return 0, nil, fmt.Errorf("cake's bandwidth attribute is %d bytes, not 8", len(a.Value))
+			if len(a.value) < 8 {
+				return 0, nil, fmt.Errorf("cake's bandwidth attribute is %d bytes, not 8", len(a.value))
 			}
-			bps := binary.NativeEndian.Uint64(a.Value)
+			bps := binary.NativeEndian.Uint64(a.value)
 			if bps > 1<<61 { // beyond any link: refuse rather than overflow
 				return 0, nil, fmt.Errorf("cake's bandwidth %d bytes/s is out of range", bps)
 			}
 			rate = bps * 8
 		case tcaCakeOverhead:
-			if len(a.Value) < 4 {
-				return 0, nil, fmt.Errorf("cake's overhead attribute is %d bytes, not 4", len(a.Value))
+			if len(a.value) < 4 {
+				return 0, nil, fmt.Errorf("cake's overhead attribute is %d bytes, not 4", len(a.value))
 			}
-			v := int(int32(binary.NativeEndian.Uint32(a.Value)))
+			v := int(int32(binary.NativeEndian.Uint32(a.value)))
 			ov = &v
 		case tcaCakeRaw:
 			raw = true
@@ -102,6 +102,39 @@ func parseCake(opts []byte) (rate uint64, overhead *int, err error) {
 		ov = nil
 	}
 	return rate, ov, nil
+}
+
+// attr is one netlink attribute: its type (flags masked off) and value.
+type attr struct {
+	typ   uint16
+	value []byte
+}
+
+// maxAttrs bounds the attributes read from one buffer: a qdisc's options
+// hold a few dozen.
+const maxAttrs = 256
+
+// parseAttrs splits b into netlink attributes (a 4-byte header of length
+// and type, the value, padding to 4 bytes). Hand-written: the library's
+// nl.ParseRouteAttr panics when the last attribute's padding runs past
+// the buffer. A length shorter than the header or past the buffer is an
+// error; the last attribute's padding may be missing.
+func parseAttrs(b []byte) ([]attr, error) {
+	var out []attr
+	for len(b) >= 4 {
+		l := int(binary.NativeEndian.Uint16(b[0:2]))
+		if l < 4 || l > len(b) {
+			return nil, fmt.Errorf("a netlink attribute of %d bytes in %d", l, len(b))
+		}
+		if len(out) == maxAttrs {
+			return nil, fmt.Errorf("more than %d netlink attributes", maxAttrs)
+		}
+		// The top two bits of the type are flags (NLA_F_NESTED,
+		// NLA_F_NET_BYTEORDER).
+		out = append(out, attr{typ: binary.NativeEndian.Uint16(b[2:4]) &^ (1<<15 | 1<<14), value: b[4:l]})
+		b = b[min((l+3)&^3, len(b)):]
+	}
+	return out, nil
 }
 
 // cString is a NUL-terminated netlink string.

@@ -1,9 +1,11 @@
 package netdev
 
 import (
+	"bytes"
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -302,4 +304,40 @@ func FuzzParse(f *testing.F) {
 			DeclaredLineRate(l.Alias)
 		}
 	})
+}
+
+// TestParseAttrs: lengths short of the header or past the buffer are
+// errors, a missing last padding is not, the flag bits are masked off.
+func TestParseAttrs(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		b     []byte
+		types []uint16
+		err   bool
+	}{
+		{"two", append(routeAttr(2, u64(1)), routeAttr(6, u32(38))...), []uint16{2, 6}, false},
+		{"unpadded last", []byte{5, 0, 12, 0, 'x'}, []uint16{12}, false},
+		{"nested flag", []byte{4, 0, 2, 0x80}, []uint16{2}, false},
+		{"short length", []byte{3, 0, 2, 0}, nil, true},
+		{"past the buffer", []byte{12, 0, 2, 0, 0, 0}, nil, true},
+		{"trailing bytes", []byte{4, 0, 2, 0, 9}, []uint16{2}, false},
+		{"empty", nil, nil, false},
+	} {
+		got, err := parseAttrs(tt.b)
+		if (err != nil) != tt.err {
+			t.Errorf("%s: error %v", tt.name, err)
+			continue
+		}
+		var types []uint16
+		for _, a := range got {
+			types = append(types, a.typ)
+		}
+		if !slices.Equal(types, tt.types) {
+			t.Errorf("%s: types %v; want %v", tt.name, types, tt.types)
+		}
+	}
+	many := bytes.Repeat([]byte{4, 0, 1, 0}, maxAttrs+1)
+	if _, err := parseAttrs(many); err == nil {
+		t.Errorf("%d attributes read", maxAttrs+1)
+	}
 }
