@@ -38,7 +38,6 @@ func linkShaped(d *diag) []Finding {
 			ev["mtu"], ev["counted_bytes"], ev["payload_bytes"] = f.MTU, model.Counted(f), f.Payload
 		}
 		ev["tcp_goodput_gbps"] = float64(shaped.Round())
-		ev["unshaped_tcp_goodput_gbps"] = nil
 		who := "the link carries"
 		if s.PerFlow {
 			who = "each flow gets"
