@@ -709,7 +709,7 @@ func TestRunDemo(t *testing.T) {
 	}
 	assertGone(t, dir, name)
 	want := map[string]string{
-		"doctor on a": StepFindings, "doctor on b": StepFailed, "bench": StepOK,
+		"probe": StepOK, "doctor on a": StepFindings, "doctor on b": StepFailed, "bench": StepOK,
 		"tune": StepOK, "bench after tune": StepOK, "report": StepOK,
 	}
 	if len(res.Steps) != len(want) {
@@ -720,8 +720,23 @@ func TestRunDemo(t *testing.T) {
 			t.Errorf("step %s: %s (%s), want %s", s.Name, s.Status, s.Detail, want[s.Name])
 		}
 	}
-	if got := res.Failed(); len(got) != 1 || !strings.Contains(res.Steps[1].Detail, `unknown command "doctor"`) {
-		t.Errorf("failed %v, detail %q", got, res.Steps[1].Detail)
+	if got := res.Failed(); len(got) != 1 || !strings.Contains(res.Steps[2].Detail, `unknown command "doctor"`) {
+		t.Errorf("failed %v, detail %q", got, res.Steps[2].Detail)
+	}
+	// The scenario has no rate: the probe of the healthy lab (26.6 Gbit/s)
+	// picked 25 Gbit/s, the fastest Ethernet rate not above it, and the
+	// lab was reshaped to the scenario at that rate.
+	if res.LineRate != "25gbit" || res.ProbeGbps != 26.6 || res.Scenario != MTUMismatch || res.Steps[0].Name != "probe" ||
+		res.Steps[0].Detail != "the healthy lab carried 26.60 Gbit/s" {
+		t.Errorf("line rate %q, probe %v, scenario %s, first step %+v", res.LineRate, res.ProbeGbps, res.Scenario, res.Steps[0])
+	}
+	if p, _ := os.ReadFile(filepath.Join(out, "probe.json")); !strings.Contains(string(p), "26.6e9") {
+		t.Errorf("probe.json: %q", p)
+	}
+	if lu, _ := os.ReadFile(filepath.Join(out, "lab-up.txt")); !strings.HasPrefix(string(lu), "linerate lab up --name t-run --scenario mtu-mismatch --rate 25gbit\n") ||
+		!strings.Contains(string(lu), "line rate 25gbit: a tbf on each host's lab0, standing in for a NIC's line rate") ||
+		!strings.Contains(string(lu), "shape lab0 in lr-t-run-a: tbf 25gbit") {
+		t.Errorf("lab-up.txt:\n%s", lu)
 	}
 	a, _ := os.ReadFile(filepath.Join(out, "doctor-a.txt"))
 	b, _ := os.ReadFile(filepath.Join(out, "doctor-b.txt"))
@@ -753,7 +768,8 @@ func TestRunDemo(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	for _, line := range []string{"ok: bench", "failed: doctor on b: ", "findings: doctor on a", "report: " + filepath.Join(out, ReportFile), "lab t-run is down"} {
+	for _, line := range []string{"ok: probe", "lab t-run is reshaped (scenario mtu-mismatch, lab0 shaped to 25gbit, standing in for a NIC's line rate)",
+		"ok: bench", "failed: doctor on b: ", "findings: doctor on a", "report: " + filepath.Join(out, ReportFile), "lab t-run is down"} {
 		if !strings.Contains(progress.String(), line) {
 			t.Errorf("progress lacks %q:\n%s", line, progress.String())
 		}
@@ -763,6 +779,19 @@ func TestRunDemo(t *testing.T) {
 	up(t, Config{Name: name})
 	if _, err := Run(t.Context(), RunConfig{Lab: Config{Name: name}, OutDir: out, Self: os.Args[0]}); err == nil {
 		t.Error("the demo took over an existing lab")
+	}
+}
+
+// TestDemoRate: the fastest Ethernet rate not above what the probe
+// measured; 10 Gbit/s when it measured nothing.
+func TestDemoRate(t *testing.T) {
+	for _, tt := range []struct {
+		gbps float64
+		want Rate
+	}{{26.6, 25e9}, {58.7, 50e9}, {24.9, 10e9}, {25, 25e9}, {3.1, 2.5e9}, {0.05, 100e6}, {900, 400e9}, {0, 10e9}, {-1, 10e9}} {
+		if got := demoRate(tt.gbps); got != tt.want {
+			t.Errorf("demoRate(%v) = %s; want %s", tt.gbps, got, tt.want)
+		}
 	}
 }
 
@@ -780,7 +809,8 @@ func TestRunInterrupted(t *testing.T) {
 		}
 		cancel()
 	}()
-	res, err := Run(ctx, RunConfig{Lab: Config{Name: name}, OutDir: out, Self: os.Args[0]})
+	// A rate of its own: no probe before the steps.
+	res, err := Run(ctx, RunConfig{Lab: Config{Name: name, Rate: 1e9}, OutDir: out, Self: os.Args[0]})
 	if err == nil || !errors.Is(err, context.Canceled) {
 		t.Errorf("interrupted demo returned %v", err)
 	}
