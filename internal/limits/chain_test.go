@@ -111,7 +111,7 @@ func TestChain(t *testing.T) {
 			port: Port{Shaper: &Shaper{Rate: 10, Overhead: SkbOverhead, Detail: "tbf qdisc shaped to 10 Gbit/s"}, MTU: 9000},
 			line: "10.00", pcie: "null", goodput: "9.93", bottleneck: BottleneckLineRate,
 			lineDetail: "tbf qdisc shaped to 10 Gbit/s", pcieDetail: "not reported",
-			tcpDetail: "MTU 9000, IPv4 + timestamps: 8948/9014 of the shaped rate (the shaper counts each packet with its 14-byte MAC header, not the wire's preamble, gap and FCS)",
+			tcpDetail: "MTU 9000, IPv4 + timestamps: 8948/9014 of the shaped rate (packet + MAC header)",
 		},
 		{
 			// 25 × 1448/1538 = 23.54 on the wire; the tbf's 10 × 1448/1514 = 9.56 binds.
@@ -119,7 +119,7 @@ func TestChain(t *testing.T) {
 			port: Port{LineRate: 25, LineDetail: "25GbE link", Shaper: &Shaper{Rate: 10, Overhead: SkbOverhead}, PCIe: gen3x8, MTU: 1500},
 			line: "10.00", pcie: "57.21", goodput: "9.56", bottleneck: BottleneckLineRate,
 			lineDetail: "shaped to 10 Gbit/s", pcieDetail: "8.0 GT/s x8, 128b/130b, MPS 256",
-			tcpDetail: "MTU 1500, IPv4 + timestamps: 1448/1514 of the shaped rate (the shaper counts each packet with its 14-byte MAC header, not the wire's preamble, gap and FCS)",
+			tcpDetail: "MTU 1500, IPv4 + timestamps: 1448/1514 of the shaped rate (packet + MAC header)",
 		},
 		{
 			// A shaper above the line rate: the wire binds (10 × 8948/9038
@@ -138,7 +138,7 @@ func TestChain(t *testing.T) {
 			port: Port{LineRate: 10, Shaper: &Shaper{Rate: 10, Overhead: 64}, MTU: 1500},
 			line: "10.00", pcie: "null", goodput: "9.26", bottleneck: BottleneckLineRate,
 			lineDetail: "10GbE", pcieDetail: "not reported",
-			tcpDetail: "MTU 1500, IPv4 + timestamps: 1448/1564 of the shaped rate (the shaper counts each packet with 64 bytes beyond the IP packet)",
+			tcpDetail: "MTU 1500, IPv4 + timestamps: 1448/1564 of the shaped rate (IP packet + 64 bytes)",
 		},
 		{
 			// A shaper of unknown rate is no shaper.

@@ -44,12 +44,12 @@ func (s Shaper) Goodput(f Frame) Gbps {
 }
 
 // share writes how much of what the shaper counts is payload, for a
-// chain's detail: "8948/9014 of the shaped rate (the shaper counts each
-// packet with its 14-byte MAC header, not the wire's preamble, gap and FCS)".
+// chain's detail (short: the report draws it under a bar): "8948/9014 of
+// the shaped rate (packet + MAC header)".
 func (s Shaper) share(f Frame) string {
-	how := fmt.Sprintf("the shaper counts each packet with %d bytes beyond the IP packet", max(s.Overhead, 0))
+	how := fmt.Sprintf("IP packet + %d bytes", max(s.Overhead, 0))
 	if s.Overhead == SkbOverhead {
-		how = "the shaper counts each packet with its 14-byte MAC header, not the wire's preamble, gap and FCS"
+		how = "packet + MAC header"
 	}
 	return fmt.Sprintf("%d/%d of the shaped rate (%s)", f.Payload, s.Counted(f), how)
 }

@@ -97,6 +97,14 @@ func TestLabRunReport(t *testing.T) {
 	if want := "took the median from " + gbps(before) + " to " + gbps(after) + " Gbit/s"; !bytes.Contains(page, []byte(want)) {
 		t.Errorf("the verdict does not say %q", want)
 	}
+	// The lab link's rate stands in for a NIC's line rate: the report has
+	// a ceiling, the waterfall down to it, and what each bench achieved of
+	// it.
+	for _, want := range []string{"Achieved " + gbps(after) + " of ", "standing in for a NIC&#39;s line rate", "Ceiling waterfall", " Gbit/s ceiling."} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("the report does not say %q", want)
+		}
+	}
 	t.Logf("demo: median %s Gbit/s before tune, %s after", gbps(before), gbps(after))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)

@@ -77,8 +77,13 @@ func (b *builder) tuneNote() string {
 			continue
 		}
 		mb, ma := medianGbps(before), medianGbps(after)
-		return fmt.Sprintf(" Tune %s (%d change%s) took the median from %s to %s Gbit/s (%s%s).",
+		note := fmt.Sprintf(" Tune %s (%d change%s) took the median from %s to %s Gbit/s (%s%s)",
 			j.ID, len(j.Changes), plural(len(j.Changes)), gbps(mb), gbps(ma), sign(ma-mb), pct(ma-mb, mb))
+		if c := b.ceilingGbps(true); c > 0 {
+			// What was achieved of the ceiling, before and after.
+			note += fmt.Sprintf(": from %s to %s of the %s Gbit/s ceiling", pct(mb, c), pct(ma, c), gbps(c))
+		}
+		return note + "."
 	}
 	return ""
 }
