@@ -379,7 +379,7 @@ func TestQdiscFacts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := copyTree(t, tree("t6-cwdm4-healthy"))
+	root := testutil.CopyTree(t, tree("t6-cwdm4-healthy"))
 	if err := os.MkdirAll(filepath.Join(root, "linerate"), 0o755); err != nil {
 		t.Fatal(err)
 	}
