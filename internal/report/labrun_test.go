@@ -49,7 +49,9 @@ func TestLabRunReport(t *testing.T) {
 		Steps []struct {
 			Name, Status, Detail string
 		} `json:"steps"`
-		Report string `json:"report"`
+		Report    string  `json:"report"`
+		LineRate  string  `json:"line_rate"`
+		ProbeGbps float64 `json:"probe_gbps"`
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
 		t.Fatalf("lab run --json: %v\n%s", err, stdout.String())
@@ -105,7 +107,7 @@ func TestLabRunReport(t *testing.T) {
 			t.Errorf("the report does not say %q", want)
 		}
 	}
-	t.Logf("demo: median %s Gbit/s before tune, %s after", gbps(before), gbps(after))
+	t.Logf("demo: lab0 shaped to %s (the probe: %.2f Gbit/s), median %s Gbit/s before tune, %s after", sum.LineRate, sum.ProbeGbps, gbps(before), gbps(after))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
