@@ -42,7 +42,7 @@ func (b *builder) ceilingSection() (*section, error) {
 	return s, nil
 }
 
-const ceilingIntro = "Each stage can only lower the ceiling: the line rate, what the PCIe link carries, and what is left for TCP payload at the MTU (IPv4, TCP timestamps, Ethernet preamble, gap and FCS on the wire). The slower end of the path sets each stage."
+const ceilingIntro = "Each stage can only lower the ceiling: the line rate, what the PCIe link carries, and what is left for TCP payload at the MTU (IPv4, TCP timestamps, and the Ethernet framing the line rate is counted with: MAC header, preamble, gap and FCS on a wire; the MAC header alone under a shaping qdisc). The slower end of the path sets each stage."
 
 // addWaterfall adds one path's waterfall chart and stage table; idSuffix
 // keeps their IDs unique in a report with several.
