@@ -724,8 +724,8 @@ func TestRunDemo(t *testing.T) {
 		t.Errorf("failed %v, detail %q", got, res.Steps[2].Detail)
 	}
 	// The scenario has no rate: the probe of the healthy lab (26.6 Gbit/s)
-	// picked 25 Gbit/s, the fastest Ethernet rate not above it, and the
-	// lab was reshaped to the scenario at that rate.
+	// picked 25 Gbit/s, the fastest line rate not above it, and the lab
+	// was reshaped to the scenario at that rate.
 	if res.LineRate != "25gbit" || res.ProbeGbps != 26.6 || res.Scenario != MTUMismatch || res.Steps[0].Name != "probe" ||
 		res.Steps[0].Detail != "the healthy lab carried 26.60 Gbit/s" {
 		t.Errorf("line rate %q, probe %v, scenario %s, first step %+v", res.LineRate, res.ProbeGbps, res.Scenario, res.Steps[0])
@@ -782,15 +782,19 @@ func TestRunDemo(t *testing.T) {
 	}
 }
 
-// TestDemoRate: the fastest Ethernet rate not above what the probe
-// measured; 10 Gbit/s when it measured nothing.
+// TestDemoRate: the fastest line rate not above what the probe measured,
+// more than half of it from 2.5 to 800 Gbit/s; 10 Gbit/s when it measured
+// nothing.
 func TestDemoRate(t *testing.T) {
 	for _, tt := range []struct {
 		gbps float64
 		want Rate
-	}{{26.6, 25e9}, {58.7, 50e9}, {24.9, 10e9}, {25, 25e9}, {3.1, 2.5e9}, {0.05, 100e6}, {900, 400e9}, {0, 10e9}, {-1, 10e9}} {
+	}{{26.6, 25e9}, {58.7, 50e9}, {23.57, 20e9}, {19.9, 10e9}, {25, 25e9}, {3.1, 2.5e9}, {0.05, 100e6}, {900, 400e9}, {0, 10e9}, {-1, 10e9}} {
 		if got := demoRate(tt.gbps); got != tt.want {
 			t.Errorf("demoRate(%v) = %s; want %s", tt.gbps, got, tt.want)
+		}
+		if r := float64(demoRate(tt.gbps)) / 1e9; tt.gbps >= 2.5 && tt.gbps <= 800 && (r > tt.gbps || r <= tt.gbps/2) {
+			t.Errorf("demoRate(%v) = %v Gbit/s: not in (half the probe, the probe]", tt.gbps, r)
 		}
 	}
 }
