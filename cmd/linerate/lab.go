@@ -315,7 +315,7 @@ The default scenario, small-buffers, gives tune something to fix, so that the
 second bench shows what tuning bought. A veth has no line rate: unless the
 scenario or --rate shapes the lab, the demo first measures what the healthy
 lab carries (4 s, DIR/probe.json) and shapes lab0 to the fastest line rate
-not above its best second, a tbf standing in for a NIC's line rate, so that
+not above that, a tbf standing in for a NIC's line rate, so that
 the report has a ceiling to hold both benches against.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
