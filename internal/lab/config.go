@@ -210,6 +210,10 @@ type Config struct {
 	// Rate, when not zero, shapes both ends with tbf at this rate,
 	// whatever the scenario (it replaces capped-10g's 10 Gbit/s).
 	Rate Rate
+	// BufferMax, when not zero, replaces small-buffers' 64 KiB as the
+	// tcp_rmem and tcp_wmem maximum of host b (at least 4096; other
+	// scenarios ignore it).
+	BufferMax int
 	// MTU, when not zero, replaces the scenario's MTU on both ends;
 	// for mtu-mismatch only on a, so that the mismatch stays.
 	MTU int
@@ -243,6 +247,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Rate != 0 && (c.Rate < minRate || c.Rate > maxRate) {
 		return c, fmt.Errorf("rate %s is out of range (%s to %s)", c.Rate, minRate, maxRate)
+	}
+	if c.BufferMax != 0 && (c.BufferMax < minBufferMax || c.BufferMax > maxBufferMax) {
+		return c, fmt.Errorf("buffer maximum %d is out of range (%d to %d bytes)", c.BufferMax, minBufferMax, maxBufferMax)
 	}
 	if c.MTU != 0 && (c.MTU < minMTU || c.MTU > maxMTU) {
 		return c, fmt.Errorf("MTU %d is out of range (%d to %d for a veth)", c.MTU, minMTU, maxMTU)
@@ -285,9 +292,13 @@ type spec struct {
 // The rate of capped-10g.
 const rate10G Rate = 10_000_000_000
 
-// The small-buffers maximum (64 KiB, docs/architecture.md) and the scenarios' MTUs.
+// The small-buffers maximum (64 KiB, docs/architecture.md), the bounds of
+// Config.BufferMax (tcp_rmem's minimum is 4096; a maximum past 1 GiB is no
+// small buffer), and the scenarios' MTUs.
 const (
 	smallBufferMax = 65536
+	minBufferMax   = 4096
+	maxBufferMax   = 1 << 30
 	jumboMTU       = 9000
 	plainMTU       = 1500
 )
@@ -304,8 +315,12 @@ func (c Config) spec() spec {
 	case SmallBuffers:
 		// The default (middle) value must not exceed the maximum, or the
 		// kernel would start every socket above the cap.
-		s.Sysctl[1][sysctlRmem] = fmt.Sprintf("4096 %d %d", smallBufferMax, smallBufferMax)
-		s.Sysctl[1][sysctlWmem] = fmt.Sprintf("4096 16384 %d", smallBufferMax)
+		limit := smallBufferMax
+		if c.BufferMax != 0 {
+			limit = c.BufferMax
+		}
+		s.Sysctl[1][sysctlRmem] = fmt.Sprintf("4096 %d %d", limit, limit)
+		s.Sysctl[1][sysctlWmem] = fmt.Sprintf("4096 %d %d", min(16384, limit), limit)
 	}
 	if c.Rate != 0 {
 		s.Rate = c.Rate

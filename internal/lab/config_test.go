@@ -248,3 +248,37 @@ func TestManyHostNames(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoConfig: the demo gives small-buffers MTU 1500 and 16 KiB in
+// host b, unless an MTU or a buffer was asked for; other scenarios keep
+// theirs.
+func TestDemoConfig(t *testing.T) {
+	for _, tt := range []struct {
+		in        Config
+		mtu, bufs int
+	}{
+		{Config{Scenario: SmallBuffers}, 1500, 16384},
+		{Config{Scenario: SmallBuffers, MTU: 9000}, 9000, 0},
+		{Config{Scenario: SmallBuffers, BufferMax: 65536}, 0, 65536},
+		{Config{Scenario: Healthy}, 0, 0},
+		{Config{Scenario: MTUMismatch}, 0, 0},
+	} {
+		got := demoConfig(tt.in)
+		if got.MTU != tt.mtu || got.BufferMax != tt.bufs {
+			t.Errorf("demoConfig(%+v): MTU %d, buffers %d; want %d, %d", tt.in, got.MTU, got.BufferMax, tt.mtu, tt.bufs)
+		}
+	}
+	s := demoConfig(Config{Scenario: SmallBuffers}).spec()
+	if s.MTU != [2]int{1500, 1500} || s.Sysctl[1][sysctlRmem] != "4096 16384 16384" || s.Sysctl[1][sysctlWmem] != "4096 16384 16384" || s.Sysctl[0][sysctlRmem] != kernelDefaults()[sysctlRmem] {
+		t.Errorf("the demo's small-buffers: %+v", s)
+	}
+	// A buffer below 16 KiB keeps tcp_wmem's default at or under it.
+	if s := (Config{Scenario: SmallBuffers, BufferMax: 8192}).spec(); s.Sysctl[1][sysctlWmem] != "4096 8192 8192" {
+		t.Errorf("8 KiB: tcp_wmem %q", s.Sysctl[1][sysctlWmem])
+	}
+	for _, bad := range []int{-1, 4095, 1<<30 + 1} {
+		if _, err := (Config{Scenario: SmallBuffers, BufferMax: bad}).withDefaults(); err == nil {
+			t.Errorf("buffer maximum %d accepted", bad)
+		}
+	}
+}

@@ -117,15 +117,12 @@ func demoSteps() []step {
 // or --rate shapes the lab, the demo first measures what the healthy,
 // unshaped lab carries (one run of 4 s after a 1 s warm-up) and shapes
 // lab0 to the fastest line rate not above that: what a tuned flow then
-// fills, while small-buffers' 64 KiB window holds the first bench below
-// it (about a third of what the healthy lab carries on an idle 2-CPU VM:
-// 7.3 of 26.6 Gbit/s, 21.9 of 58.7). Rates at most 1.5 times apart keep
+// fills, while small-buffers' window holds the first bench below it
+// (demoConfig: a quarter of what the healthy lab carries). Rates at most 1.5 times apart keep
 // the line rate close to what the machine can do: with Ethernet's alone,
 // a probe of 23.6 Gbit/s gave 10 and a first bench of 9.23, 93% of the
-// ceiling. On a machine shared with other work neither end is sure: a
-// healthy flow loses more to the load than a window-bound one (a first
-// bench at up to 0.7 of the probe was seen), and the load can rise after
-// the probe.
+// ceiling. On a machine shared with other work neither end is sure: the
+// load can change after the probe.
 const probeLabel = "demo-probe"
 
 // lineRates are the line rates the demo may shape to, bits per second:
@@ -142,6 +139,29 @@ func lineRates() []Rate {
 		}
 	}
 	return out
+}
+
+// The demo's small-buffers: MTU 1500 and 16 KiB in host b, a window of a
+// few segments, so that the first bench stays well below what the machine
+// can do however busy it is. 64 KiB at MTU 9000 (the scenario's own) is a
+// window of three or four segments, which a busy machine's round trips
+// barely slow: at load 4.5 on 2 CPUs it carried 6.2 Gbit/s (the median of
+// 3 runs) where the healthy lab carried 9.05, two thirds; 16 KiB at MTU
+// 1500 carried 2.9 where the healthy lab carried 12.1, a quarter (under
+// load 20: 0.7-0.9 against 3-3.9). A smaller buffer at MTU 9000 is below
+// two segments and stalls (32 KiB: 0.17-0.3 Gbit/s).
+const (
+	demoMTU       = 1500
+	demoBufferMax = 16384
+)
+
+// demoConfig gives small-buffers the demo's MTU and buffer unless the
+// caller chose an MTU or a buffer.
+func demoConfig(c Config) Config {
+	if c.Scenario == SmallBuffers && c.MTU == 0 && c.BufferMax == 0 {
+		c.MTU, c.BufferMax = demoMTU, demoBufferMax
+	}
+	return c
 }
 
 // fallbackRate is the demo's line rate when the probe measured nothing.
@@ -314,6 +334,7 @@ func Run(ctx context.Context, rc RunConfig) (res *RunResult, err error) {
 	}
 	res = &RunResult{Schema: RunSchema, Lab: c.Name, Scenario: c.Scenario, OutDir: dir, Steps: []StepResult{}}
 
+	c = demoConfig(c)
 	// Without a rate of its own (small-buffers, healthy, mtu-mismatch), the
 	// lab comes up healthy first, for the probe that picks its line rate.
 	probing := c.lineRate() == 0
@@ -467,6 +488,12 @@ func writeLabFile(ctx context.Context, path string, up *UpResult, c Config) erro
 	fmt.Fprintf(&b, "linerate lab up --name %s --scenario %s", up.Name, up.Scenario)
 	if c.Rate != 0 {
 		fmt.Fprintf(&b, " --rate %s", c.Rate)
+	}
+	if c.MTU != 0 {
+		fmt.Fprintf(&b, " --mtu %d", c.MTU)
+	}
+	if c.BufferMax != 0 {
+		fmt.Fprintf(&b, "   # tcp_rmem and tcp_wmem max %d in host b", c.BufferMax)
 	}
 	b.WriteByte('\n')
 	for _, ch := range up.Changes {

@@ -38,9 +38,10 @@ type record struct {
 	// (--rate, or the scenario's), standing in for a NIC's line rate;
 	// 0 when unshaped.
 	LineRateBPS uint64    `json:"line_rate_bps,omitempty"`
-	MTU         int       `json:"mtu,omitempty"`    // the --mtu asked for, 0 if none
-	Hosts       int       `json:"hosts,omitempty"`  // a lab of many hosts: how many; 0 for a and b
-	Queues      int       `json:"queues,omitempty"` // the --queues asked for, 0 if none
+	BufferMax   int       `json:"buffer_max,omitempty"` // small-buffers' maximum asked for, 0 for 64 KiB
+	MTU         int       `json:"mtu,omitempty"`        // the --mtu asked for, 0 if none
+	Hosts       int       `json:"hosts,omitempty"`      // a lab of many hosts: how many; 0 for a and b
+	Queues      int       `json:"queues,omitempty"`     // the --queues asked for, 0 if none
 	Phase       string    `json:"phase"`
 	Namespaces  []string  `json:"namespaces"`
 	Created     time.Time `json:"created"`
@@ -54,7 +55,7 @@ func newRecord(c Config, phase string, created time.Time) *record {
 	}
 	return &record{
 		Schema: recordSchema, Name: c.Name, Scenario: c.Scenario,
-		RateBPS: uint64(c.Rate), LineRateBPS: uint64(c.lineRate()), MTU: c.MTU, Hosts: c.Hosts, Queues: c.Queues, Phase: phase,
+		RateBPS: uint64(c.Rate), LineRateBPS: uint64(c.lineRate()), BufferMax: c.BufferMax, MTU: c.MTU, Hosts: c.Hosts, Queues: c.Queues, Phase: phase,
 		Namespaces: c.namespaces(),
 		Created:    created, Updated: now,
 	}
@@ -63,7 +64,7 @@ func newRecord(c Config, phase string, created time.Time) *record {
 // sameAsk reports whether r was written for the same configuration as c.
 func (r *record) sameAsk(c Config) bool {
 	return r != nil && r.Name == c.Name && r.Scenario == c.Scenario &&
-		r.RateBPS == uint64(c.Rate) && r.MTU == c.MTU && r.Hosts == c.Hosts && max(r.Queues, 1) == max(c.Queues, 1)
+		r.RateBPS == uint64(c.Rate) && r.BufferMax == c.BufferMax && r.MTU == c.MTU && r.Hosts == c.Hosts && max(r.Queues, 1) == max(c.Queues, 1)
 }
 
 // labDir returns the directory of lab records, creating it.
