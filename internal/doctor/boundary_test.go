@@ -273,6 +273,16 @@ func TestSocketBuffersOneModel(t *testing.T) {
 	if f := find(run(t, inv, Options{}), "sysctl.socket_buffers_small"); len(f) != 0 {
 		t.Errorf("7 MiB at 3/4 flagged: %s", f[0].Summary)
 	}
+	// A limit whose window is past the BDP is not said as a rate above the
+	// line: 64 MiB of rmem_max/wmem_max lets a flow that sets its buffer
+	// fill 40 Gbit/s at 1 ms, while a 64 KiB tcp_rmem (3/4 of it window) holds an autotuned
+	// one near 0.4.
+	inv.Sysctl["net.ipv4.tcp_rmem"] = []int64{4096, 65536, 65536}
+	inv.Sysctl["net.core.rmem_max"], inv.Sysctl["net.core.wmem_max"] = int64(64<<20), int64(64<<20)
+	f = find(run(t, inv, Options{}), "sysctl.socket_buffers_small")
+	if len(f) != 1 || !strings.Contains(f[0].Summary, "An autotuned flow tops out near 0.4 Gbit/s, one that sets its buffer (iperf3 -w) can fill it") {
+		t.Errorf("explicit buffer past the BDP: %+v", f)
+	}
 }
 
 // TestModuleTemperatureThresholds pins transceiver.temperature_high at the

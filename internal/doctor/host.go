@@ -68,14 +68,14 @@ func socketBuffersSmall(d *diag) []Finding {
 		"below_need": small, "needed_bytes": needs, "recommended_bytes": rec,
 		"window_share": m.Share(limits.AutoReceive), "window_basis": m.Basis,
 	}
-	auto, explicit := d.flowCaps(m)
+	auto, explicit := d.flowCaps(m, rate)
 	fill, why := basis, ""
 	if assumed {
 		fill, why = "10 Gbit/s", "no line rate is known here, so 10 Gbit/s is assumed; "
 	}
 	return []Finding{{
 		ID: "sysctl.socket_buffers_small", Severity: Warning, Subject: "sysctl",
-		Summary: fmt.Sprintf("socket buffers too small for one flow to fill %s × %s RTT (%sBDP %s; %s): %s. An autotuned flow tops out near %s Gbit/s, one that sets its buffer (iperf3 -w) near %s Gbit/s",
+		Summary: fmt.Sprintf("socket buffers too small for one flow to fill %s × %s RTT (%sBDP %s; %s): %s. An autotuned flow %s, one that sets its buffer (iperf3 -w) %s",
 			fill, rtt, why, fmtBytes(bdp), shareWords(m), strings.Join(parts, ", "), auto, explicit),
 		Evidence: ev,
 		Fix:      d.bufferFix(m, bdp, rec),
@@ -132,10 +132,12 @@ func (d *diag) bufferFix(m limits.WindowModel, bdp, rec int64) []Fix {
 	}
 }
 
-// flowCaps returns the window-limited rate of one flow at the RTT, as
-// text: autotuned flows are capped by tcp_rmem/tcp_wmem max, flows that
-// set SO_RCVBUF/SO_SNDBUF by rmem_max/wmem_max (doubled by the kernel).
-func (d *diag) flowCaps(m limits.WindowModel) (auto, explicit string) {
+// flowCaps says what one flow reaches at the RTT, window-limited, as a
+// predicate ("tops out near 1.7 Gbit/s", or "can fill it" at or above
+// the line rate): autotuned flows are capped by tcp_rmem/tcp_wmem max,
+// flows that set SO_RCVBUF/SO_SNDBUF by rmem_max/wmem_max (doubled by the
+// kernel).
+func (d *diag) flowCaps(m limits.WindowModel, line limits.Gbps) (auto, explicit string) {
 	rate := func(uses ...limits.BufferUse) string {
 		lo := limits.Gbps(-1)
 		for _, k := range limits.BufferKeys() {
@@ -148,10 +150,16 @@ func (d *diag) flowCaps(m limits.WindowModel) (auto, explicit string) {
 				}
 			}
 		}
-		if lo < 0 {
-			return "?"
+		switch {
+		case lo < 0:
+			return "tops out near ? Gbit/s"
+		case lo >= line:
+			// A window past the BDP does not carry more than the line:
+			// "near 33.6 Gbit/s" on a 15 Gbit/s link would read as a
+			// figure the flow reaches.
+			return "can fill it"
 		}
-		return strconv.FormatFloat(float64(lo), 'f', 1, 64)
+		return "tops out near " + strconv.FormatFloat(float64(lo), 'f', 1, 64) + " Gbit/s"
 	}
 	return rate(limits.AutoReceive, limits.AutoSend), rate(limits.SetReceive, limits.SetSend)
 }

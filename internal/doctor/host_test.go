@@ -44,20 +44,32 @@ func TestSocketBuffersEdges(t *testing.T) {
 }
 
 // TestFlowCapsZero: a buffer maximum of 0 caps the flow at 0.0 Gbit/s,
-// whichever key comes first; no key at all is "?".
+// whichever key comes first; no key at all is "?"; a cap at or above the
+// line rate is "can fill it".
 func TestFlowCapsZero(t *testing.T) {
 	for _, key := range []string{"net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"} {
 		inv := healthy()
 		inv.Sysctl[key] = []int64{0, 0, 0}
-		auto, _ := (&diag{inv: inv, opts: Options{RTT: DefaultRTT}}).flowCaps(BufferModel(inv))
-		if auto != "0.0" {
+		auto, _ := (&diag{inv: inv, opts: Options{RTT: DefaultRTT}}).flowCaps(BufferModel(inv), 10)
+		if auto != "tops out near 0.0 Gbit/s" {
 			t.Errorf("%s max 0: autotuned cap %q; want 0.0", key, auto)
 		}
 	}
 	inv := healthy()
 	inv.Sysctl = map[string]any{}
-	if auto, explicit := (&diag{inv: inv, opts: Options{RTT: DefaultRTT}}).flowCaps(BufferModel(inv)); auto != "?" || explicit != "?" {
+	if auto, explicit := (&diag{inv: inv, opts: Options{RTT: DefaultRTT}}).flowCaps(BufferModel(inv), 10); auto != "tops out near ? Gbit/s" || explicit != auto {
 		t.Errorf("no sysctls: %q, %q", auto, explicit)
+	}
+	// 64 MiB at 1 ms is 268 Gbit/s of window: more than a 100 Gbit/s line
+	// carries, not a figure the flow reaches.
+	inv.Sysctl["net.ipv4.tcp_rmem"] = []int64{4096, 131072, 64 << 20}
+	inv.Sysctl["net.ipv4.tcp_wmem"] = []int64{4096, 16384, 64 << 20}
+	d := &diag{inv: inv, opts: Options{RTT: DefaultRTT}}
+	if auto, _ := d.flowCaps(BufferModel(inv), 100); auto != "can fill it" {
+		t.Errorf("64 MiB against 100 Gbit/s: %q", auto)
+	}
+	if auto, _ := d.flowCaps(BufferModel(inv), 400); auto != "tops out near 268.4 Gbit/s" {
+		t.Errorf("64 MiB against 400 Gbit/s: %q", auto)
 	}
 }
 

@@ -115,7 +115,7 @@ func TestRules(t *testing.T) {
 			inv.Sysctl["net.core.rmem_max"] = int64(212992)
 			inv.Sysctl["net.ipv4.tcp_rmem"] = []int64{4096, 131072, 6291456}
 		}, Options{}, "sysctl.socket_buffers_small", Warning, []string{"net.core.rmem_max 208 KiB of the 11.9 MiB it needs", "net.ipv4.tcp_rmem max 6.0 MiB of the 23.8 MiB it needs",
-			"tops out near 25.2 Gbit/s", "iperf3 -w) near 1.7 Gbit/s", "sysctl -w net.core.rmem_max=33554432 'net.ipv4.tcp_rmem=4096 131072 33554432'"}},
+			"tops out near 25.2 Gbit/s", "iperf3 -w) tops out near 1.7 Gbit/s", "sysctl -w net.core.rmem_max=33554432 'net.ipv4.tcp_rmem=4096 131072 33554432'"}},
 		{"one queue", func(inv *inventory.Inventory) { inv.NICs[0].Queues = inventory.Queues{RX: 1, TX: 1} }, Options{},
 			"queues.too_few", Warning, []string{"1 receive queue", "ethtool -L enp1s0f0np0 combined 8"}},
 		{"powersave", func(inv *inventory.Inventory) {
