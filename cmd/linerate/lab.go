@@ -312,11 +312,14 @@ journal go to DIR/state, so the demo leaves nothing in linerate's own state.
 A step that fails is reported and the demo goes on; linerate then exits 2.
 
 The default scenario, small-buffers, gives tune something to fix, so that the
-second bench shows what tuning bought. A veth has no line rate: unless the
-scenario or --rate shapes the lab, the demo first measures what the healthy
-lab carries (4 s, DIR/probe.json) and shapes lab0 to the fastest line rate
-not above that, a tbf standing in for a NIC's line rate, so that
-the report has a ceiling to hold both benches against.`,
+second bench shows what tuning bought; the demo runs it at MTU 1500 with a
+16 KiB maximum in host b (unless --mtu is given), a window of a few segments
+that holds the first bench well below the line rate on a busy machine too.
+A veth has no line rate: unless the scenario or --rate shapes the lab, the
+demo first measures what the healthy lab carries (4 s, DIR/probe.json) and
+shapes lab0 to the fastest line rate not above that, a tbf standing in for a
+NIC's line rate, so that the report has a ceiling to hold both benches
+against.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := f.config()
