@@ -100,9 +100,10 @@ func TestLabRunReport(t *testing.T) {
 		t.Errorf("the verdict does not say %q", want)
 	}
 	// The lab link's rate stands in for a NIC's line rate: the report has
-	// a ceiling, the waterfall down to it, and what each bench achieved of
-	// it.
-	for _, want := range []string{"Achieved " + gbps(after) + " of ", "standing in for a NIC&#39;s line rate", "Ceiling waterfall", " Gbit/s ceiling."} {
+	// a ceiling, the waterfall down to it, and what the better bench
+	// achieved of it (on a machine loaded enough, tune may not help: the
+	// verdict names the better median, whichever it is).
+	for _, want := range []string{"Achieved " + gbps(max(before, after)) + " of ", "standing in for a NIC&#39;s line rate", "Ceiling waterfall", " Gbit/s ceiling."} {
 		if !bytes.Contains(page, []byte(want)) {
 			t.Errorf("the report does not say %q", want)
 		}
