@@ -22,11 +22,11 @@ type runKind struct {
 	Kind      result.Kind `json:"kind"`
 	Rate      string      `json:"rate"` // the pace asked ("1 Gbit/s", "10000/s"), "" for as fast as it went
 	Engine    string      `json:"engine"`
-	Streams   int    `json:"streams"`
-	Direction string `json:"direction"`
-	Placement string `json:"placement"` // the -A pair asked for, "auto" when none
-	Peer      string `json:"peer"`
-	MTU       string `json:"mtu"` // "9000", "1500/9000" (client/server), "" unknown
+	Streams   int         `json:"streams"`
+	Direction string      `json:"direction"`
+	Placement string      `json:"placement"` // the -A pair asked for, "auto" when none
+	Peer      string      `json:"peer"`
+	MTU       string      `json:"mtu"` // "9000", "1500/9000" (client/server), "" unknown
 }
 
 // kindOf reads a stored run's kind; the MTU comes from the doctor reports

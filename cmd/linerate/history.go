@@ -59,27 +59,27 @@ $XDG_DATA_HOME/linerate, i.e. ~/.local/share/linerate, for other users).`,
 
 // historyRun is one run as history prints it in JSON.
 type historyRun struct {
-	ID          int64     `json:"id"`
-	CampaignID  int64     `json:"campaign_id,omitempty"`
-	Seq         int       `json:"seq,omitempty"`
-	StartedAt   time.Time `json:"started_at"`
-	Label       string    `json:"label"`
-	Engine      string    `json:"engine"`
-	Peer        string    `json:"peer"`
-	Streams     int       `json:"streams"`
-	Placement   string    `json:"placement"`
-	Direction   string    `json:"direction"`
-	DurationS   float64   `json:"duration_s"`
+	ID         int64     `json:"id"`
+	CampaignID int64     `json:"campaign_id,omitempty"`
+	Seq        int       `json:"seq,omitempty"`
+	StartedAt  time.Time `json:"started_at"`
+	Label      string    `json:"label"`
+	Engine     string    `json:"engine"`
+	Peer       string    `json:"peer"`
+	Streams    int       `json:"streams"`
+	Placement  string    `json:"placement"`
+	Direction  string    `json:"direction"`
+	DurationS  float64   `json:"duration_s"`
 	// Kind is tcp, udp, latency or transactions; Rate the pace asked
 	// ("1 Gbit/s", "10000/s"), absent for a run as fast as it went.
-	Kind        string    `json:"kind"`
-	Rate        string    `json:"rate,omitempty"`
-	Gbps        float64   `json:"gbps"`
-	SentGbps    float64   `json:"sent_gbps"`
-	Retransmits int64     `json:"retransmits"`
-	ClientCPUs  *float64  `json:"client_cpu_s"`
-	ServerCPUs  *float64  `json:"server_cpu_s"`
-	Failed      string    `json:"failed,omitempty"` // why the run ended early; its Gbit/s are no result
+	Kind        string   `json:"kind"`
+	Rate        string   `json:"rate,omitempty"`
+	Gbps        float64  `json:"gbps"`
+	SentGbps    float64  `json:"sent_gbps"`
+	Retransmits int64    `json:"retransmits"`
+	ClientCPUs  *float64 `json:"client_cpu_s"`
+	ServerCPUs  *float64 `json:"server_cpu_s"`
+	Failed      string   `json:"failed,omitempty"` // why the run ended early; its Gbit/s are no result
 	// CPU seconds per Gbit moved, the unit of campaigns and reports.
 	ClientCPUPerGbit *float64 `json:"client_cpu_s_per_gbit"`
 	ServerCPUPerGbit *float64 `json:"server_cpu_s_per_gbit"`
