@@ -34,7 +34,7 @@ type BenchResult struct {
 	// other runs.
 	UDPLossRatio *float64
 	RunID        int64
-	StartedAt time.Time
+	StartedAt    time.Time
 	// GoodputBytesPerSecond is what the receivers got.
 	GoodputBytesPerSecond float64
 	Retransmits           int64
