@@ -24,7 +24,7 @@ func (d *diag) bufferRate() (limits.Gbps, string) {
 		}
 	}
 	if best == 0 {
-		return 10, "no line rate known; assuming 10 Gbit/s"
+		return 10, "an assumed 10 Gbit/s (no line rate known)"
 	}
 	return best, fmt.Sprintf("%s at %s Gbit/s", who, trimFloat(float64(best)))
 }
@@ -67,7 +67,17 @@ func socketBuffersSmall(d *diag) []Finding {
 		"below_need": small, "needed_bytes": needs, "recommended_bytes": rec,
 		"window_share": m.Share(limits.AutoReceive), "window_basis": m.Basis,
 	}
-	auto, explicit := d.flowCaps(m)
+	autoG, explicitG := d.flowCaps(m)
+	// The flows' caps as numbers, so that a reader holding a measured
+	// RTT (the report, beside a bench) can judge the same buffers at it:
+	// a cap scales with 1/RTT.
+	if autoG >= 0 {
+		ev["autotuned_flow_gbps"] = autoG
+	}
+	if explicitG >= 0 {
+		ev["set_buffer_flow_gbps"] = explicitG
+	}
+	auto, explicit := capText(autoG), capText(explicitG)
 	return []Finding{{
 		ID: "sysctl.socket_buffers_small", Severity: Warning, Subject: "sysctl",
 		Summary: fmt.Sprintf("socket buffers too small for one flow to fill %s × %s RTT (BDP %s; %s): %s. An autotuned flow tops out near %s Gbit/s, one that sets its buffer (iperf3 -w) near %s Gbit/s",
@@ -127,11 +137,11 @@ func (d *diag) bufferFix(m limits.WindowModel, bdp, rec int64) []Fix {
 	}
 }
 
-// flowCaps returns the window-limited rate of one flow at the RTT, as
-// text: autotuned flows are capped by tcp_rmem/tcp_wmem max, flows that
+// flowCaps returns the window-limited rate of one flow at the RTT in
+// Gbit/s, negative when unknown: autotuned flows are capped by tcp_rmem/tcp_wmem max, flows that
 // set SO_RCVBUF/SO_SNDBUF by rmem_max/wmem_max (doubled by the kernel).
-func (d *diag) flowCaps(m limits.WindowModel) (auto, explicit string) {
-	rate := func(uses ...limits.BufferUse) string {
+func (d *diag) flowCaps(m limits.WindowModel) (auto, explicit float64) {
+	rate := func(uses ...limits.BufferUse) float64 {
 		lo := limits.Gbps(-1)
 		for _, k := range limits.BufferKeys() {
 			if !slices.Contains(uses, k.Use) {
@@ -143,12 +153,18 @@ func (d *diag) flowCaps(m limits.WindowModel) (auto, explicit string) {
 				}
 			}
 		}
-		if lo < 0 {
-			return "?"
-		}
-		return strconv.FormatFloat(float64(lo), 'f', 1, 64)
+		return float64(lo)
 	}
 	return rate(limits.AutoReceive, limits.AutoSend), rate(limits.SetReceive, limits.SetSend)
+}
+
+// capText is a flow's cap in Gbit/s with one decimal, "?" when unknown
+// (negative).
+func capText(g float64) string {
+	if g < 0 {
+		return "?"
+	}
+	return strconv.FormatFloat(g, 'f', 1, 64)
 }
 
 func fmtBytes(n int64) string {

@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -49,14 +50,15 @@ func TestFlowCapsZero(t *testing.T) {
 	for _, key := range []string{"net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"} {
 		inv := healthy()
 		inv.Sysctl[key] = []int64{0, 0, 0}
-		auto, _ := (&diag{inv: inv, opts: Options{RTT: DefaultRTT}}).flowCaps(BufferModel(inv))
-		if auto != "0.0" {
+		autoG, _ := (&diag{inv: inv, opts: Options{RTT: DefaultRTT}}).flowCaps(BufferModel(inv))
+		if auto := capText(autoG); auto != "0.0" {
 			t.Errorf("%s max 0: autotuned cap %q; want 0.0", key, auto)
 		}
 	}
 	inv := healthy()
 	inv.Sysctl = map[string]any{}
-	if auto, explicit := (&diag{inv: inv, opts: Options{RTT: DefaultRTT}}).flowCaps(BufferModel(inv)); auto != "?" || explicit != "?" {
+	if a, e := (&diag{inv: inv, opts: Options{RTT: DefaultRTT}}).flowCaps(BufferModel(inv)); capText(a) != "?" || capText(e) != "?" {
+		auto, explicit := capText(a), capText(e)
 		t.Errorf("no sysctls: %q, %q", auto, explicit)
 	}
 }
@@ -69,5 +71,27 @@ func TestIRQBalanceNoIRQs(t *testing.T) {
 	f := find(run(t, inv, Options{}), "irqbalance.running")
 	if len(f) != 1 || Quote(f[0].Fix[0].Command) != "systemctl restart irqbalance" {
 		t.Errorf("%+v", f)
+	}
+}
+
+// TestSocketBuffersNoLineRate: without a known line rate the finding
+// reads as a sentence ("to fill an assumed 10 Gbit/s (no line rate
+// known) × 1ms RTT") and its evidence carries the flows' caps as numbers
+// (what the report rescales to a bench's measured RTT).
+func TestSocketBuffersNoLineRate(t *testing.T) {
+	inv := healthy()
+	inv.NICs[0].SpeedMbps = nil
+	inv.NICs[0].RDMA = nil
+	inv.Sysctl["net.ipv4.tcp_rmem"] = []int64{4096, 131072, 65536}
+	f := find(run(t, inv, Options{RTT: DefaultRTT}), "sysctl.socket_buffers_small")
+	if len(f) != 1 {
+		t.Fatalf("findings: %+v", f)
+	}
+	if want := "to fill an assumed 10 Gbit/s (no line rate known) × 1ms RTT"; !strings.Contains(f[0].Summary, want) {
+		t.Errorf("summary %q lacks %q", f[0].Summary, want)
+	}
+	auto, ok := f[0].Evidence["autotuned_flow_gbps"].(float64)
+	if !ok || auto <= 0 || !strings.Contains(f[0].Summary, "tops out near "+capText(auto)+" Gbit/s") {
+		t.Errorf("autotuned cap %v (%v) against %q", auto, ok, f[0].Summary)
 	}
 }
