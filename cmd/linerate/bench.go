@@ -431,6 +431,14 @@ func (f benchFlags) params() (bench.Params, error) {
 	if f.streams < 1 || f.streams > engine.MaxStreams {
 		return p, fmt.Errorf("-P %d: must be 1 to %d", f.streams, engine.MaxStreams)
 	}
+	// Checked here, before any connection: the agent would refuse them
+	// only once the test is set up.
+	if f.duration == 0 {
+		return p, errors.New("-t 0: give a measured time above 0, e.g. -t 10 (a run never goes on forever, as iperf3's -t 0 does)")
+	}
+	if iv := time.Duration(f.interval); iv < agent.MinInterval || iv > agent.MaxInterval {
+		return p, fmt.Errorf("-i %s: must be %s to %s", iv, agent.MinInterval, agent.MaxInterval)
+	}
 	var err error
 	if f.affinity != "" {
 		if p.Pinning, err = agent.ParsePinning(f.affinity); err != nil {
