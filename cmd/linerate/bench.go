@@ -123,7 +123,7 @@ Exit status: 0 it ran, 2 it could not.`,
   linerate bench 192.168.15.102 --latency --rate 10k -A 6,6 -t 10
   linerate bench 192.168.15.102 --latency --udp --engine sockperf -A 6,6
   linerate bench 192.168.15.102 --udp -b 1G -l 1472`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs("PEER"),
 		RunE: func(cmd *cobra.Command, args []string) error { return run(cmd, args[0], f) },
 	}
 	fl := cmd.Flags()

@@ -65,7 +65,7 @@ Exit status:
   2  error: a side names nothing, or the runs cannot be compared`,
 		Example: `  linerate compare 12 17
   linerate compare baseline tuned --threshold 3`,
-		Args: cobra.ExactArgs(2),
+		Args: exactArgs("A", "B"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runCompare(cmd, env, args[0], args[1], f) },
 	}
 	fl := cmd.Flags()

@@ -26,3 +26,34 @@ func TestBenchInputsCheckedFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestCLITexts: missing or extra arguments are named, typos get a
+// suggestion on the one error line, report's --run shows as "--run ID"
+// without "(default [])", and the help no longer calls every lab
+// two-host.
+func TestCLITexts(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench"}, "linerate: bench needs PEER: missing PEER (see 'linerate bench --help')\n"},
+		{[]string{"compare", "base"}, "linerate: compare needs A and B: missing B (see 'linerate compare --help')\n"},
+		{[]string{"compare", "a", "b", "c"}, "linerate: compare takes A and B, and \"c\" is one argument too many (see 'linerate compare --help')\n"},
+		{[]string{"docter"}, "linerate: unknown command \"docter\" for \"linerate\" (did you mean doctor?)\n"},
+		{[]string{"doctor", "--ifcae", "x"}, "linerate: unknown flag: --ifcae (did you mean --iface? see 'linerate doctor --help')\n"},
+		{[]string{"report", "--run", "x"}, "linerate: invalid argument \"x\" for \"--run\" flag: \"x\" is not a run ID ('linerate history' lists them) (see 'linerate report --help')\n"},
+	} {
+		_, errOut, code := runCLI(t, c.args...)
+		if code != 2 || errOut != c.want {
+			t.Errorf("%v: exit %d %q, want 2 %q", c.args, code, errOut, c.want)
+		}
+	}
+	out, _, _ := runCLI(t, "report", "--help")
+	if !strings.Contains(out, "--run ID ") || strings.Contains(out, "int64Slice") || strings.Contains(out, "(default [])") {
+		t.Errorf("report --help:\n%s", out)
+	}
+	out, _, _ = runCLI(t, "--help")
+	if strings.Contains(out, "two-host") {
+		t.Errorf("linerate --help calls the lab two-host:\n%s", out)
+	}
+}
