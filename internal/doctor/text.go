@@ -37,6 +37,25 @@ func (t *textWriter) para(first, hang, s string) {
 	}
 }
 
+// headLine writes fields two spaces apart, wrapping only between fields
+// (continuation lines at hang), so that "pci 0000:00:03.0" and "numa n/a"
+// are never split at a narrow terminal's edge.
+func (t *textWriter) headLine(hang string, fields ...string) {
+	line := ""
+	for _, f := range fields {
+		switch {
+		case line == "":
+			line = f
+		case t.width > 0 && visibleWidth(line)+2+visibleWidth(f) > t.width:
+			t.w.WriteString(line + "\n")
+			line = hang + f
+		default:
+			line += "  " + f
+		}
+	}
+	t.w.WriteString(line + "\n")
+}
+
 // field writes a block's "  key        value" line, continuation lines
 // aligned under the value.
 func (t *textWriter) field(key, value string) {
@@ -178,7 +197,7 @@ func writeNIC(t *textWriter, n NICReport) {
 		if model == "" {
 			model = "NIC"
 		}
-		t.para("", "  ", fmt.Sprintf("%s  %s %s  %s  pci %s  numa %s", head, model, st.Dim(id), n.Driver, n.PCI, numaName(n.NUMANode)))
+		t.headLine("  ", head, model+" "+st.Dim(id), n.Driver, "pci "+n.PCI, "numa "+numaName(n.NUMANode))
 	default:
 		t.para("", "  ", fmt.Sprintf("%s  %s", head, n.Kind))
 	}
