@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -55,5 +58,29 @@ func TestCLITexts(t *testing.T) {
 	out, _, _ = runCLI(t, "--help")
 	if strings.Contains(out, "two-host") {
 		t.Errorf("linerate --help calls the lab two-host:\n%s", out)
+	}
+}
+
+// TestSnapshotOutput: snapshot -o refuses to replace a file unless
+// --force, names a missing directory instead of a temporary file, and
+// says what it wrote in files and symlinks.
+func TestSnapshotOutput(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "s.tar.gz")
+	if err := os.WriteFile(out, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runCLI(t, "snapshot", "-o", out)
+	if b, _ := os.ReadFile(out); code != 2 || !strings.Contains(errOut, out+" exists: pick another -o, or --force") || string(b) != "keep" {
+		t.Errorf("existing file: exit %d %q, file now %q", code, errOut, b)
+	}
+	stdout, errOut, code := runCLI(t, "snapshot", "-o", out, "--force")
+	if code != 0 || !regexp.MustCompile(`^wrote .* \(\d+ files and \d+ symlinks read from this host, \d+ KiB\)`).MatchString(stdout) {
+		t.Errorf("--force: exit %d %q %q", code, stdout, errOut)
+	}
+	missing := filepath.Join(dir, "nope", "s.tar.gz")
+	_, errOut, code = runCLI(t, "snapshot", "-o", missing)
+	if code != 2 || errOut != "linerate: -o "+missing+": the directory "+filepath.Dir(missing)+" does not exist (create it, or pick another -o)\n" {
+		t.Errorf("missing directory: exit %d %q", code, errOut)
 	}
 }

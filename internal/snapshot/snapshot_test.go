@@ -507,7 +507,7 @@ func TestOpenRefuses(t *testing.T) {
 		{"metadata unparseable", tarball(file(MetaPath, "{"), dir("proc")), small, ErrNotSnapshot, "linerate/snapshot.json"},
 		{"neither sys nor proc", tarball(file(MetaPath, metaJSON), file("etc/x", "1")), small, ErrNotSnapshot, "neither sys/ nor proc/"},
 		{"unknown format", tarball(file(MetaPath, `{"format":2,"linerate_version":"9.0"}`), dir("proc")), small, nil, "format version 2 is not supported"},
-		{"no format", tarball(file(MetaPath, `{}`), dir("proc")), small, nil, "format version 0 is not supported"},
+		{"no format", tarball(file(MetaPath, `{}`), dir("proc")), small, nil, "format version 0 is not supported (this linerate reads version 1): read it with the linerate that wrote it (which one, it does not say)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := openBytes(t, tc.data, tc.l)
