@@ -117,3 +117,18 @@ func TestComparisonKinds(t *testing.T) {
 		}
 	}
 }
+
+// TestRunNamesUnique: runs of one label get names of their own in the
+// latency legends and tables ("203 (latcamp)"), not the label four times.
+func TestRunNamesUnique(t *testing.T) {
+	runs := latencyRuns(t)
+	seen := map[string]bool{}
+	for i := range runs {
+		runs[i].Label = "latcamp"
+		n := runName(&runs[i])
+		if seen[n] || !strings.HasSuffix(n, " (latcamp)") {
+			t.Errorf("run name %q: repeated, or without its label", n)
+		}
+		seen[n] = true
+	}
+}
