@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/store"
+	"github.com/linerate/linerate/internal/testutil"
 )
 
 // capturedRun reads one of the runs captured over loopback (the
@@ -109,6 +110,7 @@ func TestCompareLatency(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("lat-a → lat-b: exit %d, want 1\n%s%s", code, out, errOut)
 	}
+	testutil.Validate(t, testutil.Schema(t, "../../docs/schema/compare-v1.schema.json"), "compare lat-a lat-b --json", []byte(out))
 	var doc compareDoc
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
@@ -136,6 +138,9 @@ func TestCompareLatency(t *testing.T) {
 	if code != 1 || strings.Contains(out, "Gbit/s") || strings.Contains(out, "NaN") {
 		t.Errorf("exit %d, or Gbit/s or NaN in a latency comparison:\n%s", code, out)
 	}
+	// Bulk TCP labels: one goodput metric, the same schema.
+	out, _, _ = runCLI(t, "compare", "tcp", "place", "--db", db, "--json", "--unlike")
+	testutil.Validate(t, testutil.Schema(t, "../../docs/schema/compare-v1.schema.json"), "compare tcp place --json", []byte(out))
 	// The reverse is an improvement: exit 0.
 	if out, _, code := runCLI(t, "compare", "lat-b", "lat-a", "--db", db); code != 0 || !strings.Contains(out, "33.3% lower") {
 		t.Errorf("lat-b → lat-a: exit %d\n%s", code, out)
@@ -194,6 +199,7 @@ func TestHistoryKinds(t *testing.T) {
 		}
 	}
 	out, _, _ = runCLI(t, "history", "--db", db, "--json")
+	testutil.Validate(t, testutil.Schema(t, "../../docs/schema/history-v1.schema.json"), "history --json", []byte(out))
 	var doc struct {
 		Runs []historyRun `json:"runs"`
 	}
