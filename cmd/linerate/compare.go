@@ -374,7 +374,7 @@ func checkComparable(d *compareDoc, unlike bool) ([]string, error) {
 	}
 	d.Differences = append(d.Differences, d.A.RunKind.diff(d.B.RunKind)...)
 	if d.A.RunKind.Kind != d.B.RunKind.Kind {
-		return nil, fmt.Errorf("A is a %s run and B a %s run: runs of different kinds have different figures and are never compared",
+		return nil, fmt.Errorf("compare: A is a %s run and B a %s run: runs of different kinds have different figures and are never compared",
 			d.A.RunKind.Kind, d.B.RunKind.Kind)
 	}
 	if !d.A.RunKind.measures(d.B.RunKind) {
