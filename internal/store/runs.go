@@ -155,17 +155,33 @@ type Query struct {
 const runColumns = `r.id, COALESCE(r.campaign_id, 0), r.seq, r.started_at, r.label, r.engine, r.peer, r.streams,
 	r.placement, r.direction, r.duration_s, r.gbps, r.sent_gbps, r.retransmits, r.client_cpu_s, r.server_cpu_s`
 
-// outlineColumn builds Run.Outline from the stored document in SQL, so
-// that listing runs never reads their intervals.
-const outlineColumn = `, json_object(
-	'start', json_object('protocol', json_extract(r.result, '$.start.protocol'),
-		'mode', json_extract(r.result, '$.start.mode'),
-		'bitrate_bps', json_extract(r.result, '$.start.bitrate_bps'),
-		'fq_rate_bps', json_extract(r.result, '$.start.fq_rate_bps')),
-	'end', json_object('latency', json_extract(r.result, '$.end.latency'),
-		'udp', json_extract(r.result, '$.end.udp'),
-		'sum', json_extract(r.result, '$.end.sum'),
-		'transactions', json_extract(r.result, '$.end.transactions')))`
+// outlineColumn reads the fields of Run.Outline from the stored document
+// in SQL, in one json_extract (the document is parsed once, not once per
+// field), so that listing runs never loads their intervals: a JSON array
+// in the order of outlineFields.
+const outlineColumn = `, json_extract(r.result, '$.start.protocol', '$.start.mode', '$.start.bitrate_bps',
+	'$.start.fq_rate_bps', '$.end.latency', '$.end.udp', '$.end.sum', '$.end.transactions')`
+
+// setOutline fills r.Outline from outlineColumn's array. A document of
+// another shape (hand-edited, or an older version's) says nothing of its
+// kind: a bulk TCP run, as the runs before kinds were.
+func setOutline(r *Run, outline string) {
+	var f []json.RawMessage
+	if json.Unmarshal([]byte(outline), &f) != nil || len(f) != 8 {
+		return
+	}
+	o := &r.Outline
+	// The rates as float64: SQLite may give an integer as 1.0e9.
+	var bitrate, fqRate float64
+	for i, dst := range []any{&o.Start.Protocol, &o.Start.Mode, &bitrate, &fqRate,
+		&o.End.Latency, &o.End.UDP, &o.End.Sum, &o.End.Transactions} {
+		if json.Unmarshal(f[i], dst) != nil || bitrate < 0 || fqRate < 0 {
+			r.Outline = result.Result{}
+			return
+		}
+	}
+	o.Start.Bitrate, o.Start.FQRate = uint64(bitrate), uint64(fqRate)
+}
 
 const docColumns = `, r.params, r.result, COALESCE(cd.report, ''), COALESCE(sd.report, ''), r.raw`
 
@@ -250,12 +266,7 @@ func scanRun(rows *sql.Rows, full bool) (Run, error) {
 		return r, fmt.Errorf("reading a run: %w", err)
 	}
 	r.StartedAt = parseTime(started)
-	if json.Unmarshal([]byte(outline), &r.Outline) != nil {
-		// A document of another shape (hand-edited, or an older
-		// version's) says nothing of its kind: a bulk TCP run, as the
-		// runs before kinds were.
-		r.Outline = result.Result{}
-	}
+	setOutline(&r, outline)
 	if ccpu.Valid {
 		r.ClientCPUSeconds = &ccpu.Float64
 	}
