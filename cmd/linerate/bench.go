@@ -123,7 +123,7 @@ Exit status: 0 it ran, 2 it could not.`,
   linerate bench 192.168.15.102 --latency --rate 10k -A 6,6 -t 10
   linerate bench 192.168.15.102 --latency --udp --engine sockperf -A 6,6
   linerate bench 192.168.15.102 --udp -b 1G -l 1472`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs("PEER"),
 		RunE: func(cmd *cobra.Command, args []string) error { return run(cmd, args[0], f) },
 	}
 	fl := cmd.Flags()
@@ -430,6 +430,14 @@ func (f benchFlags) params() (bench.Params, error) {
 	}
 	if f.streams < 1 || f.streams > engine.MaxStreams {
 		return p, fmt.Errorf("-P %d: must be 1 to %d", f.streams, engine.MaxStreams)
+	}
+	// Checked here, before any connection: the agent would refuse them
+	// only once the test is set up.
+	if f.duration == 0 {
+		return p, errors.New("-t 0: give a measured time above 0, e.g. -t 10 (a run never goes on forever, as iperf3's -t 0 does)")
+	}
+	if iv := time.Duration(f.interval); iv < agent.MinInterval || iv > agent.MaxInterval {
+		return p, fmt.Errorf("-i %s: must be %s to %s", iv, agent.MinInterval, agent.MaxInterval)
 	}
 	var err error
 	if f.affinity != "" {

@@ -220,11 +220,12 @@ func TestCompareWalkthrough(t *testing.T) {
 	_, errOut, code = runCLI(t, "compare", "sweep", "healthy", "--db", db)
 	if code != 2 || !strings.Contains(errOut, `label "sweep" mixes runs that cannot be pooled`) ||
 		!strings.Contains(errOut, "streams 2 (run 12)") || !strings.Contains(errOut, "streams 4 (run 13)") ||
+		!strings.Contains(errOut, "keep one stream count with --streams N") ||
 		strings.Count(errOut, "\n") != 1 {
 		t.Errorf("sweep pooled: exit %d %q", code, errOut)
 	}
 	out, errOut, code = runCLI(t, "compare", "sweep", "healthy", "--db", db, "--streams", "1")
-	if code != 0 || !strings.Contains(out, `label "sweep" (1 run), native, 1 stream, send`) {
+	if code != 0 || !strings.Contains(out, `label "sweep" (1 run), tcp, native, 1 stream, send`) {
 		t.Errorf("sweep --streams 1: exit %d\n%s%s", code, out, errOut)
 	}
 	out, errOut, code = runCLI(t, "compare", "sweep", "healthy", "--db", db, "--unlike")

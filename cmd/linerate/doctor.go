@@ -68,16 +68,19 @@ Exit status: 0 no finding at or above --fail-on, 1 some, 2 error.`,
 	fl.DurationVar(&f.rtt, "rtt", doctor.DefaultRTT, "round-trip time socket buffers must cover")
 	fl.StringVar(&f.peer, "peer", "", "probe the path MTU to this address (don't-fragment ICMP; needs root)")
 	fl.BoolVar(&f.json, "json", false, "print the linerate.doctor/v1 JSON document")
-	fl.StringVar(&f.failOn, "fail-on", "critical", "exit 1 when a finding is at least this severe: critical, warning or info")
+	fl.StringVar(&f.failOn, "fail-on", "critical", "exit 1 when a finding is at least this severe: critical, warning or info; never: exit 0 whatever is found (cron with --prom)")
 	fl.StringVar(&f.prom, "prom", "", "also write Prometheus metrics to this file (node_exporter textfile, e.g. DIR/linerate.prom); - for stdout")
 	fl.IntVar(&f.roceP, "roce-priority", -1, "the priority RoCE traffic uses (0-7); default: worked out from the trust mode and DSCP 26's mapping")
 	return cmd
 }
 
 func runDoctor(ctx context.Context, env *cliEnv, f doctorFlags) error {
+	// "never": exit 0 whatever doctor finds, as a cron job writing --prom
+	// wants (the alerts carry the findings; cron mails a non-zero exit).
+	never := f.failOn == "never"
 	failOn, err := doctor.ParseSeverity(f.failOn)
-	if err != nil {
-		return fmt.Errorf("--fail-on: %w", err)
+	if err != nil && !never {
+		return fmt.Errorf("--fail-on: %w (or never)", err)
 	}
 	opts := doctor.Options{Ifaces: f.ifaces, RTT: f.rtt}
 	if f.roceP >= 0 {
@@ -138,7 +141,7 @@ func runDoctor(ctx context.Context, env *cliEnv, f doctorFlags) error {
 	} else if err := doctor.WriteText(env.stdout, rep, termui.Style{Colour: env.colour(env.stdout)}, termWidth(env.stdout)); err != nil {
 		return err
 	}
-	if w := rep.Worst(); w != "" && w.Rank() >= failOn.Rank() {
+	if w := rep.Worst(); w != "" && !never && w.Rank() >= failOn.Rank() {
 		return errFindings
 	}
 	return nil

@@ -230,6 +230,8 @@ func TestDoctorExitCodes(t *testing.T) {
 		{[]string{"doctor", "--root", hostTree("xeon-6530-t6-healthy")}, 0, ""},
 		{[]string{"doctor", "--root", hostTree("xeon-6530-t6-healthy"), "--fail-on", "warning"}, 1, ""},
 		{[]string{"doctor", "--fail-on", "bogus"}, 2, "--fail-on"},
+		// never: a cron job writing --prom exits 0 whatever is found
+		{[]string{"doctor", "--root", hostTree("ryzen-9900x-cx5-x4"), "--fail-on", "never"}, 0, ""},
 		{[]string{"doctor", "--app-cpus", "0-9999"}, 2, "--app-cpus"},
 		{[]string{"doctor", "--app-cpus", "4095"}, 2, "not online"},
 		{[]string{"doctor", "--iface", "nosuch0"}, 2, "no such interface"},

@@ -16,6 +16,7 @@ import (
 	"github.com/linerate/linerate/internal/bench"
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/lab"
 )
 
 // Errors that name their real cause: what can be known before a
@@ -59,9 +60,12 @@ const serveHint = " (is another agent running? pick another --port)"
 // for reasons other than the agent: lab: needs root (the lab's hosts are
 // network namespaces), and a peer this host has no route to.
 func checkBenchPeer(ctx context.Context, peer string, port int) error {
-	if strings.HasPrefix(peer, bench.LabPrefix) {
+	if name, ok := strings.CutPrefix(peer, bench.LabPrefix); ok {
 		if os.Geteuid() != 0 {
 			return fmt.Errorf("bench %s needs root: it runs in the lab's network namespaces (run it with sudo)", peer)
+		}
+		if ms, err := lab.Members(name); err == nil && len(ms) >= 2 {
+			return manyHostLab(name, ms)
 		}
 		return nil
 	}
@@ -140,8 +144,8 @@ func checkBind(a netip.Addr) error {
 	return fmt.Errorf("--bind %s: no interface of this host has that address (see 'ip -br addr'; 0.0.0.0 listens on every address)", a)
 }
 
-// versionText is "linerate dev (commit 8f7688d, modified)" from the build
-// information Go records, or the version set at link time.
+// versionText is "dev (commit 8f7688d, modified, go1.26.8)" from the
+// build information Go records, or the version set at link time.
 func versionText() string {
 	v := version
 	info, ok := debug.ReadBuildInfo()
@@ -165,8 +169,23 @@ func versionText() string {
 	if len(rev) > 12 {
 		rev = rev[:12]
 	}
+	// A build without VCS stamping (go build -buildvcs=false, a copy of
+	// the sources) says so, rather than a bare "dev" that could be any.
 	if rev != "" {
-		v += " (commit " + rev + dirty + ")"
+		return v + " (commit " + rev + dirty + ", " + info.GoVersion + ")"
 	}
-	return v
+	return v + " (no commit recorded: built without VCS information; " + info.GoVersion + ")"
+}
+
+// manyHostLab says how to test a lab of many hosts, which has no hosts a
+// and b for 'bench lab:NAME' to run between.
+func manyHostLab(name string, ms []lab.Member) error {
+	first, second, last := ms[0], ms[1], ms[len(ms)-1]
+	tok := "/tmp/" + name + ".token"
+	return fmt.Errorf("lab %s has %d hosts (%s to %s), not the hosts a and b that 'bench lab:NAME' runs between: "+
+		"test its pairs with 'linerate fleet run --lab %s' (one host against the others: --pattern star:%s), "+
+		"or bench one pair inside the lab: 'linerate serve --new-token-file %s', "+
+		"'linerate lab exec %s %s -- linerate serve --bind %s --token-file %s &', "+
+		"then 'linerate lab exec %s %s -- linerate bench %s --token-file %s'",
+		name, len(ms), first.Host, last.Host, name, first.Host, tok, name, second.Host, second.Address, tok, name, first.Host, second.Address, tok)
 }

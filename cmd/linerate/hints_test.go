@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -131,5 +132,9 @@ func TestVersion(t *testing.T) {
 	b, _, c2 := runCLI(t, "version")
 	if c1 != 0 || c2 != 0 || a != b || !strings.HasPrefix(a, "linerate ") || strings.Count(a, "\n") != 1 {
 		t.Errorf("--version %q (%d), version %q (%d)", a, c1, b, c2)
+	}
+	// Never a bare "dev": the commit, or that none was recorded, and Go.
+	if !strings.Contains(a, runtime.Version()+")") || !strings.Contains(a, "(commit ") && !strings.Contains(a, "(no commit recorded") {
+		t.Errorf("version %q names neither its commit nor that it has none, or not its Go", a)
 	}
 }

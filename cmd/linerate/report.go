@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -66,7 +67,7 @@ the journal's ID only.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runReport(cmd, env, f) },
 	}
 	fl := cmd.Flags()
-	fl.Int64SliceVar(&f.runs, "run", nil, "a run to report, by ID ('linerate history' lists them); repeatable")
+	fl.Var((*idList)(&f.runs), "run", "a run to report, by ID ('linerate history' lists them); repeatable or comma-separated")
 	fl.IntVar(&f.last, "last", 0, "the newest N runs")
 	fl.StringArrayVar(&f.labels, "label", nil, "the runs with this label; repeatable")
 	fl.StringVar(&f.db, "db", "", "the results database (default "+store.DefaultPath()+")")
@@ -271,6 +272,32 @@ func addC2CFiles(ds *report.Dataset, paths []string) error {
 		} else {
 			ds.C2C = append(ds.C2C, *r)
 		}
+	}
+	return nil
+}
+
+// idList is a repeatable flag of run IDs ("--run 3 --run 7", "--run
+// 3,7"). Its own type, rather than pflag's Int64Slice, so that help shows
+// "--run ID" without "(default [])".
+type idList []int64
+
+func (l *idList) String() string {
+	parts := make([]string, len(*l))
+	for i, id := range *l {
+		parts[i] = strconv.FormatInt(id, 10)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (l *idList) Type() string { return "ID" }
+
+func (l *idList) Set(v string) error {
+	for _, f := range strings.Split(v, ",") {
+		id, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+		if err != nil || id <= 0 {
+			return fmt.Errorf("%q is not a run ID ('linerate history' lists them)", f)
+		}
+		*l = append(*l, id)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 )
 
@@ -73,9 +74,73 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case errors.As(err, &status):
 		return int(status)
 	default:
-		fmt.Fprintf(stderr, "linerate: %s\n", oneLine(hintError(err).Error()))
+		fmt.Fprintf(stderr, "linerate: %s\n", oneLine(suggestions(hintError(err).Error())))
 		return exitError
 	}
+}
+
+// suggestions folds cobra's "\n\nDid you mean this?\n\tdoctor\n" into
+// the one line an error gets: `unknown command "docter" for "linerate"
+// (did you mean doctor?)`.
+func suggestions(msg string) string {
+	head, rest, ok := strings.Cut(msg, "\n\nDid you mean this?\n")
+	if !ok {
+		return msg
+	}
+	return head + " (did you mean " + strings.Join(strings.Fields(rest), " or ") + "?)"
+}
+
+// exactArgs is cobra.ExactArgs with the arguments named: "bench needs
+// PEER" rather than "accepts 1 arg(s), received 0".
+func exactArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch {
+		case len(args) < len(names):
+			return fmt.Errorf("%s needs %s: missing %s (see '%s --help')", cmd.Name(), strings.Join(names, " and "),
+				strings.Join(names[len(args):], " and "), cmd.CommandPath())
+		case len(args) > len(names):
+			return fmt.Errorf("%s takes %s, and %q is one argument too many (see '%s --help')", cmd.Name(), strings.Join(names, " and "),
+				args[len(names)], cmd.CommandPath())
+		}
+		return nil
+	}
+}
+
+// closestFlag is the flag of c whose name is nearest to name (at most 2
+// edits away), "" when none is.
+func closestFlag(c *cobra.Command, name string) string {
+	best, bestD := "", 3
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			return
+		}
+		if d := editDistance(name, f.Name); d < bestD {
+			best, bestD = f.Name, d
+		}
+	})
+	return best
+}
+
+// editDistance is the Levenshtein distance of two flag names (cobra's
+// own, which suggests commands, is not exported).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // oneLine keeps an error to the single line the CLI promises.
@@ -93,7 +158,8 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 		Short: "Find out why a fast link runs below line rate, fix it, and prove it",
 		Long: `linerate inventories a host with a 10-400 GbE or RDMA NIC, says what limits it
 (PCIe, MTU, socket buffers, IRQ placement, governors, temperature) with the
-arithmetic and the exact fix, and runs a virtual two-host lab to try it all.`,
+arithmetic and the exact fix, and runs a virtual lab (two hosts, or a fleet of many) to try it
+all.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       versionText(),
@@ -111,6 +177,11 @@ arithmetic and the exact fix, and runs a virtual two-host lab to try it all.`,
 		return fmt.Errorf("--color %q: choose auto, always or never", env.color)
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
+			if near := closestFlag(c, name); near != "" {
+				return fmt.Errorf("%v (did you mean --%s? see '%s --help')", err, near, c.CommandPath())
+			}
+		}
 		return fmt.Errorf("%v (see '%s --help')", err, c.CommandPath())
 	})
 	for _, add := range commands {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
@@ -17,7 +18,7 @@ import (
 func showRun(ctx context.Context, w io.Writer, db *store.Store, id int64) error {
 	r, err := db.Run(ctx, id)
 	if err != nil {
-		return fmt.Errorf("run %d: %w (see 'linerate history')", id, err)
+		return runErr(id, err)
 	}
 	var res result.Result
 	if err := json.Unmarshal(r.Result, &res); err != nil || res.Schema != result.Schema {
@@ -74,7 +75,7 @@ type storedCampaign struct {
 func showRunJSON(ctx context.Context, w io.Writer, db *store.Store, id int64) error {
 	r, err := db.Run(ctx, id)
 	if err != nil {
-		return fmt.Errorf("run %d: %w (see 'linerate history')", id, err)
+		return runErr(id, err)
 	}
 	var res result.Result
 	if err := json.Unmarshal(r.Result, &res); err != nil || res.Schema != result.Schema {
@@ -107,4 +108,13 @@ func cpuPerGbit(cpuS *float64, gbps, seconds float64) *float64 {
 	}
 	v := round(*cpuS/(gbps*seconds), 4)
 	return &v
+}
+
+// runErr is db.Run's error for run id: the store's own names the run and
+// points at history already when the run is not there.
+func runErr(id int64, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return fmt.Errorf("run %d: %w", id, err)
 }

@@ -56,8 +56,11 @@ func TestHistoryRun(t *testing.T) {
 			t.Errorf("history --run 1 lacks %q:\n%s", want, out)
 		}
 	}
-	if _, errOut, code := runCLI(t, "history", "--db", path, "--run", "9"); code != 2 || !strings.HasPrefix(errOut, "linerate: run 9: ") {
-		t.Errorf("unknown run: exit %d %q", code, errOut)
+	for _, args := range [][]string{{"--run", "9"}, {"--run", "9", "--json"}} {
+		_, errOut, code := runCLI(t, append([]string{"history", "--db", path}, args...)...)
+		if code != 2 || errOut != "linerate: run 9: not in the results database (see 'linerate history')\n" {
+			t.Errorf("unknown run %v: exit %d %q (said once, not twice)", args, code, errOut)
+		}
 	}
 	out, _, _ = runCLI(t, "history", "--db", path, "--json")
 	var h struct{ Runs []historyRun }

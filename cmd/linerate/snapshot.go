@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +19,7 @@ import (
 
 func newSnapshotCmd(env *cliEnv) *cobra.Command {
 	var out string
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "snapshot",
 		Short: "Capture exactly what doctor reads, to diagnose this host elsewhere",
@@ -35,10 +37,19 @@ machine. Process names other than irqbalance are not captured.`,
 				h, _ := os.Hostname()
 				out = fmt.Sprintf("linerate-%s-%s.tar.gz", h, time.Now().Format("20060102-150405"))
 			}
+			if _, err := os.Lstat(out); err == nil && !force {
+				return fmt.Errorf("%s exists: pick another -o, or --force to replace it", out)
+			}
+			if dir := filepath.Dir(out); dir != "" {
+				if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+					return fmt.Errorf("-o %s: the directory %s does not exist (create it, or pick another -o)", out, dir)
+				}
+			}
 			return runSnapshot(env, out, os.Args)
 		},
 	}
-	cmd.Flags().StringVarP(&out, "output", "o", "", "archive to write (default linerate-HOST-TIME.tar.gz)")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "archive to write (default linerate-HOST-TIME.tar.gz); an existing file is refused")
+	cmd.Flags().BoolVar(&force, "force", false, "replace the -o file if it exists")
 	return cmd
 }
 
@@ -112,7 +123,19 @@ func runSnapshot(env *cliEnv, out string, argv []string) error {
 	if fi, err := os.Stat(out); err == nil {
 		size = fi.Size()
 	}
-	fmt.Fprintf(env.stdout, "wrote %s (%d entries, %d KiB); diagnose it anywhere with: linerate doctor --root %s\n",
-		out, len(entries), (size+1023)/1024, out)
+	// Say what the entries are: tar also lists the parent directories
+	// and the metadata the archive adds, so a bare "123 entries" never
+	// matched what 'tar tzf' shows.
+	var files, links int
+	for _, e := range entries {
+		switch {
+		case e.Link != "":
+			links++
+		case !e.Dir:
+			files++
+		}
+	}
+	fmt.Fprintf(env.stdout, "wrote %s (%d files and %d symlinks read from this host, %d KiB); diagnose it anywhere with: linerate doctor --root %s\n",
+		out, files, links, (size+1023)/1024, out)
 	return nil
 }

@@ -170,8 +170,27 @@ func TestTuneVethChannels(t *testing.T) {
 			}
 		}
 		noted := slices.ContainsFunc(p.Notes, func(x tune.Note) bool { return strings.Contains(x.Text, "net.core.rmem_max is read-only here") })
-		if ro && !noted {
-			t.Errorf("read-only rmem_max not noted: %+v", p.Notes)
+		// Noted only when the plan would raise it: doctor finds it below
+		// its need (a read-only rmem_max already large enough is no news).
+		_, dout, _ := n.linerate("doctor", "--iface", "v0", "--json")
+		type finding struct {
+			ID       string `json:"id"`
+			Evidence struct {
+				Below map[string]any `json:"below_need"`
+			} `json:"evidence"`
+		}
+		var rep struct {
+			Findings []finding `json:"findings"`
+		}
+		if err := json.Unmarshal([]byte(dout), &rep); err != nil {
+			t.Fatal(err)
+		}
+		below := slices.ContainsFunc(rep.Findings, func(f finding) bool {
+			_, ok := f.Evidence.Below["net.core.rmem_max"]
+			return f.ID == "sysctl.socket_buffers_small" && ok
+		})
+		if want := ro && below; noted != want {
+			t.Errorf("read-only rmem_max noted %v, want %v (read-only %v, below its need %v): %+v", noted, want, ro, below, p.Notes)
 		}
 	}
 	code, out, stderr = n.linerate("tune", "--iface", "v0", "--apply")

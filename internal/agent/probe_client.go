@@ -393,7 +393,7 @@ func (c *client) pingEnd(m probeMsg, r engine.PingPongResult, end *probeEndMsg, 
 		e.Errors = append(e.Errors, fmt.Sprintf("the run ended early: %v: the result holds the %d round trips of the first %.2f s", r.Err, l.Samples, r.Window.Seconds()))
 	}
 	if m.Rate > 0 && r.Window > 0 && l.RatePerSecond < 0.98*m.Rate {
-		e.Errors = append(e.Errors, fmt.Sprintf("the ping-pong reached %.0f round trips/s of the %g asked for: one round trip takes longer than the rate leaves it", l.RatePerSecond, m.Rate))
+		e.Errors = append(e.Errors, rateShortfall(l, m.Rate))
 	}
 	if l.GCTouched > 0 {
 		e.Errors = append(e.Errors, fmt.Sprintf("%d garbage collections ran during the run (%.0f µs of pauses) and overlapped %d samples", l.GCCycles, l.GCPauseUs, l.GCTouched))
@@ -540,4 +540,24 @@ func (r *probeReader) mergeLate(res *result.Result) {
 			res.Intervals[k].CPU.Server, res.Intervals[k].CPUTotal.Server = s.CPU, &s.Total
 		}
 	}
+}
+
+// rateShortfall says why a paced ping-pong fell short of its rate. A
+// round trip has 1/rate to finish before the next is due: when the
+// median takes longer, every round trip is too slow for the rate; when
+// the median fits and the p99 does not, the slow tail — stalls from
+// other load on the CPUs or the scheduler — cost the rate.
+func rateShortfall(l *result.Latency, rate float64) string {
+	budget := 1e6 / rate // µs per round trip
+	s := fmt.Sprintf("the ping-pong reached %.0f round trips/s of the %g asked for", l.RatePerSecond, rate)
+	p50, p99 := l.RTTUs.P50, l.RTTUs.P99
+	switch {
+	case p50 != nil && *p50 >= budget:
+		return s + fmt.Sprintf(": a round trip (p50 %.1f µs) takes longer than the %.1f µs the rate leaves it", *p50, budget)
+	case p50 != nil && p99 != nil && *p99 > budget:
+		return s + fmt.Sprintf(": the median round trip (%.1f µs) fits the %.1f µs the rate leaves it, but the slow tail (p99 %.1f µs) does not: stalls, from other load on the CPUs or the scheduler, cost the rate", *p50, budget, *p99)
+	case p50 != nil:
+		return s + fmt.Sprintf(": round trips (p50 %.1f µs) fit the %.1f µs the rate leaves them, so the sender fell behind its schedule: the sending CPU was busy with other work", *p50, budget)
+	}
+	return s + ": too few round trips for a median, so the cause is unknown"
 }

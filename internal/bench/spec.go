@@ -41,8 +41,9 @@ func ParseStreams(s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
+		if f == "" && strings.TrimSpace(s) != "" {
+			// "1,,4" is a typo, not 1 and 4: say so rather than guess.
+			return nil, fmt.Errorf("--sweep-streams %q: an empty stream count between commas (e.g. 1,2,4,8)", s)
 		}
 		n, err := strconv.Atoi(f)
 		if err != nil || n < 1 || n > engine.MaxStreams {

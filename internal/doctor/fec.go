@@ -218,7 +218,9 @@ func fecUncorrectable(d *diag) []Finding {
 					worst = i
 				}
 			}
-			hint = fmt.Sprintf("; FEC lane %d of %d carries the most (%d)", worst+1, len(ln.UncorrectableBlocks), ln.UncorrectableBlocks[worst])
+			// Lanes numbered from 0, as ethtool -I --show-fec and the
+			// metrics' lane label number them.
+			hint = fmt.Sprintf("; FEC lane %d (of lanes 0-%d, as ethtool numbers them) carries the most (%d)", worst, len(ln.UncorrectableBlocks)-1, ln.UncorrectableBlocks[worst])
 		}
 		sev := Warning
 		summary := fmt.Sprintf("%s's FEC could not correct %d blocks since the driver loaded%s: each is lost frames.%s",
@@ -352,7 +354,7 @@ func fecBERHigh(d *diag) []Finding {
 		}
 		where := ""
 		if worstLane >= 0 {
-			where = fmt.Sprintf(", FEC lane %d of %d the worst at %s", worstLane+1, len(lanes), fmtBER(worst))
+			where = fmt.Sprintf(", FEC lane %d (of lanes 0-%d, as ethtool numbers them) the worst at %s", worstLane, len(lanes)-1, fmtBER(worst))
 		}
 		summary := fmt.Sprintf("%s's pre-FEC bit error ratio is %s (%s%s): from %s the link runs on the FEC's margin; RS-FEC corrects up to about %s",
 			v.Interface, fmtBER(ber), basis, where, fmtBER(ethtool.BERWarn), fmtBER(ethtool.BERLimit))

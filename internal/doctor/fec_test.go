@@ -132,7 +132,7 @@ func TestFECUncorrectableEdges(t *testing.T) {
 	n.FEC = &inventory.FEC{Active: ptrS("RS"), UncorrectableBlocks: ptrU(23),
 		Lanes: &inventory.FECLanes{UncorrectableBlocks: []uint64{5, 9, 9, 0}}}
 	f := find(run(t, inv, Options{}), "fec.uncorrectable")
-	if len(f) != 1 || !strings.Contains(f[0].Summary, "; FEC lane 2 of 4 carries the most (9)") {
+	if len(f) != 1 || !strings.Contains(f[0].Summary, "; FEC lane 1 (of lanes 0-3, as ethtool numbers them) carries the most (9)") {
 		t.Errorf("worst lane: %+v", f)
 	}
 	n.FEC.Lanes.UncorrectableBlocks = []uint64{}

@@ -68,7 +68,17 @@ func socketBuffersSmall(d *diag) []Finding {
 		"below_need": small, "needed_bytes": needs, "recommended_bytes": rec,
 		"window_share": m.Share(limits.AutoReceive), "window_basis": m.Basis,
 	}
-	auto, explicit := d.flowCaps(m, rate)
+	autoG, explicitG := d.flowCaps(m)
+	// The flows' caps as numbers, so that a reader holding a measured
+	// RTT (the report, beside a bench) can judge the same buffers at it:
+	// a cap scales with 1/RTT.
+	if autoG >= 0 {
+		ev["autotuned_flow_gbps"] = autoG
+	}
+	if explicitG >= 0 {
+		ev["set_buffer_flow_gbps"] = explicitG
+	}
+	auto, explicit := capText(autoG, rate), capText(explicitG, rate)
 	fill, why := basis, ""
 	if assumed {
 		fill, why = "10 Gbit/s", "no line rate is known here, so 10 Gbit/s is assumed; "
@@ -132,13 +142,11 @@ func (d *diag) bufferFix(m limits.WindowModel, bdp, rec int64) []Fix {
 	}
 }
 
-// flowCaps says what one flow reaches at the RTT, window-limited, as a
-// predicate ("tops out near 1.7 Gbit/s", or "can fill it" at or above
-// the line rate): autotuned flows are capped by tcp_rmem/tcp_wmem max,
-// flows that set SO_RCVBUF/SO_SNDBUF by rmem_max/wmem_max (doubled by the
-// kernel).
-func (d *diag) flowCaps(m limits.WindowModel, line limits.Gbps) (auto, explicit string) {
-	rate := func(uses ...limits.BufferUse) string {
+// flowCaps returns the window-limited rate of one flow at the RTT in
+// Gbit/s, negative when unknown: autotuned flows are capped by tcp_rmem/tcp_wmem max, flows that
+// set SO_RCVBUF/SO_SNDBUF by rmem_max/wmem_max (doubled by the kernel).
+func (d *diag) flowCaps(m limits.WindowModel) (auto, explicit float64) {
+	rate := func(uses ...limits.BufferUse) float64 {
 		lo := limits.Gbps(-1)
 		for _, k := range limits.BufferKeys() {
 			if !slices.Contains(uses, k.Use) {
@@ -150,18 +158,24 @@ func (d *diag) flowCaps(m limits.WindowModel, line limits.Gbps) (auto, explicit 
 				}
 			}
 		}
-		switch {
-		case lo < 0:
-			return "tops out near ? Gbit/s"
-		case lo >= line:
-			// A window past the BDP does not carry more than the line:
-			// "near 33.6 Gbit/s" on a 15 Gbit/s link would read as a
-			// figure the flow reaches.
-			return "can fill it"
-		}
-		return "tops out near " + strconv.FormatFloat(float64(lo), 'f', 1, 64) + " Gbit/s"
+		return float64(lo)
 	}
 	return rate(limits.AutoReceive, limits.AutoSend), rate(limits.SetReceive, limits.SetSend)
+}
+
+// capText says what one flow reaches at the RTT, window-limited, as a
+// predicate: "tops out near 1.7 Gbit/s", "tops out near ? Gbit/s" when
+// unknown (negative), or "can fill it" at or above the line rate — a
+// window past the BDP does not carry more than the line, and "near 33.6
+// Gbit/s" on a 15 Gbit/s link would read as a figure the flow reaches.
+func capText(g float64, line limits.Gbps) string {
+	switch {
+	case g < 0:
+		return "tops out near ? Gbit/s"
+	case g >= float64(line):
+		return "can fill it"
+	}
+	return "tops out near " + strconv.FormatFloat(g, 'f', 1, 64) + " Gbit/s"
 }
 
 func fmtBytes(n int64) string {

@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -50,14 +51,15 @@ func TestFlowCapsZero(t *testing.T) {
 	for _, key := range []string{"net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"} {
 		inv := healthy()
 		inv.Sysctl[key] = []int64{0, 0, 0}
-		auto, _ := (&diag{inv: inv, opts: Options{RTT: DefaultRTT}}).flowCaps(BufferModel(inv), 10)
-		if auto != "tops out near 0.0 Gbit/s" {
+		autoG, _ := (&diag{inv: inv, opts: Options{RTT: DefaultRTT}}).flowCaps(BufferModel(inv))
+		if auto := capText(autoG, 10); auto != "tops out near 0.0 Gbit/s" {
 			t.Errorf("%s max 0: autotuned cap %q; want 0.0", key, auto)
 		}
 	}
 	inv := healthy()
 	inv.Sysctl = map[string]any{}
-	if auto, explicit := (&diag{inv: inv, opts: Options{RTT: DefaultRTT}}).flowCaps(BufferModel(inv), 10); auto != "tops out near ? Gbit/s" || explicit != auto {
+	if a, e := (&diag{inv: inv, opts: Options{RTT: DefaultRTT}}).flowCaps(BufferModel(inv)); capText(a, 10) != "tops out near ? Gbit/s" || capText(e, 10) != "tops out near ? Gbit/s" {
+		auto, explicit := capText(a, 10), capText(e, 10)
 		t.Errorf("no sysctls: %q, %q", auto, explicit)
 	}
 	// 64 MiB at 1 ms is 268 Gbit/s of window: more than a 100 Gbit/s line
@@ -65,10 +67,11 @@ func TestFlowCapsZero(t *testing.T) {
 	inv.Sysctl["net.ipv4.tcp_rmem"] = []int64{4096, 131072, 64 << 20}
 	inv.Sysctl["net.ipv4.tcp_wmem"] = []int64{4096, 16384, 64 << 20}
 	d := &diag{inv: inv, opts: Options{RTT: DefaultRTT}}
-	if auto, _ := d.flowCaps(BufferModel(inv), 100); auto != "can fill it" {
+	a, _ := d.flowCaps(BufferModel(inv))
+	if auto := capText(a, 100); auto != "can fill it" {
 		t.Errorf("64 MiB against 100 Gbit/s: %q", auto)
 	}
-	if auto, _ := d.flowCaps(BufferModel(inv), 400); auto != "tops out near 268.4 Gbit/s" {
+	if auto := capText(a, 400); auto != "tops out near 268.4 Gbit/s" {
 		t.Errorf("64 MiB against 400 Gbit/s: %q", auto)
 	}
 }
@@ -81,5 +84,27 @@ func TestIRQBalanceNoIRQs(t *testing.T) {
 	f := find(run(t, inv, Options{}), "irqbalance.running")
 	if len(f) != 1 || Quote(f[0].Fix[0].Command) != "systemctl restart irqbalance" {
 		t.Errorf("%+v", f)
+	}
+}
+
+// TestSocketBuffersNoLineRate: without a known line rate the finding
+// reads as a sentence ("to fill 10 Gbit/s × 1ms RTT (no line rate is
+// known here, so 10 Gbit/s is assumed; …") and its evidence carries the flows' caps as numbers
+// (what the report rescales to a bench's measured RTT).
+func TestSocketBuffersNoLineRate(t *testing.T) {
+	inv := healthy()
+	inv.NICs[0].SpeedMbps = nil
+	inv.NICs[0].RDMA = nil
+	inv.Sysctl["net.ipv4.tcp_rmem"] = []int64{4096, 131072, 65536}
+	f := find(run(t, inv, Options{RTT: DefaultRTT}), "sysctl.socket_buffers_small")
+	if len(f) != 1 {
+		t.Fatalf("findings: %+v", f)
+	}
+	if want := "to fill 10 Gbit/s × 1ms RTT (no line rate is known here, so 10 Gbit/s is assumed; BDP"; !strings.Contains(f[0].Summary, want) {
+		t.Errorf("summary %q lacks %q", f[0].Summary, want)
+	}
+	auto, ok := f[0].Evidence["autotuned_flow_gbps"].(float64)
+	if !ok || auto <= 0 || !strings.Contains(f[0].Summary, capText(auto, 10)) {
+		t.Errorf("autotuned cap %v (%v) against %q", auto, ok, f[0].Summary)
 	}
 }

@@ -263,7 +263,7 @@ func TestFECBERHigh(t *testing.T) {
 		t.Errorf("warning: %+v", f)
 	}
 	f = findingOf(t, rep, "fec.ber_high", "ens5f1np1")
-	if f.Severity != Critical || !strings.Contains(f.Summary, "FEC lane 2 of 4 the worst at 5.5e-04") ||
+	if f.Severity != Critical || !strings.Contains(f.Summary, "FEC lane 1 (of lanes 0-3, as ethtool numbers them) the worst at 5.5e-04") ||
 		!slices.Equal(f.Evidence["pre_fec_ber_by_lane"].([]string), []string{"3.0e-05", "5.5e-04", "3.2e-05", "2.8e-05"}) {
 		t.Errorf("critical: %+v", f)
 	}

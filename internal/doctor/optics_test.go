@@ -114,7 +114,7 @@ func TestOpticsEvidence(t *testing.T) {
 		t.Errorf("fec mismatch: %+v", f)
 	}
 	f = findingOf(t, rep, "fec.uncorrectable", "ens5f0np0")
-	if f.Evidence["uncorrectable_blocks"] != uint64(17) || !strings.Contains(f.Summary, "since the driver loaded") || !strings.Contains(f.Summary, "FEC lane 2 of 4") {
+	if f.Evidence["uncorrectable_blocks"] != uint64(17) || !strings.Contains(f.Summary, "since the driver loaded") || !strings.Contains(f.Summary, "FEC lane 1 (of lanes 0-3, as ethtool numbers them)") {
 		t.Errorf("fec uncorrectable: %+v", f)
 	}
 	f = findingOf(t, rep, "nic.phy_errors", "ens5f0np0")

@@ -60,7 +60,7 @@ func writeLinkModes(t *textWriter, l *inventory.Link) {
 		t.field("", st.Yellow(why))
 	}
 	if l.DownEvents != nil && *l.DownEvents > 0 {
-		t.field("", fmt.Sprintf("%d link-down events since the driver loaded", *l.DownEvents))
+		t.field("", fmt.Sprintf("%d link-down event%s since the driver loaded", *l.DownEvents, plural(int(*l.DownEvents))))
 	}
 }
 

@@ -68,6 +68,23 @@ func hasLines(t *testing.T, what, out string, want ...string) {
 	}
 }
 
+// TestTextOneLinkDown: one link-down event is one "event".
+func TestTextOneLinkDown(t *testing.T) {
+	rep := richReport(t)
+	*rep.NICs[0].Link.DownEvents = 1
+	hasLines(t, "one down event", render(t, rep, false), "             1 link-down event since the driver loaded")
+}
+
+// TestTextHeadWraps: at 40 columns the NIC's head line breaks between
+// its fields, never inside "pci 0000:01:00.0" or "numa n/a".
+func TestTextHeadWraps(t *testing.T) {
+	var b strings.Builder
+	if err := WriteText(&b, richReport(t), termui.Style{}, 40); err != nil {
+		t.Fatal(err)
+	}
+	hasLines(t, "40 columns", b.String(), "enp1s0f0np0  NIC [15b3:1017]  mlx5_core", "  pci 0000:01:00.0  numa n/a")
+}
+
 // TestTextRich pins the text view's lines for a host and NIC with every
 // field set or left out.
 func TestTextRich(t *testing.T) {

@@ -333,32 +333,145 @@ func explainBuckets(point string, buckets [][]*result.Result, gap float64, t Top
 	names := bucketNames(len(buckets), "slow", "fast")
 	side := receiver(buckets[0][0].Start.Direction)
 	loads := make([]endLoad, len(buckets))
+	perRun := make([][]endLoad, len(buckets))
 	for i, b := range buckets {
 		ls := make([]endLoad, len(b))
 		for j, r := range b {
 			ls[j] = loadOf(r, side)
 		}
-		loads[i] = meanLoad(ls)
+		loads[i], perRun[i] = meanLoad(ls), ls
 		out = append(out, fmt.Sprintf("The %d %s run%s (%s): on the receiver (%s), %s.",
 			len(b), names[i], plural(len(b)), gbpsRange(b), side, whereSoftirq(loads[i], t)))
 	}
-	out = append(out, whatDiffers(loads[0], loads[len(loads)-1], names[0], names[len(names)-1], t))
-	return append(out, explainNICBuckets(buckets[0], buckets[len(buckets)-1], names[0], names[len(names)-1])...)
+	last := len(buckets) - 1
+	slowName, fastName := names[0], names[last]
+	// Causes in the order of their evidence: other load that every slow
+	// run had and no fast run; a CPU difference that every run of both
+	// buckets shows; other load that set the buckets apart less cleanly.
+	// A difference of the buckets' means that the runs do not all show
+	// is no cause.
+	load, clean := otherLoadDiffers(buckets[0], buckets[last], slowName, fastName)
+	cpus := whatDiffers(perRun[0], perRun[last], loads[0], loads[last], slowName, fastName, t)
+	switch {
+	case load != "" && clean:
+		out = append(out, load)
+		if cpus != "" {
+			out = append(out, "Also: "+lowerFirst(strings.TrimPrefix(cpus, "What differs: ")))
+		}
+	case cpus != "":
+		out = append(out, cpus)
+		if load != "" {
+			out = append(out, "Also: "+lowerFirst(strings.TrimPrefix(load, "What differs: ")))
+		}
+	case load != "":
+		out = append(out, load)
+	default:
+		out = append(out, "The per-CPU telemetry does not tell the buckets apart (no difference of softirq or application CPUs that every run of both buckets shows, and no other load that only the slow runs had): look at what else ran on the hosts, and at CPU frequency.")
+	}
+	return append(out, explainNICBuckets(buckets[0], buckets[last], slowName, fastName)...)
 }
 
-// whatDiffers compares the slowest and fastest buckets' receivers.
-func whatDiffers(slow, fast endLoad, slowName, fastName string, t Topology) string {
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
+}
+
+// otherLoadDiffers says whether other work kept CPUs busy (above
+// otherBusy) in more of the slow runs than of the fast ones, naming the
+// busiest case; clean is set when every slow run had such load and no
+// fast run did. "" when the share is not higher in the slow runs.
+func otherLoadDiffers(slow, fast []*result.Result, slowName, fastName string) (text string, clean bool) {
+	var worst *busyCPU
+	slowN, fastN := 0, 0
+	for _, r := range slow {
+		bs := busyCPUs(r)
+		if len(bs) > 0 {
+			slowN++
+		}
+		for i := range bs {
+			if worst == nil || bs[i].pct > worst.pct {
+				worst = &bs[i]
+			}
+		}
+	}
+	for _, r := range fast {
+		if len(busyCPUs(r)) > 0 {
+			fastN++
+		}
+	}
+	if worst == nil || float64(slowN)/float64(len(slow)) <= float64(fastN)/float64(len(fast)) {
+		return "", false
+	}
+	return fmt.Sprintf("What differs: other load. In %d of the %d %s runs other work kept a CPU above %.0f%% busy (at worst %s), against %d of the %d %s runs.",
+		slowN, len(slow), slowName, otherBusy, worst.sentence(worst.pct), fastN, len(fast), fastName), slowN == len(slow) && fastN == 0
+}
+
+// minSoftirqShift is how far (percentage points of softirq time, summed
+// over the CPUs that differ) the softirq work must move between the
+// buckets for a difference of its CPUs to count: a CPU that crosses the
+// "a quarter of the busiest" line at 7% in one bucket and 10% in the
+// other has not moved the work.
+const minSoftirqShift = 10.0
+
+// whatDiffers compares the slowest and fastest buckets' receivers, run
+// by run: a difference is named only when every run of each bucket shows
+// it (the buckets' means can differ while their runs overlap), and a
+// difference of softirq CPUs only when the softirq work moved by
+// minSoftirqShift at least. "" when nothing passes.
+func whatDiffers(slowRuns, fastRuns []endLoad, slow, fast endLoad, slowName, fastName string, t Topology) string {
 	ss, fs := slow.softirqCPUs(), fast.softirqCPUs()
 	rs, rf := relate(ss, slow.app, t), relate(fs, fast.app, t)
-	switch {
-	case rs != rf && rs != relUnknown && rf != relUnknown:
-		return fmt.Sprintf("What differs: in the %s runs the receiver's softirq work %s; in the %s runs it %s.", slowName, rs.what(), fastName, rf.what())
-	case !slices.Equal(ss, fs) && len(ss) > 0 && len(fs) > 0:
-		return fmt.Sprintf("What differs: the receiver's softirq work ran on %s in the %s runs and on %s in the %s runs.", cpusName(ss), slowName, cpusName(fs), fastName)
-	case !slices.Equal(slow.app, fast.app) && len(slow.app) > 0 && len(fast.app) > 0:
-		return fmt.Sprintf("What differs: the receiving application ran on %s in the %s runs and on %s in the %s runs.", cpusName(slow.app), slowName, cpusName(fast.app), fastName)
+	all := func(ls []endLoad, ok func(endLoad) bool) bool {
+		return !slices.ContainsFunc(ls, func(l endLoad) bool { return !ok(l) })
 	}
-	return "The per-CPU telemetry does not tell the buckets apart (same softirq CPUs, same application CPUs): look at what else ran on the hosts, and at CPU frequency."
+	moved := softirqShift(slow, fast, ss, fs) >= minSoftirqShift
+	switch {
+	case rs != rf && rs != relUnknown && rf != relUnknown && moved &&
+		all(slowRuns, func(l endLoad) bool { return relate(l.softirqCPUs(), l.app, t) == rs }) &&
+		all(fastRuns, func(l endLoad) bool { return relate(l.softirqCPUs(), l.app, t) == rf }):
+		return fmt.Sprintf("What differs: in the %s runs the receiver's softirq work %s; in the %s runs it %s.", slowName, rs.what(), fastName, rf.what())
+	case !slices.Equal(ss, fs) && len(ss) > 0 && len(fs) > 0 && moved &&
+		all(slowRuns, func(l endLoad) bool { return slices.Equal(l.softirqCPUs(), ss) }) &&
+		all(fastRuns, func(l endLoad) bool { return slices.Equal(l.softirqCPUs(), fs) }):
+		return fmt.Sprintf("What differs: the receiver's softirq work ran on %s in the %s runs and on %s in the %s runs.", cpusName(ss), slowName, cpusName(fs), fastName)
+	}
+	// The application's CPUs: each run's own, the same within each bucket.
+	sa, fa := slowRuns[0].app, fastRuns[0].app
+	if len(sa) > 0 && len(fa) > 0 && !slices.Equal(sorted(sa), sorted(fa)) &&
+		all(slowRuns, func(l endLoad) bool { return slices.Equal(sorted(l.app), sorted(sa)) }) &&
+		all(fastRuns, func(l endLoad) bool { return slices.Equal(sorted(l.app), sorted(fa)) }) {
+		return fmt.Sprintf("What differs: the receiving application ran on %s in the %s runs and on %s in the %s runs.", cpusName(sorted(sa)), slowName, cpusName(sorted(fa)), fastName)
+	}
+	return ""
+}
+
+func sorted(xs []int) []int {
+	out := slices.Clone(xs)
+	slices.Sort(out)
+	return out
+}
+
+// softirqShift is how much softirq time (percentage points, summed) moved
+// between the buckets on the CPUs that serve softirq in one and not the
+// other; where /proc/stat gave no softirq time, any difference of the
+// NET_RX CPUs counts as moved.
+func softirqShift(slow, fast endLoad, ss, fs []int) float64 {
+	var sum float64
+	seen := false
+	for _, c := range append(slices.Clone(ss), fs...) {
+		if slices.Contains(ss, c) && slices.Contains(fs, c) {
+			continue
+		}
+		seen = true
+		d := slow.softirq[c] - fast.softirq[c]
+		sum += math.Abs(d)
+	}
+	if seen && sum == 0 {
+		return math.Inf(1) // NET_RX counts only: their CPUs moved
+	}
+	return sum
 }
 
 func gbpsRange(runs []*result.Result) string {

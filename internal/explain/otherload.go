@@ -104,16 +104,24 @@ func (b busyCPU) sentence(pct float64) string {
 		where = "the " + b.end + "'s CPU " + strconv.Itoa(b.cpu)
 	}
 	who := "other work (no single process stood out)"
-	if len(b.procs) > 0 {
-		var names []string
-		for _, p := range b.procs {
-			n := fmt.Sprintf("pid %d (%s, %.0f%% of a CPU", p.PID, p.Name, p.CPUPct)
-			if p.Pinned {
-				n += ", pinned to it"
-			}
-			names = append(names, n+")")
+	var names []string
+	var sum float64
+	for _, p := range b.procs {
+		n := fmt.Sprintf("pid %d (%s, %.0f%% of a CPU", p.PID, p.Name, p.CPUPct)
+		if p.Pinned {
+			n += ", pinned to it"
 		}
+		names = append(names, n+")")
+		sum += p.CPUPct
+	}
+	switch {
+	case len(names) > 0 && sum >= pct/2:
 		who = strings.Join(names, " and ")
+	case len(names) > 0:
+		// The processes seen there account for little of the load: name
+		// them as seen, not as its cause ("23% busy with pid 3245
+		// (kworker, 2% of a CPU)" does not add up).
+		who = "other work that no process seen there explains (the busiest seen: " + strings.Join(names, " and ") + ")"
 	}
 	return fmt.Sprintf("%s was %.0f%% busy with %s, not this test", where, pct, who)
 }

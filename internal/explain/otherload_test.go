@@ -114,3 +114,22 @@ func TestFewRunsNoVariance(t *testing.T) {
 		}
 	}
 }
+
+// TestOtherLoadAddsUp: a CPU 23% busy whose busiest process took 2% of a
+// CPU is not said to be busy "with" that process.
+func TestOtherLoadAddsUp(t *testing.T) {
+	r := syntheticRun(10, nil)
+	r.End.Foreign.Client = &result.Foreign{CPU: map[string]float64{"1": 23},
+		Top: []result.Proc{{PID: 3245, Name: "kworker/1:2", CPUPct: 2, CPU: 1}}}
+	r.End.Foreign.Server = &result.Foreign{CPU: map[string]float64{"2": 60},
+		Top: []result.Proc{{PID: 77, Name: "stress-ng", CPUPct: 58, CPU: 2}}}
+	got := strings.Join(OtherLoad(r), "\n")
+	for _, want := range []string{
+		"the client's CPU 1 was 23% busy with other work that no process seen there explains (the busiest seen: pid 3245 (kworker/1:2, 2% of a CPU)), not this test",
+		"the server's CPU 2 was 60% busy with pid 77 (stress-ng, 58% of a CPU), not this test",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("lacks %q:\n%s", want, got)
+		}
+	}
+}

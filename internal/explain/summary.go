@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/linerate/linerate/internal/result"
 )
@@ -162,6 +164,7 @@ func Summarize(d Design, outs []Outcome, topo Topology, ceiling *float64) *Summa
 	if pingPong {
 		s.BucketRule = LatencyBucketRule
 	}
+	var few []fewPoint
 	for i, p := range points {
 		if len(byPoint[i]) == 0 {
 			continue // the campaign was cut short before this point ran
@@ -170,6 +173,12 @@ func Summarize(d Design, outs []Outcome, topo Topology, ceiling *float64) *Summa
 		s.Points = append(s.Points, ps)
 		s.Explanation = append(s.Explanation, expl...)
 		runsOf[len(s.Points)-1] = runs(byPoint[i])
+		if n := len(byPoint[i]); !pingPong && (n == 2 || n == 3) {
+			few = append(few, fewPoint{fmt.Sprintf("%d stream%s, placement %s", p.Streams, plural(p.Streams), ps.Placement), n})
+		}
+	}
+	if note := fewRunsNote(few); note != "" {
+		s.Explanation = append(s.Explanation, note)
 	}
 	if len(s.Points) == 0 {
 		return s
@@ -279,10 +288,9 @@ func summarizePoint(p Point, outs []Outcome, topo Topology, ceiling *float64, pi
 		bucketRuns = append(bucketRuns, rs)
 	}
 	if n := len(outs); n == 2 || n == 3 {
-		// What the counters say first: it is a finding; the note after it
-		// says why there is no more.
-		return ps, append(explainNICPoint(name, runs(outs)), fmt.Sprintf("%s: %d runs cannot fall into buckets (the rule needs 4 or more: with fewer, no gap between neighbours can exceed 3 × their median gap), so there is no variance to explain: run --repeat 4 or more for that.",
-			name, n))
+		// What the counters say; Summarize says once, for every such
+		// point, why there is no more (fewRunsNote).
+		return ps, explainNICPoint(name, runs(outs))
 	}
 	if len(groups) < 2 {
 		return ps, explainNICPoint(name, runs(outs))
@@ -342,6 +350,36 @@ func comparePoints(d Design, s *Summary, runsOf map[int][]*result.Result, best i
 	return out
 }
 
+// fewPoint is a point of 2 or 3 runs: too few for buckets.
+type fewPoint struct {
+	name string
+	runs int
+}
+
+// fewRunsNote says, once for all of a campaign's points of 2 or 3 runs,
+// that they cannot fall into buckets, and how many runs would: a sweep of
+// four such points says it once, not four times.
+func fewRunsNote(few []fewPoint) string {
+	const why = "cannot fall into buckets (the rule needs 4 or more: with fewer, no gap between neighbours can exceed 3 × their median gap), so there is no variance to explain: run --repeat 4 or more for that."
+	switch len(few) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("%s: %d runs %s", few[0].name, few[0].runs, why)
+	}
+	names := make([]string, len(few))
+	lo, hi := few[0].runs, few[0].runs
+	for i, f := range few {
+		names[i] = f.name
+		lo, hi = min(lo, f.runs), max(hi, f.runs)
+	}
+	count := strconv.Itoa(lo)
+	if hi != lo {
+		count = fmt.Sprintf("%d or %d", lo, hi)
+	}
+	return fmt.Sprintf("%s: %s runs each %s", strings.Join(names, "; "), count, why)
+}
+
 // kneeSentence finds where adding streams stopped paying (less than 5%
 // more than the previous count) for one placement.
 func kneeSentence(points []PointSummary, placement string) string {
@@ -352,8 +390,17 @@ func kneeSentence(points []PointSummary, placement string) string {
 			continue
 		}
 		if prev != nil && p.MedianGbps < prev.MedianGbps*1.05 {
-			return fmt.Sprintf("Streams stop paying after %d: %d streams gave %.2f Gbit/s against %.2f with %d (less than 5%% more).",
-				prev.Streams, p.Streams, p.MedianGbps, prev.MedianGbps, prev.Streams)
+			// Say the change as it was: fewer Gbit/s is "less", not
+			// "less than 5% more".
+			how := "no change"
+			switch ch := 100 * (p.MedianGbps/prev.MedianGbps - 1); {
+			case math.Round(ch) < 0:
+				how = fmt.Sprintf("%.0f%% less", -ch)
+			case math.Round(ch) > 0:
+				how = fmt.Sprintf("only %.0f%% more, under the 5%% that counts", ch)
+			}
+			return fmt.Sprintf("Streams stop paying after %d: %d streams gave %.2f Gbit/s against %.2f with %d (%s).",
+				prev.Streams, p.Streams, p.MedianGbps, prev.MedianGbps, prev.Streams, how)
 		}
 		prev = p
 	}

@@ -124,7 +124,7 @@ A tuned dual-socket Xeon Gold 6530 (as xeon-6530-t6-healthy) with a dual-port Co
 MMA1L30-CM 100G CWDM4 QSFP28.
 ens5f0np0 links at 100 Gb/s with RS-FEC, but its module's lane 2 receives −11.60 dBm
 (0.0692 mW): under the module's own −10.5 dBm low warning (page 03h), above its −13.5 dBm
-alarm. The FEC pays for it: 2,104,911 corrected blocks on FEC lane 2 and 17 uncorrectable,
+alarm. The FEC pays for it: 2,104,911 corrected blocks on FEC lane 1 (from 0) and 17 uncorrectable,
 and the MAC counted 17 FCS errors.
 ens5f1np1 has no link: its FEC was set to off while the switch port runs RS; mlx5 reports the
 extended state "Logical mismatch: RS FEC is not locked".

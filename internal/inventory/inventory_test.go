@@ -450,3 +450,19 @@ func TestQdiscOf(t *testing.T) {
 		t.Errorf("no qdisc: %+v", q)
 	}
 }
+
+// TestEmptyCage: cxgb4 answers EOPNOTSUPP for the module EEPROM of an
+// empty cage; when the same card read its other port's module, the note
+// says the cage is most likely empty, not that the driver reads none.
+func TestEmptyCage(t *testing.T) {
+	inv := collect(t, tree("t6-cwdm4-healthy"))
+	want := "ens5f4d1: no module data (EOPNOTSUPP): the cage is most likely empty, as the same card read the module of ens5f4"
+	if !slices.Contains(inv.Notes, want) {
+		t.Errorf("notes lack %q: %q", want, inv.Notes)
+	}
+	for _, n := range inv.Notes {
+		if strings.Contains(n, "the driver reads no module EEPROM") {
+			t.Errorf("note %q: the driver read the other cage", n)
+		}
+	}
+}

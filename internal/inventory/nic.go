@@ -38,6 +38,7 @@ func (c *collector) nics(inv *Inventory) error {
 	for _, st := range states {
 		inv.NICs = append(inv.NICs, st.nic)
 	}
+	c.emptyCages(inv.NICs)
 	return nil
 }
 
@@ -392,3 +393,27 @@ func (q IRQ) ServedOn(share float64) []int {
 
 // FormatCPUs is cpulist.Format, for callers that print IRQ CPU sets.
 func FormatCPUs(cpus []int) string { return cpulist.Format(cpus) }
+
+// emptyCages rewords "no module data: the driver reads no module EEPROM"
+// for a port whose card's other port did give its module: the driver
+// reads module EEPROM, so this cage is most likely empty (cxgb4 answers
+// EOPNOTSUPP for an empty cage).
+func (c *collector) emptyCages(nics []NIC) {
+	const unsupported = ": no module data: the driver reads no module EEPROM (EOPNOTSUPP)"
+	for i, note := range c.notes {
+		iface, ok := strings.CutSuffix(note, unsupported)
+		if !ok {
+			continue
+		}
+		for _, n := range nics {
+			if n.Interface == iface {
+				for _, o := range nics {
+					if o.Interface != iface && slices.Contains(n.CardPorts, o.Interface) && o.Transceiver != nil && o.Transceiver.Module != nil {
+						c.notes[i] = fmt.Sprintf("%s: no module data (EOPNOTSUPP): the cage is most likely empty, as the same card read the module of %s", iface, o.Interface)
+						break
+					}
+				}
+			}
+		}
+	}
+}

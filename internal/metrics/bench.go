@@ -11,18 +11,30 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
 )
 
-// BenchResult is the last stored run of one peer, engine, stream count
-// and direction.
+// BenchResult is the last stored run of one peer, engine, stream count,
+// direction and kind.
 type BenchResult struct {
 	Peer      string
 	Engine    string
 	Streams   int
 	Direction string
-	RunID     int64
-	StartedAt time.Time
+	// Kind is the run's kind (tcp, udp, latency, transactions), a label
+	// of every bench series: a UDP run at a rate or a ping-pong is never
+	// exported under a TCP run's labels, nor replaces it.
+	Kind result.Kind
+	// Unpaced is set for a bulk TCP run at full speed, the only kind
+	// whose goodput is held against the ceiling (goodput and ceiling are
+	// exported for it alone).
+	Unpaced bool
+	// UDPLossRatio is a UDP run's lost datagrams over those sent; nil for
+	// other runs.
+	UDPLossRatio *float64
+	RunID        int64
+	StartedAt    time.Time
 	// GoodputBytesPerSecond is what the receivers got.
 	GoodputBytesPerSecond float64
 	Retransmits           int64
@@ -52,8 +64,8 @@ const (
 	maxBenchSeries = 64
 )
 
-// ReadBench reads the last run of each peer, engine, stream count and
-// direction from the results database at path (empty: the default path).
+// ReadBench reads the last run of each peer, engine, stream count,
+// direction and kind from the results database at path (empty: the default path).
 // A database that does not exist holds no runs: no error. A run whose
 // documents lack a field (no latency, no doctor report) gives what it
 // has.
@@ -73,13 +85,14 @@ func ReadBench(ctx context.Context, path string) ([]BenchResult, error) {
 	type key struct {
 		peer, engine, direction string
 		streams                 int
+		kind                    result.Kind
 	}
 	last := map[key]int64{}
 	for _, r := range runs { // oldest first: later runs replace earlier ones
 		if r.Failed != "" {
 			continue // cut short: no result to show
 		}
-		last[key{r.Peer, r.Engine, r.Direction, r.Streams}] = r.ID
+		last[key{r.Peer, r.Engine, r.Direction, r.Streams, r.Outline.Kind()}] = r.ID
 	}
 	ids := make([]int64, 0, len(last))
 	for _, id := range last {
@@ -108,7 +121,14 @@ func benchResult(r *store.Run) BenchResult {
 	b := BenchResult{
 		Peer: r.Peer, Engine: r.Engine, Streams: r.Streams, Direction: r.Direction,
 		RunID: r.ID, StartedAt: r.StartedAt, GoodputBytesPerSecond: r.Gbps * gbpsToBytes,
-		Retransmits: r.Retransmits, RTT: runRTT(r.Result),
+		Retransmits: r.Retransmits, RTT: runRTT(r.Result), Kind: r.Outline.Kind(), Unpaced: r.Outline.Unpaced(),
+	}
+	if u := r.Outline.End.UDP; u != nil && u.Packets > 0 {
+		loss := float64(u.LostPackets) / float64(u.Packets)
+		b.UDPLossRatio = &loss
+	} else if s := r.Outline.End.Sum; s != nil && s.Packets > 0 {
+		loss := float64(s.LostPackets) / float64(s.Packets)
+		b.UDPLossRatio = &loss
 	}
 	for _, doc := range []json.RawMessage{r.ClientDoctor, r.ServerDoctor} {
 		if g := docCeiling(doc); g != nil && (b.CeilingBytesPerSecond == nil || *g < *b.CeilingBytesPerSecond) {
@@ -194,16 +214,25 @@ func docCeiling(doc json.RawMessage) *float64 {
 // emitBench sends the bench families.
 func emitBench(e *emitter, runs []BenchResult) {
 	for _, b := range runs {
-		l := []string{b.Peer, b.Engine, strconv.Itoa(b.Streams), b.Direction}
+		l := []string{b.Peer, b.Engine, strconv.Itoa(b.Streams), b.Direction, string(b.Kind)}
 		e.gauge(benchStarted, unixSeconds(b.StartedAt), l...)
 		if b.RTT != nil {
 			// A latency run moves little data on purpose: its goodput is
 			// no throughput to hold against the ceiling.
 			e.summary(benchRTT, b.RTT, l...)
+		}
+		if b.UDPLossRatio != nil {
+			e.gauge(benchUDPLoss, *b.UDPLossRatio, l...)
+		}
+		if b.Kind == result.KindTCP {
+			e.gauge(benchRetransmits, float64(b.Retransmits), l...)
+		}
+		if !b.Unpaced {
+			// A run paced to a rate (UDP -b, --fq-rate) moves what it
+			// was asked to: its goodput says nothing of the path.
 			continue
 		}
 		e.gauge(benchGoodput, b.GoodputBytesPerSecond, l...)
-		e.gauge(benchRetransmits, float64(b.Retransmits), l...)
 		if b.CeilingBytesPerSecond != nil {
 			e.gauge(benchCeiling, *b.CeilingBytesPerSecond, l...)
 		}

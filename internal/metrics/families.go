@@ -88,14 +88,17 @@ var (
 
 	finding = newDesc("finding", "1 while doctor raises the finding (id and severity as in 'linerate doctor'; subject is the interface or host).", "id", "severity", "subject")
 
-	benchGoodput     = newDesc("bench_goodput_bytes_per_second", "The last stored bench run's goodput (what the receivers got), per peer, engine, stream count and direction.", benchLabels...)
-	benchCeiling     = newDesc("bench_ceiling_bytes_per_second", "The TCP goodput ceiling doctor computed for that run's interfaces (the lower of both ends' when both are known).", benchLabels...)
-	benchRetransmits = newDesc("bench_retransmits", "TCP retransmissions during the last stored run.", benchLabels...)
-	benchStarted     = newDesc("bench_run_timestamp_seconds", "When the last stored run started (Unix time).", benchLabels...)
+	benchGoodput     = newDesc("bench_goodput_bytes_per_second", "The last stored unpaced TCP bench run's goodput (what the receivers got), per peer, engine, stream count and direction; runs paced to a rate, UDP, latency and transaction runs have none.", benchLabels...)
+	benchCeiling     = newDesc("bench_ceiling_bytes_per_second", "The TCP goodput ceiling doctor computed for that unpaced TCP run's interfaces (the lower of both ends' when both are known).", benchLabels...)
+	benchRetransmits = newDesc("bench_retransmits", "TCP retransmissions during the last stored TCP run.", benchLabels...)
+	benchStarted     = newDesc("bench_run_timestamp_seconds", "When the last stored run of the kind started (Unix time).", benchLabels...)
 	benchRTT         = newDesc("bench_rtt_seconds", "Round-trip latency of the last stored latency run: quantiles 0 (min) to 1 (max), count = samples.", benchLabels...)
+	benchUDPLoss     = newDesc("bench_udp_lost_ratio", "Datagrams the receiver of the last stored UDP run did not get, over those sent (0 to 1).", benchLabels...)
 )
 
-var benchLabels = []string{"peer", "engine", "streams", "direction"}
+// benchLabels name a bench series; kind is tcp, udp, latency or
+// transactions, so that runs of one kind never replace another's series.
+var benchLabels = []string{"peer", "engine", "streams", "direction", "kind"}
 
 // emitter sends const metrics, skipping unknown values and making label
 // values valid UTF-8 (module strings come from untrusted EEPROM bytes).

@@ -341,11 +341,16 @@ func c2cLegend(s *scene, g c2cGeom, n int, lo, hi float64, shade func(float64) f
 	x := g.left
 	s.text("legend", x, y+9, "start", "one way, ns:")
 	x += 76
-	const steps = 5
+	steps := 5
+	if math.Round(lo) == math.Round(hi) {
+		// One value (a 2-CPU machine has one pair): one swatch, not five
+		// all labelled alike.
+		steps = 1
+	}
 	for k := 0; k < steps; k++ {
 		v := lo
-		if hi > lo {
-			v = math.Exp(math.Log(lo) + float64(k)/(steps-1)*(math.Log(hi)-math.Log(lo)))
+		if hi > lo && steps > 1 {
+			v = math.Exp(math.Log(lo) + float64(k)/float64(steps-1)*(math.Log(hi)-math.Log(lo)))
 		}
 		s.cell(c2cCell, x, y, 34, 12, shade(v), "")
 		s.text("legend", x+17, y+26, "middle", num(v, 0))

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -165,5 +166,31 @@ func TestReadC2C(t *testing.T) {
 		if _, err := ReadC2C(p); err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// TestC2CLegendOneValue: the matrix of a 2-CPU machine has one pair, so
+// its scale is one value: one swatch labelled with it, not five alike.
+func TestC2CLegendOneValue(t *testing.T) {
+	r := c2c.Result{Schema: c2c.Schema, Host: "vm", CPUs: []int{0, 1}, Pairs: 1, RoundTrips: 1000, Samples: 300}
+	v := 26.0
+	r.MatrixNs = [][]*float64{{nil, &v}, {&v, nil}}
+	r.Judge([][]int{{0, 1}})
+	ds := loadFixture(t, "seed002")
+	ds.C2C = []c2c.Result{r}
+	m, err := Build(ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var svg string
+	for _, s := range m.sections {
+		for _, bl := range s.Blocks {
+			if bl.Chart != nil && strings.HasPrefix(bl.Chart.ID, "c2c") {
+				svg = string(bl.Chart.Body)
+			}
+		}
+	}
+	if n := len(regexp.MustCompile(`class="legend"[^>]*>26</text>`).FindAllString(svg, -1)); n != 1 {
+		t.Errorf("%d legend labels of 26 ns, want 1:\n%s", n, svg)
 	}
 }

@@ -27,11 +27,12 @@ func (b *builder) environmentSection() (*section, error) {
 		if rep.Host.IRQBalance.Running {
 			irqb = "running"
 		}
+		sc := func(key string) string { return b.sysctlOverTime(rep, key) }
 		t.Rows = append(t.Rows, []string{rep.Host.Hostname, orDash(rep.Host.Kernel), governors(rep.CPU.Governors),
 			orDash(rep.CPU.ScalingDriver), irqb,
-			sysctl(rep, "net.core.rmem_max") + " / " + sysctl(rep, "net.core.wmem_max"),
-			sysctl(rep, "net.ipv4.tcp_rmem") + " / " + sysctl(rep, "net.ipv4.tcp_wmem"),
-			sysctl(rep, "net.ipv4.tcp_congestion_control")})
+			sc("net.core.rmem_max") + " / " + sc("net.core.wmem_max"),
+			sc("net.ipv4.tcp_rmem") + " / " + sc("net.ipv4.tcp_wmem"),
+			sc("net.ipv4.tcp_congestion_control")})
 	}
 	s.addTable(t)
 	s.addTable(tools)
@@ -236,4 +237,26 @@ func (b *builder) runCommands(covered map[int64]bool) []string {
 		lines = append(lines, fmt.Sprintf("# run%s %s", plural(len(ids)), idRanges(ids)), cmd)
 	}
 	return lines
+}
+
+// sysctlOverTime is a host's sysctl as the doctor report read it, or,
+// when a tune journal of the report changed it on that host, both states:
+// "212992 → 4194304 (tune j1)". A report that spans a tune has runs under
+// both values, and one value would describe only some of them.
+func (b *builder) sysctlOverTime(rep *doctor.Report, key string) string {
+	var parts []string
+	for _, j := range b.ds.Tunes {
+		if j.Host != "" && j.Host != rep.Host.Hostname {
+			continue
+		}
+		for _, c := range j.Changes {
+			if c.Kind == "sysctl" && c.Target == key {
+				parts = append(parts, fmt.Sprintf("%s → %s (tune %s)", orDash(c.Before), orDash(c.After), j.ID))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return sysctl(rep, key)
+	}
+	return strings.Join(parts, "; ")
 }

@@ -58,12 +58,16 @@ func (b *builder) latencySection() (*section, error) {
 	return s, nil
 }
 
-// runName is how the tables name a run: its label, else its ID.
+// runName is how the tables and legends name a run: "203 (latcamp)",
+// or "203" without a label.
 func runName(r *Run) string {
+	id := strconv.FormatInt(r.Result.RunID, 10)
 	if r.Label != "" {
-		return r.Label
+		// The ID first: runs of one label must not share a name (four
+		// legend entries "latcamp tcp" told nothing apart).
+		return id + " (" + r.Label + ")"
 	}
-	return strconv.FormatInt(r.Result.RunID, 10)
+	return id
 }
 
 // placementText is "client CPU 0 → server CPU 1".

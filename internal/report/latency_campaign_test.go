@@ -88,7 +88,7 @@ func TestPingPongCampaignReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "Round trips, not throughput, were measured: the lowest median p50 is 21.00 µs (p99 42.00 µs), placement 0,1 of Campaign 7"
+	want := "Round trips, not throughput, were measured: the lowest median p50 of a campaign is 21.00 µs (p99 42.00 µs), placement 0,1 of Campaign 7"
 	if !strings.HasPrefix(m.Verdict, want) {
 		t.Errorf("verdict %q\nwant it to begin %q", m.Verdict, want)
 	}
@@ -120,5 +120,24 @@ func TestPingPongCampaignReport(t *testing.T) {
 	}
 	if pts.Classes[1] != "best" || pts.Classes[0] != "" {
 		t.Errorf("best marks %q: want the second row", pts.Classes)
+	}
+	if strings.Contains(m.Verdict, "had a lower p50") {
+		t.Errorf("a campaign's own run below its median is named: %q", m.Verdict)
+	}
+	// A sockperf run outside the campaign at p50 12.79 µs: the verdict
+	// names it, not only the campaign's 21 µs as "the lowest".
+	loose := runs[0]
+	loose.Result.RunID, loose.Result.Engine = 999, "sockperf"
+	lat := *loose.Result.End.Latency
+	p50 := 12.79
+	lat.RTTUs.P50 = &p50
+	loose.Result.End.Latency = &lat
+	ds.Runs = append(ds.Runs, loose)
+	m, err = Build(ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "; run 999 (sockperf engine), outside the campaigns, had a lower p50 of 12.79 µs"; !strings.Contains(m.Verdict, want) {
+		t.Errorf("verdict %q lacks %q", m.Verdict, want)
 	}
 }

@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/linerate/linerate/internal/explain"
 )
 
 // tuningSection shows each tune journal's changes with their values before
@@ -46,8 +48,8 @@ func changesTable(ji int, j *TuneJournal) *table {
 	return t
 }
 
-// tuneRuns splits the runs on j's host into those made without a tune and
-// those made under j.
+// tuneRuns splits the unpaced TCP runs on j's host into those made
+// without a tune and those made under j.
 func (b *builder) tuneRuns(j *TuneJournal) (before, after []*Run) {
 	for i := range b.ds.Runs {
 		r := &b.ds.Runs[i]
@@ -55,6 +57,9 @@ func (b *builder) tuneRuns(j *TuneJournal) (before, after []*Run) {
 			continue
 		}
 		if r.Result.Error != "" { // cut short: no sample of before or after
+			continue
+		}
+		if !r.Result.Unpaced() { // a ping-pong's or a paced run's Gbit/s are no throughput
 			continue
 		}
 		switch r.TuneID {
@@ -77,8 +82,8 @@ func (b *builder) tuneNote() string {
 			continue
 		}
 		mb, ma := medianGbps(before), medianGbps(after)
-		note := fmt.Sprintf(" Tune %s (%d change%s) took the median from %s to %s Gbit/s (%s%s)",
-			j.ID, len(j.Changes), plural(len(j.Changes)), gbps(mb), gbps(ma), sign(ma-mb), pct(ma-mb, mb))
+		note := fmt.Sprintf(" Tune %s (%d change%s) took the median from %s to %s Gbit/s (%s%s, %s)",
+			j.ID, len(j.Changes), plural(len(j.Changes)), gbps(mb), gbps(ma), sign(ma-mb), pct(ma-mb, mb), tuneSignificance(before, after))
 		if c := b.ceilingGbps(true); c > 0 {
 			// What was achieved of the ceiling, before and after.
 			note += fmt.Sprintf(": from %s to %s of the %s Gbit/s ceiling", pct(mb, c), pct(ma, c), gbps(c))
@@ -86,6 +91,28 @@ func (b *builder) tuneNote() string {
 		return note + "."
 	}
 	return ""
+}
+
+// tuneSignificance words the two-sided Mann-Whitney U test of the runs
+// before a tune against those after, over whole runs, as linerate compare
+// does: "p = 0.057, not significant". A change of the median the test
+// does not support is no effect of the tune.
+func tuneSignificance(before, after []*Run) string {
+	gb := func(runs []*Run) []float64 {
+		out := make([]float64, 0, len(runs))
+		for _, r := range runs {
+			out = append(out, runGbps(&r.Result))
+		}
+		return out
+	}
+	ch := explain.CompareRuns(gb(before), gb(after))
+	switch {
+	case ch.Significant:
+		return fmt.Sprintf("p = %.2g, significant by the U test over whole runs", ch.P)
+	case ch.Note != "":
+		return fmt.Sprintf("p = %.2g, not significant: too few runs to tell (%d against %d)", ch.P, len(before), len(after))
+	}
+	return fmt.Sprintf("p = %.2g, not significant by the U test over whole runs: within the runs' spread", ch.P)
 }
 
 // medianGbps is the runs' median throughput, rounded to 3 decimals as
@@ -121,8 +148,8 @@ func (b *builder) beforeAfter(s *section, ji int, j *TuneJournal) error {
 		meds[i] = medianGbps(ph.runs)
 		t.Rows = append(t.Rows, []string{ph.name, strconv.Itoa(len(ph.runs)), gbps(meds[i]), gbps(lo), gbps(hi), cl, sv})
 	}
-	s.addText("Median throughput went from %s to %s Gbit/s (%s%s), and the spread from %s to %s Gbit/s.",
-		gbps(meds[0]), gbps(meds[1]), sign(meds[1]-meds[0]), pct(meds[1]-meds[0], meds[0]),
+	s.addText("Median throughput went from %s to %s Gbit/s (%s%s, %s), and the spread from %s to %s Gbit/s.",
+		gbps(meds[0]), gbps(meds[1]), sign(meds[1]-meds[0]), pct(meds[1]-meds[0], meds[0]), tuneSignificance(before, after),
 		num(spreadWidth(before), 2), num(spreadWidth(after), 2))
 	s.addTable(t)
 	c, err := b.dotsChart(fmt.Sprintf("tune-%d-dots", ji+1), []runGroup{{label: "before", runs: before}, {label: "after " + j.ID, runs: after}})

@@ -335,21 +335,37 @@ func (b *builder) latencyVerdict() string {
 			best, where = bc, campaignName(ci, c)
 		}
 	}
-	if best != nil {
-		return fmt.Sprintf("Round trips, not throughput, were measured: the lowest median p50 is %s µs (p99 %s µs), placement %s of %s (see Latency and packet rate).",
-			usText(best.MedianP50Us), usText(best.MedianP99Us), orDash(best.Placement), where)
-	}
-	var run *Run
-	for i := range b.ds.Runs {
-		r := &b.ds.Runs[i]
-		if l := r.Result.End.Latency; l != nil && l.RTTUs.P50 != nil && (run == nil || *l.RTTUs.P50 < *run.Result.End.Latency.RTTUs.P50) {
-			run = r
+	// The lowest p50 of a run outside the campaigns too (another engine,
+	// another placement): it can be lower than every campaign's median,
+	// and "the lowest" must not hide it.
+	inCampaign := map[int64]bool{}
+	for ci := range b.ds.Campaigns {
+		for _, p := range b.ds.Campaigns[ci].Points {
+			for _, id := range p.RunIDs {
+				inCampaign[id] = true
+			}
 		}
 	}
-	if run == nil {
+	var loose *Run
+	for i := range b.ds.Runs {
+		r := &b.ds.Runs[i]
+		if l := r.Result.End.Latency; l != nil && l.RTTUs.P50 != nil && !inCampaign[r.Result.RunID] &&
+			(loose == nil || *l.RTTUs.P50 < *loose.Result.End.Latency.RTTUs.P50) {
+			loose = r
+		}
+	}
+	if best != nil {
+		s := fmt.Sprintf("Round trips, not throughput, were measured: the lowest median p50 of a campaign is %s µs (p99 %s µs), placement %s of %s",
+			usText(best.MedianP50Us), usText(best.MedianP99Us), orDash(best.Placement), where)
+		if loose != nil && *loose.Result.End.Latency.RTTUs.P50 < *best.MedianP50Us {
+			s += fmt.Sprintf("; run %s (%s engine), outside the campaigns, had a lower p50 of %s µs", runName(loose), orDash(loose.Result.Engine), usText(loose.Result.End.Latency.RTTUs.P50))
+		}
+		return s + " (see Latency and packet rate)."
+	}
+	if loose == nil { // no campaign: every run is loose
 		return ""
 	}
-	l := run.Result.End.Latency
+	l := loose.Result.End.Latency
 	return fmt.Sprintf("Round trips, not throughput, were measured: the lowest p50 is %s µs (p99 %s µs), run %s (see Latency and packet rate).",
-		usText(l.RTTUs.P50), usText(l.RTTUs.P99), runName(run))
+		usText(l.RTTUs.P50), usText(l.RTTUs.P99), runName(loose))
 }

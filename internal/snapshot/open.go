@@ -273,6 +273,11 @@ func (a *archive) wrap(err error) error {
 	if errors.Is(err, errStreamTooLarge) {
 		return refuse(a.path, unsafe("archive unpacks to more than %d bytes", a.l.stream()))
 	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, gzip.ErrChecksum) {
+		// A gzip stream that starts well and breaks off was most likely a
+		// snapshot cut short in the copy: say that, not "not a snapshot".
+		return fmt.Errorf("%s is truncated or damaged (%v): copy it again whole (as it stands it is %w)", a.path, describe(err), ErrNotSnapshot)
+	}
 	return notSnapshot(a.path, describe(err))
 }
 

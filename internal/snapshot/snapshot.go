@@ -326,8 +326,12 @@ func parseMeta(path string, b []byte) (Meta, error) {
 		return Meta{}, notSnapshot(path, fmt.Errorf("%s: %w", MetaPath, err))
 	}
 	if m.Format != FormatVersion {
+		who := "which one, it does not say"
+		if m.Version != "" {
+			who = show(m.Version)
+		}
 		return Meta{}, fmt.Errorf("snapshot %s: format version %d is not supported (this linerate reads version %d): read it with the linerate that wrote it (%s)",
-			path, m.Format, FormatVersion, show(m.Version))
+			path, m.Format, FormatVersion, who)
 	}
 	return m, nil
 }

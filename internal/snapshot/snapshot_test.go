@@ -495,7 +495,7 @@ func TestOpenRefuses(t *testing.T) {
 		{"too many entries", snap(many...), small, ErrUnsafe, "more than 10 entries"},
 		{"archive too large", valid, limits{entries: 10, file: 1024, total: 4096, archive: 100}, ErrUnsafe, "over the limit of 100 bytes compressed"},
 		{"gzip bomb", bomb, small, ErrUnsafe, "unpacks to more than"},
-		{"truncated gzip", valid[:len(valid)/2], small, ErrNotSnapshot, "is not a linerate snapshot (truncated"},
+		{"truncated gzip", valid[:len(valid)/2], small, ErrNotSnapshot, "is truncated or damaged (truncated: unexpected end of file): copy it again whole"},
 		{"truncated trailer", valid[:len(valid)-4], small, ErrNotSnapshot, "truncated"},
 		{"corrupt checksum", append(slices.Clone(valid[:len(valid)-8]), 0, 0, 0, 0, 0, 0, 0, 0), small, ErrNotSnapshot, "checksum"},
 		{"not gzip", []byte("hello, I am a text file\n"), small, ErrNotSnapshot, "is not a linerate snapshot (not gzip data)"},
@@ -507,7 +507,7 @@ func TestOpenRefuses(t *testing.T) {
 		{"metadata unparseable", tarball(file(MetaPath, "{"), dir("proc")), small, ErrNotSnapshot, "linerate/snapshot.json"},
 		{"neither sys nor proc", tarball(file(MetaPath, metaJSON), file("etc/x", "1")), small, ErrNotSnapshot, "neither sys/ nor proc/"},
 		{"unknown format", tarball(file(MetaPath, `{"format":2,"linerate_version":"9.0"}`), dir("proc")), small, nil, "format version 2 is not supported"},
-		{"no format", tarball(file(MetaPath, `{}`), dir("proc")), small, nil, "format version 0 is not supported"},
+		{"no format", tarball(file(MetaPath, `{}`), dir("proc")), small, nil, "format version 0 is not supported (this linerate reads version 1): read it with the linerate that wrote it (which one, it does not say)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := openBytes(t, tc.data, tc.l)

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/linerate/linerate/internal/result"
 )
 
 // Run is one stored benchmark run. The scalar fields are copied out of
@@ -40,6 +42,12 @@ type Run struct {
 	ClientDoctor json.RawMessage // linerate.doctor/v1 of the client host, nil when not taken
 	ServerDoctor json.RawMessage // of the server host
 	Raw          string          // the external tool's own output, kept as it printed it
+
+	// Outline is the part of the run's document that says what it
+	// measured, read with every run (without its intervals or streams):
+	// start.protocol, mode, bitrate_bps and fq_rate_bps, end.latency,
+	// udp, sum and transactions. Its Kind and Rate are the run's.
+	Outline result.Result
 
 	// Failed says why a run ended before its length (its path or its peer
 	// went away); "" for a run that ran to its end. A failed run keeps
@@ -147,6 +155,34 @@ type Query struct {
 const runColumns = `r.id, COALESCE(r.campaign_id, 0), r.seq, r.started_at, r.label, r.engine, r.peer, r.streams,
 	r.placement, r.direction, r.duration_s, r.gbps, r.sent_gbps, r.retransmits, r.client_cpu_s, r.server_cpu_s`
 
+// outlineColumn reads the fields of Run.Outline from the stored document
+// in SQL, in one json_extract (the document is parsed once, not once per
+// field), so that listing runs never loads their intervals: a JSON array
+// in the order of outlineFields.
+const outlineColumn = `, json_extract(r.result, '$.start.protocol', '$.start.mode', '$.start.bitrate_bps',
+	'$.start.fq_rate_bps', '$.end.latency', '$.end.udp', '$.end.sum', '$.end.transactions')`
+
+// setOutline fills r.Outline from outlineColumn's array. A document of
+// another shape (hand-edited, or an older version's) says nothing of its
+// kind: a bulk TCP run, as the runs before kinds were.
+func setOutline(r *Run, outline string) {
+	var f []json.RawMessage
+	if json.Unmarshal([]byte(outline), &f) != nil || len(f) != 8 {
+		return
+	}
+	o := &r.Outline
+	// The rates as float64: SQLite may give an integer as 1.0e9.
+	var bitrate, fqRate float64
+	for i, dst := range []any{&o.Start.Protocol, &o.Start.Mode, &bitrate, &fqRate,
+		&o.End.Latency, &o.End.UDP, &o.End.Sum, &o.End.Transactions} {
+		if json.Unmarshal(f[i], dst) != nil || bitrate < 0 || fqRate < 0 {
+			r.Outline = result.Result{}
+			return
+		}
+	}
+	o.Start.Bitrate, o.Start.FQRate = uint64(bitrate), uint64(fqRate)
+}
+
 const docColumns = `, r.params, r.result, COALESCE(cd.report, ''), COALESCE(sd.report, ''), r.raw`
 
 const docJoins = ` LEFT JOIN doctor_reports cd ON cd.id = r.client_doctor_id
@@ -154,9 +190,9 @@ const docJoins = ` LEFT JOIN doctor_reports cd ON cd.id = r.client_doctor_id
 
 // Runs returns the runs q selects, oldest first.
 func (s *Store) Runs(ctx context.Context, q Query) ([]Run, error) {
-	cols, from := runColumns+", r.failed", ` FROM runs r`
+	cols, from := runColumns+", r.failed"+outlineColumn, ` FROM runs r`
 	if s.version < 3 { // a read-only store of an older schema: no run of it failed
-		cols = runColumns + ", ''"
+		cols = runColumns + ", ''" + outlineColumn
 	}
 	if q.Full {
 		cols += docColumns
@@ -221,14 +257,16 @@ func scanRun(rows *sql.Rows, full bool) (Run, error) {
 	var ccpu, scpu sql.NullFloat64
 	dest := []any{&r.ID, &r.CampaignID, &r.Seq, &started, &r.Label, &r.Engine, &r.Peer, &r.Streams,
 		&r.Placement, &r.Direction, &r.DurationS, &r.Gbps, &r.SentGbps, &r.Retransmits, &ccpu, &scpu, &r.Failed}
-	var params, result, cd, sd string
+	var outline, params, doc, cd, sd string
+	dest = append(dest, &outline)
 	if full {
-		dest = append(dest, &params, &result, &cd, &sd, &r.Raw)
+		dest = append(dest, &params, &doc, &cd, &sd, &r.Raw)
 	}
 	if err := rows.Scan(dest...); err != nil {
 		return r, fmt.Errorf("reading a run: %w", err)
 	}
 	r.StartedAt = parseTime(started)
+	setOutline(&r, outline)
 	if ccpu.Valid {
 		r.ClientCPUSeconds = &ccpu.Float64
 	}
@@ -236,7 +274,7 @@ func scanRun(rows *sql.Rows, full bool) (Run, error) {
 		r.ServerCPUSeconds = &scpu.Float64
 	}
 	if full {
-		r.Params, r.Result = json.RawMessage(params), json.RawMessage(result)
+		r.Params, r.Result = json.RawMessage(params), json.RawMessage(doc)
 		r.ClientDoctor, r.ServerDoctor = rawOrNil(cd), rawOrNil(sd)
 	}
 	return r, nil

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/linerate/linerate/internal/result"
 )
 
 // TestMain doubles as the writer process of TestKilledWriter: with
@@ -307,5 +309,64 @@ func TestKilledWriter(t *testing.T) {
 	c, err := s.Campaign(context.Background(), 1)
 	if err != nil || !c.FinishedAt.IsZero() {
 		t.Errorf("killed campaign: %+v %v (want unfinished)", c, err)
+	}
+}
+
+// TestOutline stores the captured documents of each kind (a ping-pong,
+// a UDP stream at 20 Mbit/s, a transaction run) beside bulk TCP and
+// reads their kind and figures back from a listing that does not load
+// the documents.
+func TestOutline(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	read := func(name string) json.RawMessage {
+		b, err := os.ReadFile(filepath.Join("..", "report", "testdata", "latency", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	docs := []struct {
+		doc  json.RawMessage
+		kind result.Kind
+		rate string
+	}{
+		{json.RawMessage(`{"schema":"linerate.bench/v1","start":{"streams":1},"end":{}}`), result.KindTCP, ""},
+		{read("native-tcp.json"), result.KindLatency, "1000/s"},
+		{read("native-udp-20M.json"), result.KindUDP, "20 Mbit/s"},
+		{json.RawMessage(`{"start":{"mode":"crr"},"end":{"transactions":{"mode":"crr","per_second":5000}}}`), result.KindTransactions, ""},
+		{json.RawMessage(`{"start":{"fq_rate_bps":2000000000},"end":{"latency":"not an object"}}`), result.KindTCP, ""}, // another shape: no kind read
+		{json.RawMessage(`[]`), result.KindTCP, ""},
+	}
+	for _, d := range docs {
+		r := sampleRun(1)
+		r.Result = d.doc
+		if err := s.AddRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs, err := s.Runs(ctx, Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != len(docs) {
+		t.Fatalf("%d runs, want %d", len(runs), len(docs))
+	}
+	for i, r := range runs {
+		if got := r.Outline.Kind(); got != docs[i].kind {
+			t.Errorf("run %d: kind %q, want %q", r.ID, got, docs[i].kind)
+		}
+		if got := r.Outline.Rate(); got != docs[i].rate {
+			t.Errorf("run %d: rate %q, want %q", r.ID, got, docs[i].rate)
+		}
+	}
+	if l := runs[1].Outline.End.Latency; l == nil || l.RTTUs.P50 == nil || *l.RTTUs.P50 <= 0 {
+		t.Errorf("the ping-pong's outline has no p50: %+v", l)
+	}
+	if u := runs[2].Outline.End.UDP; u == nil || u.PacketsPerSecond <= 0 {
+		t.Errorf("the UDP run's outline has no packet rate: %+v", u)
+	}
+	if tx := runs[3].Outline.End.Transactions; tx == nil || tx.PerSecond != 5000 {
+		t.Errorf("the crr run's outline: %+v", tx)
 	}
 }

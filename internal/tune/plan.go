@@ -223,7 +223,7 @@ func (p *planner) buffers() {
 			p.note(id, key, "%s reads %q, not a number or a triple: left alone", key, cur)
 			continue
 		}
-		if last >= want {
+		if last >= want || !p.canSet(key, id) {
 			continue
 		}
 		f[len(f)-1] = strconv.FormatInt(want, 10)
@@ -235,7 +235,7 @@ func (p *planner) buffers() {
 func (p *planner) profileSysctls() {
 	for _, s := range profileSysctls(p.opts.Profile) {
 		cur, ok := p.readSysctl(s.key, "")
-		if ok && cur != s.value {
+		if ok && cur != s.value && p.canSet(s.key, "") {
 			p.addSysctl(s.key, cur, s.value, "", s.source)
 		}
 	}
@@ -253,14 +253,25 @@ func (p *planner) readSysctl(key, finding string) (string, bool) {
 		why = fmt.Sprintf("cannot be read (%v)", err)
 	} else if v == "" {
 		why = "is empty"
-	} else if p.readOnly(inventory.SysctlPath(key)) {
-		why = "is read-only here (a global setting inside a network namespace: only the host's initial namespace may change it; set it there)"
 	}
 	if why != "" {
-		p.note(finding, key, "%s %s: skipped", key, why)
+		// "left out of the plan", not "skipped": apply's count of
+		// skipped steps is of planned steps only.
+		p.note(finding, key, "%s %s: left out of the plan", key, why)
 		return "", false
 	}
 	return strings.Join(strings.Fields(v), " "), true
+}
+
+// canSet notes and reports false when a sysctl the plan would change is
+// read-only here; asked only once a change is needed, so a read-only
+// setting already at its target says nothing.
+func (p *planner) canSet(key, finding string) bool {
+	if !p.readOnly(inventory.SysctlPath(key)) {
+		return true
+	}
+	p.note(finding, key, "%s is read-only here (a global setting inside a network namespace: only the host's initial namespace may change it; set it there): left out of the plan", key)
+	return false
 }
 
 // readOnly reports whether the live kernel offers a file for reading only:

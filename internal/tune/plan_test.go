@@ -435,7 +435,7 @@ func TestPlanUnreadableSysctls(t *testing.T) {
 	os.Remove(wmem)
 	os.Mkdir(wmem, 0o755)
 	p := plan(t, root, nil, Options{})
-	if !hasNote(p, "sysctl.socket_buffers_small", "net.core.rmem_max is empty: skipped") {
+	if !hasNote(p, "sysctl.socket_buffers_small", "net.core.rmem_max is empty: left out of the plan") {
 		t.Errorf("empty rmem_max: %+v", p.Notes)
 	}
 	if !hasNote(p, "sysctl.socket_buffers_small", "net.ipv4.tcp_wmem cannot be read (") {
