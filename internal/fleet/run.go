@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 )
@@ -27,8 +29,11 @@ type Spec struct {
 	Streams  int
 	// Label is the fleet run's label, for the results database.
 	Label string
-	// Retest is true for a re-test of a slow test.
-	Retest bool
+	// Retest is true for a re-test of a slow test, Probe for a test of a
+	// suspect against a host proven good (the sampled design).
+	Retest, Probe bool
+	// AtOnce is how many tests run at once in this test's leg (1: alone).
+	AtOnce int
 }
 
 // Measurement is what one test measured.
@@ -38,6 +43,15 @@ type Measurement struct {
 	// Start and End are when the measured part of the test ran; zero
 	// values mean the span of the Run call.
 	Start, End time.Time
+	// Contention says why the test's own record shows that it did not
+	// have its CPUs to itself: both ends on one CPU, other work on a CPU
+	// its threads needed, threads left unpinned where the ends share a
+	// kernel; "" when it shows none. A slow test that was contended is
+	// inconclusive, not blamed.
+	Contention string
+	// FromIface and ToIface are the interfaces the test ran on at each
+	// end ("" when unknown).
+	FromIface, ToIface string
 }
 
 // HostDownError says that a host cannot take part any more.
@@ -51,7 +65,14 @@ func (e *HostDownError) Unwrap() error { return e.Err }
 
 // Options are a fleet run's settings.
 type Options struct {
-	Pattern  Pattern
+	Pattern Pattern
+	// Design is DesignAll or DesignSampled; "" means DesignFor the
+	// number of hosts. Partners (sampled: 0 means DefaultPartners) and
+	// Seed (sampled: 0 draws one, recorded in the result) shape the
+	// sampled design.
+	Design   string
+	Partners int
+	Seed     int64
 	Duration time.Duration
 	Streams  int
 	// Parallel runs each leg's tests at once; otherwise one at a time.
@@ -75,8 +96,11 @@ type Options struct {
 // Defaults of Options.
 const (
 	DefaultThresholdPct = 90
-	DefaultRetests      = 1
-	maxRetests          = 5
+	// DefaultRetests: a slow test is confirmed by one re-test that is
+	// slow too and not contended; a second re-test is for the tests whose
+	// first re-test was contended again.
+	DefaultRetests = 2
+	maxRetests     = 5
 )
 
 // RDMAThresholdPct is ClusterKit's rule for RDMA bandwidth: a pair below
@@ -85,15 +109,18 @@ const RDMAThresholdPct = 93
 
 // Event reports one finished test.
 type Event struct {
-	From, To string
-	Retest   bool
-	Gbps     float64
-	Err      error
-	Done     int // tests finished so far, re-tests included
-	Total    int // tests planned (re-tests are added as they are planned)
+	From, To      string
+	Retest, Probe bool
+	Gbps          float64
+	Err           error
+	// Contention is the Measurement's.
+	Contention string
+	Done       int // tests finished so far, re-tests included
+	Total      int // tests planned (re-tests are added as they are planned)
 }
 
-// Check validates the options against the host list.
+// check validates the options against the host list and fills in the
+// defaults.
 func (o *Options) check(hosts []Host) error {
 	if o.ThresholdPct == 0 {
 		o.ThresholdPct = DefaultThresholdPct
@@ -125,60 +152,139 @@ func (o *Options) check(hosts []Host) error {
 		}
 		seen[h.Name] = true
 	}
+	if o.Design == "" {
+		o.Design = DesignAll
+		if o.Pattern.Kind == PatternPairs || o.Pattern.Kind == "" {
+			o.Design = DesignFor(len(hosts))
+		}
+	}
+	switch o.Design {
+	case DesignAll:
+		if o.Partners != 0 {
+			return fmt.Errorf("--partners goes with --design sampled; --design all tests every pair")
+		}
+		o.Seed = 0
+	case DesignSampled:
+		if o.Pattern.Kind != PatternPairs && o.Pattern.Kind != "" {
+			return fmt.Errorf("--design sampled draws its own pairs: drop --pattern %s", o.Pattern)
+		}
+		if o.Partners == 0 {
+			o.Partners = DefaultPartners
+		}
+		if o.Seed == 0 {
+			o.Seed = newSeed()
+		}
+		if o.Seed < 0 {
+			return fmt.Errorf("--seed %d: a positive number", o.Seed)
+		}
+	default:
+		return fmt.Errorf("--design %q: all or sampled", o.Design)
+	}
 	return nil
 }
 
-// outcome is what happened to one direction of a pair.
-type outcome struct {
-	ran    bool
-	tries  []float64 // Gbit/s of each try that worked, the first first
-	spans  []Span    // when each of them ran
-	runIDs []int64
-	err    error // the first try's error: the test failed
-}
-
-// run is one fleet run in progress.
-type run struct {
-	hosts   []Host
-	opts    Options
-	runner  Runner
-	res     map[[2]int]*outcome // by (from, to)
-	down    map[int]error
-	pending map[int]error // hosts found down in the current leg
-	done    int
-	total   int
-	mu      sync.Mutex
-}
-
-// Run runs the matrix of pattern opts.Pattern over hosts with runner, then
-// re-tests the slow tests and analyses the result. A cancelled ctx stops
-// it: Run returns the result so far (tests not run marked so) with the
-// context's error. It fails without a result on bad options, and with a
-// result when every test failed.
-func Run(ctx context.Context, hosts []Host, opts Options, runner Runner) (*Result, error) {
-	if err := opts.check(hosts); err != nil {
-		return nil, err
+// schedule is the opts' schedule over hosts (check first).
+func (o *Options) schedule(hosts []Host) (Schedule, error) {
+	if o.Design == DesignSampled {
+		return SampledSchedule(len(hosts), o.Partners, o.Seed)
 	}
 	names := make([]string, len(hosts))
 	for i, h := range hosts {
 		names[i] = h.Name
 	}
-	sched, err := NewSchedule(len(hosts), opts.Pattern, names)
+	return NewSchedule(len(hosts), o.Pattern, names)
+}
+
+// try is one measurement of a direction.
+type try struct {
+	gbps       float64
+	span       Span
+	runID      int64
+	atOnce     int
+	contention string
+}
+
+// outcome is what happened to one direction of a pair.
+type outcome struct {
+	ran   bool
+	tries []try // every try that worked, the first first
+	err   error // the first try's error: the test failed
+}
+
+// testedPair is a pair the run tested: the schedule's, then the probes.
+type testedPair struct {
+	Pair
+	round int // 1-based
+	probe bool
+}
+
+// run is one fleet run in progress.
+type run struct {
+	hosts  []Host
+	opts   Options
+	runner Runner
+	sched  Schedule
+	pairs  []testedPair
+	// suspect names, for a probe direction, the side it tests: its
+	// sender's send side (true) or its receiver's receive side.
+	suspect map[[2]int]bool
+	rng     *rand.Rand
+
+	res     map[[2]int]*outcome // by (from, to)
+	down    map[int]error
+	pending map[int]error // hosts found down in the current leg
+	// limit is the Gbit/s below which a test is slow, set once the
+	// schedule has run (haveLimit).
+	limit     float64
+	haveLimit bool
+	done      int // tests finished, skipped ones included
+	ran       int // tests the runner ran
+	legs      int // legs in which a test ran
+	total     int
+	mu        sync.Mutex
+}
+
+// Run runs the schedule of opts over hosts with runner, re-tests the slow
+// tests, for the sampled design tests suspects against hosts proven good,
+// and analyses the result. A cancelled ctx stops it: Run returns the
+// result so far (tests not run marked so) with the context's error. It
+// fails without a result on bad options, and with a result when every
+// test failed.
+func Run(ctx context.Context, hosts []Host, opts Options, runner Runner) (*Result, error) {
+	if err := opts.check(hosts); err != nil {
+		return nil, err
+	}
+	sched, err := opts.schedule(hosts)
 	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	r := &run{hosts: hosts, opts: opts, runner: runner, res: map[[2]int]*outcome{}, down: map[int]error{}, total: sched.Tests()}
+	hosts = slices.Clone(hosts) // the run notes each host's interface
+	r := &run{hosts: hosts, opts: opts, runner: runner, sched: sched, res: map[[2]int]*outcome{},
+		down: map[int]error{}, suspect: map[[2]int]bool{}, total: sched.Tests(),
+		rng: rand.New(rand.NewPCG(uint64(opts.Seed), 0x70726f6265))} // "probe"
+	for ri, round := range sched.Rounds {
+		for _, p := range round {
+			r.pairs = append(r.pairs, testedPair{Pair: p, round: ri + 1})
+		}
+	}
 	for _, leg := range sched.Legs() {
 		if ctx.Err() != nil {
 			break
 		}
-		r.runLeg(ctx, leg, false)
+		r.runLeg(ctx, leg, kindFirst)
+	}
+	r.limit, r.haveLimit = slowLimit(r.res, opts)
+	if ctx.Err() == nil {
+		r.retest(ctx, r.allTests())
+	}
+	if ctx.Err() == nil && opts.Design == DesignSampled {
+		r.resolve(ctx)
 	}
 	if ctx.Err() == nil {
-		r.retest(ctx, sched)
+		r.checkPaths(ctx)
 	}
-	res := analyse(hosts, sched, r.res, r.down, opts)
+	res := r.analyse()
 	res.WallS = round3(time.Since(start).Seconds())
 	if err := ctx.Err(); err != nil {
 		res.Verdict = fmt.Sprintf("Interrupted after %d of %d tests. ", r.done, r.total) + res.Verdict
@@ -190,17 +296,38 @@ func Run(ctx context.Context, hosts []Host, opts Options, runner Runner) (*Resul
 	return res, nil
 }
 
+// The kinds of test a leg runs.
+type testKind int
+
+const (
+	kindFirst testKind = iota
+	kindRetest
+	kindProbe
+)
+
 // runLeg runs tests that share no host: at once when Parallel is set, one
 // after the other otherwise.
-func (r *run) runLeg(ctx context.Context, tests []Test, retest bool) {
+func (r *run) runLeg(ctx context.Context, tests []Test, kind testKind) {
+	// A test with a host down is failed at once: it does not load the leg.
+	atOnce := 0
+	r.mu.Lock()
+	for _, t := range tests {
+		if r.down[t.From] == nil && r.down[t.To] == nil {
+			atOnce++
+		}
+	}
+	if atOnce > 0 {
+		r.legs++
+	}
+	r.mu.Unlock()
 	if !r.opts.Parallel {
 		for _, t := range tests {
 			if ctx.Err() != nil {
 				return
 			}
-			r.one(ctx, t, retest)
+			r.one(ctx, t, kind, 1)
+			r.markDown()
 		}
-		r.markDown()
 		return
 	}
 	var wg sync.WaitGroup
@@ -208,7 +335,7 @@ func (r *run) runLeg(ctx context.Context, tests []Test, retest bool) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.one(ctx, t, retest)
+			r.one(ctx, t, kind, max(atOnce, 1))
 		}()
 	}
 	wg.Wait()
@@ -216,7 +343,7 @@ func (r *run) runLeg(ctx context.Context, tests []Test, retest bool) {
 }
 
 // one runs test t, or fails it at once when one of its hosts is down.
-func (r *run) one(ctx context.Context, t Test, retest bool) {
+func (r *run) one(ctx context.Context, t Test, kind testKind, atOnce int) {
 	key := [2]int{t.From, t.To}
 	r.mu.Lock()
 	o := r.res[key]
@@ -230,13 +357,16 @@ func (r *run) one(ctx context.Context, t Test, retest bool) {
 			skip = fmt.Errorf("not run: %w", err)
 		}
 	}
+	if skip == nil {
+		r.ran++
+	}
 	r.mu.Unlock()
 	var m Measurement
 	err := skip
 	if err == nil {
 		began := time.Now()
-		m, err = r.runner.Run(ctx, Spec{From: r.hosts[t.From], To: r.hosts[t.To],
-			Duration: r.opts.Duration, Streams: r.opts.Streams, Label: r.opts.Label, Retest: retest})
+		m, err = r.runner.Run(ctx, Spec{From: r.hosts[t.From], To: r.hosts[t.To], Duration: r.opts.Duration,
+			Streams: r.opts.Streams, Label: r.opts.Label, Retest: kind == kindRetest, Probe: kind == kindProbe, AtOnce: atOnce})
 		if err == nil && !(m.Gbps >= 0) {
 			err = fmt.Errorf("the runner returned %g Gbit/s", m.Gbps)
 		}
@@ -252,14 +382,12 @@ func (r *run) one(ctx context.Context, t Test, retest bool) {
 	r.done++
 	o.ran = true
 	switch {
-	case err != nil && !retest:
+	case err != nil && kind != kindRetest:
 		o.err = err
 	case err == nil:
-		o.tries = append(o.tries, m.Gbps)
-		o.spans = append(o.spans, Span{Start: m.Start.UTC().Round(time.Millisecond), End: m.End.UTC().Round(time.Millisecond)})
-		if m.RunID != 0 {
-			o.runIDs = append(o.runIDs, m.RunID)
-		}
+		o.tries = append(o.tries, try{gbps: m.Gbps, runID: m.RunID, atOnce: atOnce, contention: m.Contention,
+			span: Span{Start: m.Start.UTC().Round(time.Millisecond), End: m.End.UTC().Round(time.Millisecond)}})
+		r.noteIfaces(t, m)
 	}
 	var hd *HostDownError
 	if errors.As(err, &hd) {
@@ -270,11 +398,23 @@ func (r *run) one(ctx context.Context, t Test, retest bool) {
 		}
 	}
 	if r.opts.Progress != nil {
-		ev := Event{From: r.hosts[t.From].Name, To: r.hosts[t.To].Name, Retest: retest, Err: err, Done: r.done, Total: r.total}
+		ev := Event{From: r.hosts[t.From].Name, To: r.hosts[t.To].Name, Retest: kind == kindRetest, Probe: kind == kindProbe,
+			Err: err, Done: r.done, Total: r.total}
 		if err == nil {
-			ev.Gbps = m.Gbps
+			ev.Gbps, ev.Contention = m.Gbps, m.Contention
 		}
 		r.opts.Progress(ev)
+	}
+}
+
+// noteIfaces keeps the interfaces a test ran on as its hosts'. The
+// caller holds mu.
+func (r *run) noteIfaces(t Test, m Measurement) {
+	if m.FromIface != "" && r.hosts[t.From].Iface == "" {
+		r.hosts[t.From].Iface = m.FromIface
+	}
+	if m.ToIface != "" && r.hosts[t.To].Iface == "" {
+		r.hosts[t.To].Iface = m.ToIface
 	}
 }
 
@@ -297,47 +437,120 @@ func (r *run) markDown() {
 	r.pending = nil
 }
 
-// retest tries every slow test again, one at a time (so that a test slow
-// only under a parallel leg's load is told apart), up to Retests times,
-// stopping for a test as soon as one try is not slow.
-func (r *run) retest(ctx context.Context, sched Schedule) {
-	for i := 0; i < r.opts.Retests; i++ {
-		limit, ok := slowLimit(r.res, r.opts)
-		if !ok {
-			return
-		}
-		var tests []Test
-		for _, p := range sched.Pairs() {
-			for _, d := range [][2]int{{p.A, p.B}, {p.B, p.A}} {
-				o := r.res[d]
-				if o != nil && o.err == nil && len(o.tries) == i+1 && allBelow(o.tries, limit) {
-					tests = append(tests, Test{From: d[0], To: d[1]})
-				}
+// allTests lists both directions of every pair tested so far, in order.
+func (r *run) allTests() []Test {
+	var out []Test
+	for _, p := range r.pairs {
+		out = append(out, Test{From: p.A, To: p.B}, Test{From: p.B, To: p.A})
+	}
+	return out
+}
+
+// retest tries again each of tests that is slow and not yet sure to stay
+// slow (unsettled), up to Retests times and once more for each contended
+// try (budget): a test comes back as soon as one try is not slow, and is
+// confirmed slow by two tries slow without contention, most of its
+// tries.
+// The re-tests of a round run as the first tries did: in legs of
+// disjoint tests at once with Parallel (each try records how many ran at
+// once), one at a time otherwise.
+func (r *run) retest(ctx context.Context, tests []Test) {
+	if !r.haveLimit {
+		return
+	}
+	for i := 1; i <= 2*r.opts.Retests; i++ {
+		var need []Test
+		for _, t := range tests {
+			if o := r.res[[2]int{t.From, t.To}]; o != nil && len(o.tries) == i && o.unsettled(r.limit) && i <= o.budget(r.opts.Retests) {
+				need = append(need, t)
 			}
 		}
+		if len(need) == 0 {
+			return
+		}
 		r.mu.Lock()
-		r.total += len(tests)
+		r.total += len(need)
 		r.mu.Unlock()
-		for _, t := range tests {
+		for _, leg := range r.legsOf(need) {
 			if ctx.Err() != nil {
 				return
 			}
-			r.one(ctx, t, true)
-			r.markDown()
+			r.runLeg(ctx, leg, kindRetest)
 		}
 	}
 }
 
-func allBelow(xs []float64, limit float64) bool {
-	for _, x := range xs {
-		if x >= limit {
+// legsOf groups tests into legs: disjoint ones together with Parallel,
+// one each otherwise.
+func (r *run) legsOf(tests []Test) [][]Test {
+	if r.opts.Parallel {
+		return pack(tests)
+	}
+	legs := make([][]Test, len(tests))
+	for i, t := range tests {
+		legs[i] = []Test{t}
+	}
+	return legs
+}
+
+// budget is how many re-tests a direction gets: retests, and one more for
+// each try that was contended (it told nothing), up to twice retests.
+func (o *outcome) budget(retests int) int {
+	n := retests
+	for _, t := range o.tries {
+		if t.contention != "" {
+			n++
+		}
+	}
+	return min(n, 2*retests)
+}
+
+// unsettled: every try was slow, and it is not yet sure to stay slow:
+// fewer than two tries were slow without contention, or not most of them.
+func (o *outcome) unsettled(limit float64) bool {
+	if o.err != nil || len(o.tries) == 0 {
+		return false
+	}
+	clean := 0
+	for _, t := range o.tries {
+		if t.gbps >= limit {
 			return false
 		}
+		if t.contention == "" {
+			clean++
+		}
 	}
-	return true
+	return clean < 2 || 2*clean <= len(o.tries)
 }
 
-// firstError is the error of the first failed test, in host order.
+// checkPaths re-tests, Retests times more, each slow test that no blamed
+// side explains, before it is blamed on its path: one direction of one
+// pair is all the evidence a path has, where a host has its partners'
+// votes, so it must stay slow longer. The tries run as re-tests do.
+func (r *run) checkPaths(ctx context.Context) {
+	if !r.haveLimit || r.opts.Retests == 0 {
+		return
+	}
+	var slow []Test
+	for _, d := range r.judge().unexplained() {
+		slow = append(slow, Test{From: d[0], To: d[1]})
+	}
+	for i := 0; i < r.opts.Retests && len(slow) > 0; i++ {
+		r.mu.Lock()
+		r.total += len(slow)
+		r.mu.Unlock()
+		for _, leg := range r.legsOf(slow) {
+			if ctx.Err() != nil {
+				return
+			}
+			r.runLeg(ctx, leg, kindRetest)
+		}
+		slow = slices.DeleteFunc(slow, func(t Test) bool {
+			return r.res[[2]int{t.From, t.To}].status(r.limit, true) != StatusSlow
+		})
+	}
+}
+
 func firstError(res map[[2]int]*outcome) string {
 	best, msg := [2]int{-1, -1}, "no test ran"
 	for k, o := range res {

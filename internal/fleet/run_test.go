@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,20 +19,25 @@ import (
 // tests the scheduling and the blame, not a network: the real runs are
 // the lab's business.
 type fakeNet struct {
-	base     float64
-	sendCap  map[string]float64    // a host's send side
-	recvCap  map[string]float64    // a host's receive side
-	pathCap  map[[2]string]float64 // one direction of a path
-	flaky    map[[2]string]int     // slow (a tenth of base) for the first N tries
-	fail     map[[2]string]error   // one direction fails
-	down     map[string]bool       // a host whose agent is gone
-	cancelAt int                   // cancel after this many calls (with cancel)
+	base    float64
+	sendCap map[string]float64    // a host's send side
+	recvCap map[string]float64    // a host's receive side
+	pathCap map[[2]string]float64 // one direction of a path
+	flaky   map[[2]string]int     // slow (a tenth of base) for the first N tries
+	fail    map[[2]string]error   // one direction fails
+	down    map[string]bool       // a host whose agent is gone
+	// contend: the first N tries of a direction ran at half speed with
+	// their record showing contention; busy: every test with the host
+	// shows contention, at full speed.
+	contend  map[[2]string]int
+	busy     map[string]bool
+	cancelAt int // cancel after this many calls (with cancel)
 	cancel   context.CancelFunc
 
 	mu      sync.Mutex
 	calls   int
 	tries   map[[2]string]int
-	busy    map[string]bool
+	inTest  map[string]bool
 	overlap string // a host seen in two tests at once
 	maxConc int
 	conc    int
@@ -43,15 +49,15 @@ func (f *fakeNet) Run(ctx context.Context, s Spec) (Measurement, error) {
 	f.mu.Lock()
 	f.calls++
 	if f.tries == nil {
-		f.tries, f.busy = map[[2]string]int{}, map[string]bool{}
+		f.tries, f.inTest = map[[2]string]int{}, map[string]bool{}
 	}
 	f.tries[key]++
 	try, id := f.tries[key], int64(f.calls)
 	for _, h := range key {
-		if f.busy[h] {
+		if f.inTest[h] {
 			f.overlap = h
 		}
-		f.busy[h] = true
+		f.inTest[h] = true
 	}
 	f.conc++
 	f.maxConc = max(f.maxConc, f.conc)
@@ -62,7 +68,7 @@ func (f *fakeNet) Run(ctx context.Context, s Spec) (Measurement, error) {
 	f.mu.Unlock()
 	defer func() {
 		f.mu.Lock()
-		f.busy[key[0]], f.busy[key[1]] = false, false
+		f.inTest[key[0]], f.inTest[key[1]] = false, false
 		f.conc--
 		f.mu.Unlock()
 	}()
@@ -93,7 +99,15 @@ func (f *fakeNet) Run(ctx context.Context, s Spec) (Measurement, error) {
 	if try <= f.flaky[key] {
 		g = f.base / 10
 	}
-	return Measurement{Gbps: g, RunID: id}, nil
+	m := Measurement{Gbps: g, RunID: id}
+	if try <= f.contend[key] {
+		m.Gbps /= 2
+		m.Contention = "CPU 0 of " + s.From.Name + " was 48% busy with other work"
+	}
+	if f.busy[s.From.Name] || f.busy[s.To.Name] {
+		m.Contention = "CPU 1 was 60% busy with other work"
+	}
+	return m, nil
 }
 
 // wobble is a factor in [0.97, 1.03] that depends only on its arguments.
@@ -106,7 +120,7 @@ func wobble(key [2]string, try int) float64 {
 func fleetOf(n int) []Host {
 	hosts := make([]Host, n)
 	for i := range hosts {
-		hosts[i] = Host{Name: fmt.Sprintf("h%02d", i+1), Address: fmt.Sprintf("198.18.0.%d", i+1)}
+		hosts[i] = Host{Name: fmt.Sprintf("h%02d", i+1), Address: fmt.Sprintf("198.18.%d.%d", (i+1)/256, (i+1)%256)}
 	}
 	return hosts
 }
@@ -157,6 +171,8 @@ func TestRunBlame(t *testing.T) {
 		want     string // the outliers, in order
 		slow     int    // pairs with status slow
 		retests  int
+		// pathChecks: the tries more a slow path gets before it is blamed.
+		pathChecks int
 	}{
 		{name: "healthy", n: 6, net: &fakeNet{base: 9.5}, want: ""},
 		{name: "healthy-parallel", n: 6, parallel: true, net: &fakeNet{base: 9.5}, want: ""},
@@ -167,17 +183,17 @@ func TestRunBlame(t *testing.T) {
 		{name: "both-sides", n: 7, net: &fakeNet{base: 9.5, sendCap: map[string]float64{"h02": 3}, recvCap: map[string]float64{"h02": 3}},
 			want: "host h02 both slow", slow: 6, retests: 12},
 		{name: "path-one-way", n: 6, net: &fakeNet{base: 9.5, pathCap: map[[2]string]float64{{"h05", "h01"}: 4}},
-			want: "path h01-h05 receive slow", slow: 1, retests: 1},
+			want: "path h01-h05 receive slow", slow: 1, retests: 1, pathChecks: 2},
 		{name: "path-both-ways", n: 5, net: &fakeNet{base: 9.5, pathCap: map[[2]string]float64{{"h02", "h04"}: 4, {"h04", "h02"}: 4}},
-			want: "path h02-h04 both slow", slow: 1, retests: 2},
+			want: "path h02-h04 both slow", slow: 1, retests: 2, pathChecks: 4},
 		{name: "host-and-path", n: 8, parallel: true, net: &fakeNet{base: 9.5, sendCap: map[string]float64{"h08": 2},
 			pathCap: map[[2]string]float64{{"h01", "h02"}: 5}},
-			want: "host h08 send slow; path h01-h02 send slow", slow: 8, retests: 8},
+			want: "host h08 send slow; path h01-h02 send slow", slow: 8, retests: 8, pathChecks: 2},
 		{name: "flaky-comes-back", n: 6, net: &fakeNet{base: 9.5, flaky: map[[2]string]int{{"h02", "h06"}: 1}},
 			want: "", retests: 1},
 		{name: "slight-dip-is-noise", n: 6, net: &fakeNet{base: 9.5, sendCap: map[string]float64{"h04": 9.0}}, want: ""},
 		{name: "two-hosts-path-only", n: 2, net: &fakeNet{base: 9.5, pathCap: map[[2]string]float64{{"h01", "h02"}: 2}},
-			want: "path h01-h02 send slow", slow: 1, retests: 1},
+			want: "path h01-h02 send slow", slow: 1, retests: 1, pathChecks: 2},
 		{name: "three-hosts-send", n: 3, net: &fakeNet{base: 9.5, sendCap: map[string]float64{"h02": 2}},
 			want: "host h02 send slow", slow: 2, retests: 2},
 	}
@@ -207,7 +223,7 @@ func TestRunBlame(t *testing.T) {
 			if len(res.Retests) != tt.retests {
 				t.Errorf("%d re-tests, want %d: %+v", len(res.Retests), tt.retests, res.Retests)
 			}
-			if wantCalls := tt.n*(tt.n-1) + tt.retests; tt.net.calls != wantCalls {
+			if wantCalls := tt.n*(tt.n-1) + tt.retests + tt.pathChecks; tt.net.calls != wantCalls {
 				t.Errorf("%d tests ran, want %d", tt.net.calls, wantCalls)
 			}
 			for _, s := range tt.net.specs {
@@ -218,8 +234,13 @@ func TestRunBlame(t *testing.T) {
 			if tt.want == "" && !strings.HasPrefix(res.Verdict, "No outlier") {
 				t.Errorf("verdict %q", res.Verdict)
 			}
-			if tt.want != "" && !strings.Contains(res.Verdict, strings.Fields(tt.want)[1]) {
-				t.Errorf("verdict %q does not name %s", res.Verdict, strings.Fields(tt.want)[1])
+			for _, o := range res.Outliers {
+				if name := cmp.Or(o.Way, o.Name); !strings.Contains(res.Verdict, name) {
+					t.Errorf("verdict %q does not name %s", res.Verdict, name)
+				}
+				if o.Kind == KindPath && !strings.Contains(o.Way, "→") && !strings.Contains(o.Way, "↔") {
+					t.Errorf("path %s: way %q does not say which way", o.Name, o.Way)
+				}
 			}
 		})
 	}
@@ -394,8 +415,8 @@ func TestWriteText(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"fleet: 6 hosts, pattern pairs, 15 pairs in 5 rounds, 30 tests", "row sends to column",
-		"h03→h01", "slow again", "failed: h01→h02: agent died", "host h03 (send, slow)", "verdict: 2 outliers"} {
+	for _, want := range []string{"fleet: 6 hosts, design all, pattern pairs, 15 pairs in 5 rounds; 35 tests of 10s with 1 stream", "row sends to column",
+		"h03→h01", "slow again", "failed: h01→h02: agent died", "host h03 (send side, slow)", "path h01→h02 (failed)", "verdict: 2 outliers"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text lacks %q:\n%s", want, out)
 		}
@@ -410,7 +431,9 @@ func TestWriteText(t *testing.T) {
 			}
 		}
 	}
-	big := runFake(t, 20, opts(), &fakeNet{base: 9.5, sendCap: map[string]float64{"h13": 1}})
+	o := opts()
+	o.Design = DesignAll
+	big := runFake(t, 20, o, &fakeNet{base: 9.5, sendCap: map[string]float64{"h13": 1}})
 	b.Reset()
 	big.WriteText(&b)
 	if !strings.Contains(b.String(), "19 of 190 pairs not ok") || strings.Contains(b.String(), "row sends to column") {

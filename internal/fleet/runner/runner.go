@@ -63,7 +63,8 @@ func (r *Runner) Run(ctx context.Context, s fleet.Spec) (fleet.Measurement, erro
 		return fleet.Measurement{}, r.blame(ctx, s, err)
 	}
 	run := outs[0].Run
-	m := fleet.Measurement{Gbps: run.Gbps(), RunID: outs[0].ID}
+	m := fleet.Measurement{Gbps: run.Gbps(), RunID: outs[0].ID, Contention: Contention(run, s.From.Name, s.To.Name),
+		FromIface: run.Start.Client.Iface, ToIface: run.Start.Server.Iface}
 	if start := run.Start.Timestamp; !start.IsZero() {
 		m.Start = start.Add(time.Duration(run.Start.OmitS * float64(time.Second)))
 		m.End = m.Start.Add(time.Duration(run.End.Seconds * float64(time.Second)))
@@ -99,7 +100,10 @@ func (d *relayDriver) Run(ctx context.Context, p bench.Params, live func(result.
 		d.err = errors.New("a fleet's tests place their threads themselves")
 		return nil, d.err
 	}
-	cfg := agent.Config{Peer: d.to, Token: d.agents.Token, Test: p.Test}
+	// Apart: every test of a fleet places its threads by one rule, never
+	// both ends on one CPU where they share a kernel (a lab), so that the
+	// tests compare with each other.
+	cfg := agent.Config{Peer: d.to, Token: d.agents.Token, Test: p.Test, Apart: true}
 	if live != nil {
 		cfg.Progress = func(e result.Event) {
 			if iv, ok := e.Data.(*result.Interval); ok {
