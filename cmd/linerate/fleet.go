@@ -294,7 +294,7 @@ func (f *fleetFlags) source(ctx context.Context) (*fleetSource, error) {
 			src.hosts = append(src.hosts, h)
 		}
 		if len(src.hosts) < 2 {
-			return nil, fmt.Errorf("the allocation has %d node: a fleet needs at least 2 (salloc -N 2 or more)", len(src.hosts))
+			return nil, fmt.Errorf("the allocation has %s: a fleet needs at least 2 (salloc -N 2 or more)", counted(len(src.hosts), "node"))
 		}
 		return src, nil
 	default:

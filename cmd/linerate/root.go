@@ -93,7 +93,7 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 		Short: "Find out why a fast link runs below line rate, fix it, and prove it",
 		Long: `linerate inventories a host with a 10-400 GbE or RDMA NIC, says what limits it
 (PCIe, MTU, socket buffers, IRQ placement, governors, temperature) with the
-arithmetic and the exact fix, and runs a virtual two-host lab to try it all.`,
+arithmetic and the exact fix, and runs a virtual lab (two hosts, or a fleet of many) to try it all.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       versionText(),

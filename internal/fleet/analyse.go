@@ -52,11 +52,10 @@ func slowLimit(res map[[2]int]*outcome, opts Options) (limit float64, ok bool) {
 }
 
 // status of one direction: ok when a try was not slow; slow when every
-// try was and most of them showed no contention; inconclusive when every
-// try was slow and at most half of them were free of contention (a test
-// slow while its CPUs were busy with other work says nothing of the
-// network).
-func (o *outcome) status(limit float64, haveLimit bool) string {
+// try was and need of them showed no contention; inconclusive when every
+// try was slow and fewer were free of contention (a test slow while its
+// CPUs were busy with other work says nothing of the network).
+func (o *outcome) status(limit float64, haveLimit bool, need int) string {
 	switch {
 	case o == nil || !o.ran:
 		return StatusNotRun
@@ -76,7 +75,7 @@ func (o *outcome) status(limit float64, haveLimit bool) string {
 			clean++
 		}
 	}
-	if 2*clean <= len(o.tries) {
+	if clean < need {
 		return StatusInconclusive
 	}
 	return StatusSlow
@@ -160,14 +159,13 @@ func (j *judgement) counts(s side) (measured, slow, probeSlow, probeOK int) {
 
 // judge blames sides one at a time, the most convincing first, until no
 // side is left that is slow with most (more than half) of at least two
-// partners, or, for a suspect the sampled design probed, slow with at
-// least two hosts proven good and more of them than not. Each blamed side
-// explains its tests, which then say nothing of their other ends: a
-// healthy host whose partners were mostly slow receivers is not blamed
-// for them.
+// partners, the hosts proven good the sampled design probed it against
+// among them. Each blamed side explains its tests, which then say nothing
+// of their other ends: a healthy host whose partners were mostly slow
+// receivers is not blamed for them.
 func (r *run) judge() *judgement {
 	j := &judgement{r: r, blamed: map[side]bool{}, partners: make([][]int, len(r.hosts))}
-	j.st = func(from, to int) string { return r.res[[2]int{from, to}].status(r.limit, r.haveLimit) }
+	j.st = func(from, to int) string { return r.res[[2]int{from, to}].status(r.limit, r.haveLimit, r.need()) }
 	for _, p := range r.pairs {
 		j.partners[p.A] = append(j.partners[p.A], p.B)
 		j.partners[p.B] = append(j.partners[p.B], p.A)
@@ -186,8 +184,8 @@ func (r *run) judge() *judgement {
 				if j.blamed[s] || r.down[h] != nil {
 					continue
 				}
-				m, sl, ps, po := j.counts(s)
-				if !(m >= 2 && 2*sl > m || ps >= 2 && ps > po) {
+				m, sl, _, _ := j.counts(s)
+				if m < 2 || 2*sl <= m {
 					continue
 				}
 				score := float64(sl) / float64(m)

@@ -79,7 +79,7 @@ func ParseHosts(src string, r io.Reader) ([]Host, error) {
 		return nil, fmt.Errorf("reading %s: %w", src, err)
 	}
 	if len(hosts) < 2 {
-		return nil, fmt.Errorf("%s: %d host(s): a fleet needs at least 2 (one line each: NAME ADDRESS [SSH-TARGET])", src, len(hosts))
+		return nil, fmt.Errorf("%s: %s: a fleet needs at least 2 (one line each: NAME ADDRESS [SSH-TARGET])", src, count(len(hosts), "host"))
 	}
 	return hosts, nil
 }

@@ -10,10 +10,10 @@ import "context"
 // the likelier; fine, and A is cleared. Each round tests, for every slow
 // test left, the side with the larger share of slow tests (both when they
 // are even), each against a fresh good host, until each side is blamed
-// (slow with two good hosts and more of them than not) or cleared; a slow
-// test whose two ends are both cleared is its path's. Probes run in legs
-// of disjoint tests, at once with Parallel, and a slow probe is re-tested
-// as any slow test is.
+// (slow with most of its partners, the good hosts among them) or cleared
+// (fine with more good hosts than not); a slow test whose two ends are
+// both cleared is its path's. Probes run in legs of disjoint tests, at
+// once with Parallel, and a slow probe is re-tested as any slow test is.
 func (r *run) resolve(ctx context.Context) {
 	if !r.haveLimit {
 		return

@@ -45,9 +45,9 @@ const (
 	StatusOK     = "ok"
 	StatusSlow   = "slow"
 	StatusFailed = "failed"
-	// StatusInconclusive marks a direction every try of which was slow
-	// while most of them (half or more) showed contention in their own
-	// record (Measurement.Contention): not blamed, not ok.
+	// StatusInconclusive marks a direction every try of which was slow,
+	// fewer than two of them (one without re-tests) free of contention
+	// in their own record (Measurement.Contention): not blamed, not ok.
 	StatusInconclusive = "inconclusive"
 	// StatusNotRun marks what an interrupted run did not reach.
 	StatusNotRun = "not_run"
@@ -107,8 +107,8 @@ type Retest struct {
 	To          string    `json:"to"`
 	FirstGbps   float64   `json:"first_gbps"`
 	RetestsGbps []float64 `json:"retests_gbps"`
-	// Confirmed is true when every try was slow and most of them were
-	// not contended: the test stayed slow.
+	// Confirmed is true when every try was slow and two of them were not
+	// contended: the test stayed slow.
 	Confirmed bool `json:"confirmed"`
 	// Status is the direction's in the end: ok (it came back), slow or
 	// inconclusive.

@@ -449,8 +449,7 @@ func (r *run) allTests() []Test {
 // retest tries again each of tests that is slow and not yet sure to stay
 // slow (unsettled), up to Retests times and once more for each contended
 // try (budget): a test comes back as soon as one try is not slow, and is
-// confirmed slow by two tries slow without contention, most of its
-// tries.
+// confirmed slow by two tries slow without contention.
 // The re-tests of a round run as the first tries did: in legs of
 // disjoint tests at once with Parallel (each try records how many ran at
 // once), one at a time otherwise.
@@ -461,7 +460,7 @@ func (r *run) retest(ctx context.Context, tests []Test) {
 	for i := 1; i <= 2*r.opts.Retests; i++ {
 		var need []Test
 		for _, t := range tests {
-			if o := r.res[[2]int{t.From, t.To}]; o != nil && len(o.tries) == i && o.unsettled(r.limit) && i <= o.budget(r.opts.Retests) {
+			if o := r.res[[2]int{t.From, t.To}]; o != nil && len(o.tries) == i && o.unsettled(r.limit, r.need()) && i <= o.budget(r.opts.Retests) {
 				need = append(need, t)
 			}
 		}
@@ -505,9 +504,14 @@ func (o *outcome) budget(retests int) int {
 	return min(n, 2*retests)
 }
 
-// unsettled: every try was slow, and it is not yet sure to stay slow:
-// fewer than two tries were slow without contention, or not most of them.
-func (o *outcome) unsettled(limit float64) bool {
+// need is how many tries free of contention make a test that was slow
+// every time slow: two (the first try and a re-test that confirms it),
+// one when there are no re-tests.
+func (r *run) need() int { return min(2, 1+r.opts.Retests) }
+
+// unsettled: every try was slow, and fewer than need of them were free
+// of contention: it is not yet sure to stay slow.
+func (o *outcome) unsettled(limit float64, need int) bool {
 	if o.err != nil || len(o.tries) == 0 {
 		return false
 	}
@@ -520,7 +524,7 @@ func (o *outcome) unsettled(limit float64) bool {
 			clean++
 		}
 	}
-	return clean < 2 || 2*clean <= len(o.tries)
+	return clean < need
 }
 
 // checkPaths re-tests, Retests times more, each slow test that no blamed
@@ -546,7 +550,7 @@ func (r *run) checkPaths(ctx context.Context) {
 			r.runLeg(ctx, leg, kindRetest)
 		}
 		slow = slices.DeleteFunc(slow, func(t Test) bool {
-			return r.res[[2]int{t.From, t.To}].status(r.limit, true) != StatusSlow
+			return r.res[[2]int{t.From, t.To}].status(r.limit, true, r.need()) != StatusSlow
 		})
 	}
 }

@@ -177,7 +177,7 @@ func (fb *fleetBuilder) retestsSection() (*section, error) {
 	if fb.res.Parallel {
 		how = "as the first tries ran: in legs of disjoint tests at once (the At once column says how many ran together, the first try first)"
 	}
-	s.addText("A slow test is tried again, %s. It comes back when a try is not slow; it stays slow when every try was, most of them with their CPUs to themselves; it is inconclusive when every try was slow and at least half of them were contended. A slow test no host explains is tried twice more before its path is blamed.", how)
+	s.addText("A slow test is tried again, %s. It comes back when a try is not slow; it stays slow when every try was, two of them with their CPUs to themselves; it is inconclusive when every try was slow and fewer were. A slow test no host explains is tried twice more before its path is blamed.", how)
 	head := []string{"From", "To", "First (Gbit/s)", "Re-tests (Gbit/s)", "Result"}
 	num := []bool{false, false, true, true, false}
 	if fb.res.Parallel {

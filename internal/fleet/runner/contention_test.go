@@ -24,6 +24,10 @@ func TestContention(t *testing.T) {
 	foreign := func(own, other map[string]float64, top ...result.Proc) *result.Foreign {
 		return &result.Foreign{Own: own, CPU: other, Top: top}
 	}
+	waited := func(f *result.Foreign, wait map[string]float64) *result.Foreign {
+		f.Wait = wait
+		return f
+	}
 	busyLoop := result.Proc{PID: 4123, Name: "stress-ng\x1b[2J", CPUPct: 97, CPU: 0, Pinned: true}
 	tests := []struct {
 		name string
@@ -57,6 +61,36 @@ func TestContention(t *testing.T) {
 		{"busy-other-cpu", func() result.Result {
 			r := lab([]int{0}, []int{1})
 			r.End.Foreign.Client = foreign(map[string]float64{"0": 90}, map[string]float64{"3": 99})
+			return r
+		}, ""},
+		// With the run delay known, it decides: an unshaped receiver on a
+		// loaded machine ran 15% and waited 85% (ready all the test); a
+		// receiver shaped to 300 Mbit/s waited 44% (ready half of it); a
+		// sender shaped to 1 Gbit/s ran 3% and waited 10%.
+		{"starved", func() result.Result {
+			r := lab([]int{0}, []int{1})
+			r.End.Foreign.Server = waited(foreign(map[string]float64{"1": 15}, map[string]float64{"1": 84}), map[string]float64{"1": 85})
+			return r
+		}, "the test's threads on CPU 1 of h02 were ready to run 100% of the test and waited 85% for it, 84% busy with other work"},
+		{"sharing-with-a-busy-loop", func() result.Result {
+			r := lab([]int{0}, []int{1})
+			r.End.Foreign.Client = waited(foreign(map[string]float64{"0": 49}, map[string]float64{"0": 50}, busyLoop), map[string]float64{"0": 48})
+			return r
+		}, "waited 48% for it, 50% busy with other work (pid 4123 stress-ng?[2J: 97% of a CPU)"},
+		{"shaped-waits-half", func() result.Result {
+			r := lab([]int{0}, []int{1})
+			r.End.Foreign.Server = waited(foreign(map[string]float64{"1": 3}, map[string]float64{"1": 89}), map[string]float64{"1": 44})
+			return r
+		}, ""},
+		{"shaped-on-a-busy-cpu", func() result.Result {
+			r := lab([]int{0}, []int{1})
+			r.End.Foreign.Client = waited(foreign(map[string]float64{"0": 3}, map[string]float64{"0": 86}, busyLoop), map[string]float64{"0": 10})
+			return r
+		}, ""},
+		// Waiting for its own other stream threads: no other work.
+		{"waits-for-itself", func() result.Result {
+			r := hosts([]int{0}, []int{0})
+			r.End.Foreign.Server = waited(foreign(map[string]float64{"0": 95}, map[string]float64{"0": 3}), map[string]float64{"0": 50})
 			return r
 		}, ""},
 		{"light-other-work", func() result.Result {
