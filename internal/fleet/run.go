@@ -228,6 +228,8 @@ type run struct {
 	// suspect names, for a probe direction, the side it tests: its
 	// sender's send side (true) or its receiver's receive side.
 	suspect map[[2]int]bool
+	// checked marks the directions checkPaths tried again.
+	checked map[[2]int]bool
 	rng     *rand.Rand
 
 	res     map[[2]int]*outcome // by (from, to)
@@ -261,7 +263,7 @@ func Run(ctx context.Context, hosts []Host, opts Options, runner Runner) (*Resul
 	start := time.Now()
 	hosts = slices.Clone(hosts) // the run notes each host's interface
 	r := &run{hosts: hosts, opts: opts, runner: runner, sched: sched, res: map[[2]int]*outcome{},
-		down: map[int]error{}, suspect: map[[2]int]bool{}, total: sched.Tests(),
+		down: map[int]error{}, suspect: map[[2]int]bool{}, checked: map[[2]int]bool{}, total: sched.Tests(),
 		rng: rand.New(rand.NewPCG(uint64(opts.Seed), 0x70726f6265))} // "probe"
 	for ri, round := range sched.Rounds {
 		for _, p := range round {
@@ -278,11 +280,18 @@ func Run(ctx context.Context, hosts []Host, opts Options, runner Runner) (*Resul
 	if ctx.Err() == nil {
 		r.retest(ctx, r.allTests())
 	}
-	if ctx.Err() == nil && opts.Design == DesignSampled {
-		r.resolve(ctx)
-	}
+	// A slow test no blamed side explains is tried again before the
+	// sampled design spends probes on its ends (most such tests are
+	// noise that does not stay slow), and a probe left slow is checked
+	// too.
 	if ctx.Err() == nil {
 		r.checkPaths(ctx)
+	}
+	if ctx.Err() == nil && opts.Design == DesignSampled {
+		r.resolve(ctx)
+		if ctx.Err() == nil {
+			r.checkPaths(ctx)
+		}
 	}
 	res := r.analyse()
 	res.WallS = round3(time.Since(start).Seconds())
@@ -447,9 +456,9 @@ func (r *run) allTests() []Test {
 }
 
 // retest tries again each of tests that is slow and not yet sure to stay
-// slow (unsettled), up to Retests times and once more for each contended
-// try (budget): a test comes back as soon as one try is not slow, and is
-// confirmed slow by two tries slow without contention.
+// slow (unsettled), up to Retests times and once more when a try was
+// contended (budget): a test comes back as soon as one try is not slow,
+// and is confirmed slow by two tries slow without contention.
 // The re-tests of a round run as the first tries did: in legs of
 // disjoint tests at once with Parallel (each try records how many ran at
 // once), one at a time otherwise.
@@ -457,7 +466,7 @@ func (r *run) retest(ctx context.Context, tests []Test) {
 	if !r.haveLimit {
 		return
 	}
-	for i := 1; i <= 2*r.opts.Retests; i++ {
+	for i := 1; i <= r.opts.Retests+1; i++ {
 		var need []Test
 		for _, t := range tests {
 			if o := r.res[[2]int{t.From, t.To}]; o != nil && len(o.tries) == i && o.unsettled(r.limit, r.need()) && i <= o.budget(r.opts.Retests) {
@@ -492,16 +501,15 @@ func (r *run) legsOf(tests []Test) [][]Test {
 	return legs
 }
 
-// budget is how many re-tests a direction gets: retests, and one more for
-// each try that was contended (it told nothing), up to twice retests.
+// budget is how many re-tests a direction gets: retests, and one more
+// when a try was contended (it told nothing).
 func (o *outcome) budget(retests int) int {
-	n := retests
 	for _, t := range o.tries {
 		if t.contention != "" {
-			n++
+			return retests + 1
 		}
 	}
-	return min(n, 2*retests)
+	return retests
 }
 
 // need is how many tries free of contention make a test that was slow
@@ -537,7 +545,10 @@ func (r *run) checkPaths(ctx context.Context) {
 	}
 	var slow []Test
 	for _, d := range r.judge().unexplained() {
-		slow = append(slow, Test{From: d[0], To: d[1]})
+		if !r.checked[d] {
+			r.checked[d] = true
+			slow = append(slow, Test{From: d[0], To: d[1]})
+		}
 	}
 	for i := 0; i < r.opts.Retests && len(slow) > 0; i++ {
 		r.mu.Lock()
