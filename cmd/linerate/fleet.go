@@ -459,6 +459,8 @@ func runFleet(cmd *cobra.Command, env *cliEnv, f fleetFlags) error {
 			kind = " (re-test)"
 		case ev.Probe:
 			kind = " (probe)"
+		case ev.Control:
+			kind = " (control, for the next re-test)"
 		}
 		fmt.Fprintf(env.stderr, "[%d/%d] %s → %s%s: %s\n", ev.Done, ev.Total, ev.From, ev.To, kind, what)
 	}

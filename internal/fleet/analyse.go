@@ -68,7 +68,7 @@ func (o *outcome) status(limit float64, haveLimit bool, need int) string {
 	}
 	clean := 0
 	for _, t := range o.tries {
-		if t.gbps >= limit {
+		if t.gbps >= t.limit(limit) {
 			return StatusOK
 		}
 		if t.contention == "" {
@@ -296,9 +296,9 @@ func (r *run) pairResult(tp testedPair, st func(int, int) string) PairResult {
 		}
 		return st(from, to)
 	}
-	pr.AToB, pr.AToBGbps = direction(r.res[[2]int{a, b}], dirStatus(a, b))
-	pr.BToA, pr.BToAGbps = direction(r.res[[2]int{b, a}], dirStatus(b, a))
-	pr.Retested = len(pr.AToB.TriesGbps) > 1 || len(pr.BToA.TriesGbps) > 1
+	pr.AToB, pr.AToBGbps = direction(r.res[[2]int{a, b}], dirStatus(a, b), r.limit)
+	pr.BToA, pr.BToAGbps = direction(r.res[[2]int{b, a}], dirStatus(b, a), r.limit)
+	pr.Retested = r.res[[2]int{a, b}].retested() || r.res[[2]int{b, a}].retested()
 	sts := []string{pr.AToB.Status, pr.BToA.Status}
 	switch {
 	case slices.Contains(sts, StatusFailed):
@@ -315,24 +315,47 @@ func (r *run) pairResult(tp testedPair, st func(int, int) string) PairResult {
 	return pr
 }
 
-func direction(o *outcome, status string) (Direction, *float64) {
+// retested says whether a direction was tried again for being slow (a
+// control's tries do not count).
+func (o *outcome) retested() bool {
+	if o == nil {
+		return false
+	}
+	for _, t := range o.tries {
+		if t.role == kindRetest {
+			return true
+		}
+	}
+	return false
+}
+
+func direction(o *outcome, status string, limit float64) (Direction, *float64) {
 	d := Direction{Status: status, TriesGbps: []float64{}}
 	if o == nil {
 		return d, nil
 	}
-	contended := false
+	contended, scaled := false, false
 	for _, t := range o.tries {
 		d.TriesGbps = append(d.TriesGbps, round3(t.gbps))
 		d.TriesAt = append(d.TriesAt, t.span)
 		d.TriesAtOnce = append(d.TriesAtOnce, t.atOnce)
 		d.TriesContention = append(d.TriesContention, t.contention)
+		d.TriesRole = append(d.TriesRole, roles[t.role])
+		d.TriesSlowBelow = append(d.TriesSlowBelow, round3(t.limit(limit)))
 		contended = contended || t.contention != ""
+		scaled = scaled || t.slowBelow > 0
 		if t.runID != 0 {
 			d.RunIDs = append(d.RunIDs, t.runID)
 		}
 	}
 	if !contended {
 		d.TriesContention = nil
+	}
+	if !scaled {
+		d.TriesSlowBelow = nil
+	}
+	if len(o.tries) < 2 {
+		d.TriesRole = nil
 	}
 	if o.err != nil {
 		d.Error = o.err.Error()
@@ -351,23 +374,31 @@ func (r *run) retests(st func(int, int) string) []Retest {
 	for _, p := range r.pairs {
 		for _, k := range [][2]int{{p.A, p.B}, {p.B, p.A}} {
 			o := r.res[k]
-			if o == nil || len(o.tries) < 2 {
+			if o == nil || len(o.tries) < 2 || !o.retested() && !r.suspect[k] {
 				continue
 			}
 			status := st(k[0], k[1])
 			rt := Retest{From: r.hosts[k[0]].Name, To: r.hosts[k[1]].Name, FirstGbps: round3(o.tries[0].gbps),
 				Confirmed: status == StatusSlow, Status: status}
-			contended := false
+			contended, scaled := false, false
 			for i, t := range o.tries {
+				if t.role == kindControl {
+					continue // a control of another test's moment, not a re-test of this one
+				}
 				if i > 0 {
 					rt.RetestsGbps = append(rt.RetestsGbps, round3(t.gbps))
 				}
 				rt.AtOnce = append(rt.AtOnce, t.atOnce)
 				rt.Contention = append(rt.Contention, t.contention)
+				rt.SlowBelowGbps = append(rt.SlowBelowGbps, round3(t.limit(r.limit)))
 				contended = contended || t.contention != ""
+				scaled = scaled || t.slowBelow > 0
 			}
 			if !contended {
 				rt.Contention = nil
+			}
+			if !scaled {
+				rt.SlowBelowGbps = nil
 			}
 			out = append(out, rt)
 		}

@@ -20,23 +20,23 @@ func TestRunContention(t *testing.T) {
 		want         string // outliers
 		inconclusive []string
 		// retests run: the default 2, and one more when a try was
-		// contended.
+		// contended; serial, each after a control.
 		retests int
 	}{
-		{name: "comes-back", net: &fakeNet{base: 9.5, contend: map[[2]string]int{hop: 1}}, retests: 1},
+		{name: "comes-back", net: &fakeNet{base: 9.5, contend: map[[2]string]int{hop: 1}}, retests: 2},
 		{name: "stays-contended", net: &fakeNet{base: 9.5, contend: map[[2]string]int{hop: 9}},
-			inconclusive: []string{"h01→h04"}, retests: 3},
+			inconclusive: []string{"h01→h04"}, retests: 6},
 		{name: "stays-contended-parallel", parallel: true, net: &fakeNet{base: 9.5, contend: map[[2]string]int{hop: 9, {"h06", "h02"}: 9}},
 			inconclusive: []string{"h01→h04", "h06→h02"}, retests: 6},
 		// Contended at first, then slow twice without contention: slow;
 		// a path is tried twice more before it is blamed.
 		{name: "confirmed-after-contention", net: &fakeNet{base: 9.5, contend: map[[2]string]int{hop: 1},
-			pathCap: map[[2]string]float64{hop: 3}}, want: "path h01-h04 send slow", retests: 4},
+			pathCap: map[[2]string]float64{hop: 3}}, want: "path h01-h04 send slow", retests: 8},
 		// h05 is busy in every test (contended at full speed); h03's
 		// send side is shaped: h03→h05 stays inconclusive, the other four
 		// blame h03.
 		{name: "busy-host-hides-nothing", net: &fakeNet{base: 9.5, busy: map[string]bool{"h05": true},
-			sendCap: map[string]float64{"h03": 2}}, want: "host h03 send slow", inconclusive: []string{"h03→h05"}, retests: 7},
+			sendCap: map[string]float64{"h03": 2}}, want: "host h03 send slow", inconclusive: []string{"h03→h05"}, retests: 14},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -76,10 +76,18 @@ func (r *Result) Check() error {
 				return fmt.Errorf("pair %s-%s: %w", p.A, p.B, err)
 			}
 			for what, n := range map[string]int{"times": len(d.dir.TriesAt), "leg sizes": len(d.dir.TriesAtOnce),
-				"contention notes": len(d.dir.TriesContention)} {
+				"contention notes": len(d.dir.TriesContention), "roles": len(d.dir.TriesRole), "limits": len(d.dir.TriesSlowBelow)} {
 				if n != 0 && n != len(d.dir.TriesGbps) {
 					return fmt.Errorf("pair %s-%s: %d %s for %d tries", p.A, p.B, n, what, len(d.dir.TriesGbps))
 				}
+			}
+			for _, role := range d.dir.TriesRole {
+				if !slices.Contains(roles[:], role) {
+					return fmt.Errorf("pair %s-%s: a try's role %q", p.A, p.B, role)
+				}
+			}
+			if err := checkGbps(nil, d.dir.TriesSlowBelow...); err != nil {
+				return fmt.Errorf("pair %s-%s: %w", p.A, p.B, err)
 			}
 			for _, k := range d.dir.TriesAtOnce {
 				if k < 1 || k > maxHosts/2 {

@@ -89,7 +89,17 @@ type Direction struct {
 	// TriesContention says, for each try, why its own record shows that
 	// the test did not have its CPUs to itself ("" when it did).
 	TriesContention []string `json:"tries_contention,omitempty"`
-	RunIDs          []int64  `json:"run_ids,omitempty"`
+	// TriesRole says why each try ran: "first", "retest" (it was slow),
+	// "probe" (the sampled design's test of a suspect) or "control" (a
+	// fine test run again just before a serial re-test, for the load of
+	// that moment); absent for a single try.
+	TriesRole []string `json:"tries_role,omitempty"`
+	// TriesSlowBelow is, for each try, the Gbit/s it was judged against
+	// when some try of the direction was judged against a control: the
+	// run's slow limit scaled by how the control fared against its own
+	// first try.
+	TriesSlowBelow []float64 `json:"tries_slow_below,omitempty"`
+	RunIDs         []int64   `json:"run_ids,omitempty"`
 	// Error is why the test failed.
 	Error string `json:"error,omitempty"`
 }
@@ -117,6 +127,9 @@ type Retest struct {
 	// first; Contention why each try was contended ("" when not).
 	AtOnce     []int    `json:"at_once,omitempty"`
 	Contention []string `json:"contention,omitempty"`
+	// SlowBelowGbps is what each try was judged against, when a serial
+	// re-test was judged against a control (Direction.TriesSlowBelow).
+	SlowBelowGbps []float64 `json:"slow_below_gbps,omitempty"`
 }
 
 // Outlier kinds, directions and causes.

@@ -111,8 +111,11 @@ const RDMAThresholdPct = 93
 type Event struct {
 	From, To      string
 	Retest, Probe bool
-	Gbps          float64
-	Err           error
+	// Control is a test that was fine run again before a serial re-test,
+	// to judge the re-test against the load of its moment.
+	Control bool
+	Gbps    float64
+	Err     error
 	// Contention is the Measurement's.
 	Contention string
 	Done       int // tests finished so far, re-tests included
@@ -202,6 +205,11 @@ type try struct {
 	runID      int64
 	atOnce     int
 	contention string
+	role       testKind
+	// slowBelow, when not 0, is the Gbit/s this try is judged against
+	// instead of the run's: the run's scaled by a control measured just
+	// before it (control).
+	slowBelow float64
 }
 
 // outcome is what happened to one direction of a pair.
@@ -239,11 +247,13 @@ type run struct {
 	// schedule has run (haveLimit).
 	limit     float64
 	haveLimit bool
-	done      int // tests finished, skipped ones included
-	ran       int // tests the runner ran
-	legs      int // legs in which a test ran
-	total     int
-	mu        sync.Mutex
+	// nextControl turns the choice of controls over the directions.
+	nextControl int
+	done        int // tests finished, skipped ones included
+	ran         int // tests the runner ran
+	legs        int // legs in which a test ran
+	total       int
+	mu          sync.Mutex
 }
 
 // Run runs the schedule of opts over hosts with runner, re-tests the slow
@@ -312,7 +322,13 @@ const (
 	kindFirst testKind = iota
 	kindRetest
 	kindProbe
+	// kindControl is a test that was fine, run again just before a
+	// serial re-test or probe: the load of that moment.
+	kindControl
 )
+
+// roles name the kinds in the document (tries_role).
+var roles = [...]string{kindFirst: "first", kindRetest: "retest", kindProbe: "probe", kindControl: "control"}
 
 // runLeg runs tests that share no host: at once when Parallel is set, one
 // after the other otherwise.
@@ -334,7 +350,11 @@ func (r *run) runLeg(ctx context.Context, tests []Test, kind testKind) {
 			if ctx.Err() != nil {
 				return
 			}
-			r.one(ctx, t, kind, 1)
+			below := 0.0
+			if kind != kindFirst {
+				below = r.controlled(ctx, t)
+			}
+			r.one(ctx, t, kind, 1, below)
 			r.markDown()
 		}
 		return
@@ -344,15 +364,66 @@ func (r *run) runLeg(ctx context.Context, tests []Test, kind testKind) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.one(ctx, t, kind, max(atOnce, 1))
+			r.one(ctx, t, kind, max(atOnce, 1), 0)
 		}()
 	}
 	wg.Wait()
 	r.markDown()
 }
 
-// one runs test t, or fails it at once when one of its hosts is down.
-func (r *run) one(ctx context.Context, t Test, kind testKind, atOnce int) {
+// controlled runs, before a serial re-test or probe of t, a control: a
+// test that was fine, between two hosts other than t's, again. A serial
+// run's re-tests come minutes after the first tries, when the load on
+// the hosts (a lab's shared CPUs, a busy fabric) may be another: t is
+// judged against the run's slow limit scaled by how the control fared
+// against its own first try (never raised). It returns that limit, or 0
+// (the run's) when no control could run.
+func (r *run) controlled(ctx context.Context, t Test) float64 {
+	c, ok := r.control(t)
+	if !ok || ctx.Err() != nil {
+		return 0
+	}
+	r.mu.Lock()
+	r.total++
+	r.mu.Unlock()
+	r.one(ctx, c, kindControl, 1, 0)
+	r.markDown()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o := r.res[[2]int{c.From, c.To}]
+	if o == nil || len(o.tries) < 2 || o.tries[len(o.tries)-1].role != kindControl || o.tries[0].gbps <= 0 {
+		return 0
+	}
+	drift := o.tries[len(o.tries)-1].gbps / o.tries[0].gbps
+	return r.limit * min(1, drift)
+}
+
+// control picks the control of a re-test of t: a direction whose first
+// try was fine, both its hosts up and neither of t's, taking the fleet's
+// directions in turn.
+func (r *run) control(t Test) (Test, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var dirs [][2]int
+	for _, p := range r.pairs {
+		dirs = append(dirs, [2]int{p.A, p.B}, [2]int{p.B, p.A})
+	}
+	for range dirs {
+		d := dirs[r.nextControl%len(dirs)]
+		r.nextControl++
+		if d[0] == t.From || d[0] == t.To || d[1] == t.From || d[1] == t.To || r.down[d[0]] != nil || r.down[d[1]] != nil {
+			continue
+		}
+		if o := r.res[d]; o != nil && o.err == nil && len(o.tries) > 0 && o.tries[0].gbps >= r.limit {
+			return Test{From: d[0], To: d[1]}, true
+		}
+	}
+	return Test{}, false
+}
+
+// one runs test t, or fails it at once when one of its hosts is down;
+// slowBelow, when not 0, is what the try is judged against.
+func (r *run) one(ctx context.Context, t Test, kind testKind, atOnce int, slowBelow float64) {
 	key := [2]int{t.From, t.To}
 	r.mu.Lock()
 	o := r.res[key]
@@ -391,10 +462,10 @@ func (r *run) one(ctx context.Context, t Test, kind testKind, atOnce int) {
 	r.done++
 	o.ran = true
 	switch {
-	case err != nil && kind != kindRetest:
+	case err != nil && (kind == kindFirst || kind == kindProbe):
 		o.err = err
 	case err == nil:
-		o.tries = append(o.tries, try{gbps: m.Gbps, runID: m.RunID, atOnce: atOnce, contention: m.Contention,
+		o.tries = append(o.tries, try{gbps: m.Gbps, runID: m.RunID, atOnce: atOnce, contention: m.Contention, role: kind, slowBelow: slowBelow,
 			span: Span{Start: m.Start.UTC().Round(time.Millisecond), End: m.End.UTC().Round(time.Millisecond)}})
 		r.noteIfaces(t, m)
 	}
@@ -408,7 +479,7 @@ func (r *run) one(ctx context.Context, t Test, kind testKind, atOnce int) {
 	}
 	if r.opts.Progress != nil {
 		ev := Event{From: r.hosts[t.From].Name, To: r.hosts[t.To].Name, Retest: kind == kindRetest, Probe: kind == kindProbe,
-			Err: err, Done: r.done, Total: r.total}
+			Control: kind == kindControl, Err: err, Done: r.done, Total: r.total}
 		if err == nil {
 			ev.Gbps, ev.Contention = m.Gbps, m.Contention
 		}
@@ -501,6 +572,14 @@ func (r *run) legsOf(tests []Test) [][]Test {
 	return legs
 }
 
+// limit is the Gbit/s a try is judged against: its own, else the run's.
+func (t try) limit(run float64) float64 {
+	if t.slowBelow > 0 {
+		return t.slowBelow
+	}
+	return run
+}
+
 // budget is how many re-tests a direction gets: retests, and one more
 // when a try was contended (it told nothing).
 func (o *outcome) budget(retests int) int {
@@ -525,7 +604,7 @@ func (o *outcome) unsettled(limit float64, need int) bool {
 	}
 	clean := 0
 	for _, t := range o.tries {
-		if t.gbps >= limit {
+		if t.gbps >= t.limit(limit) {
 			return false
 		}
 		if t.contention == "" {

@@ -33,6 +33,9 @@ type fakeNet struct {
 	busy     map[string]bool
 	cancelAt int // cancel after this many calls (with cancel)
 	cancel   context.CancelFunc
+	// slowAfter: from this call on, every test runs at half speed (the
+	// load on a shared machine rose after the first tries).
+	slowAfter int
 
 	mu      sync.Mutex
 	calls   int
@@ -98,6 +101,9 @@ func (f *fakeNet) Run(ctx context.Context, s Spec) (Measurement, error) {
 	}
 	if try <= f.flaky[key] {
 		g = f.base / 10
+	}
+	if f.slowAfter > 0 && int(id) >= f.slowAfter {
+		g /= 2
 	}
 	m := Measurement{Gbps: g, RunID: id}
 	if try <= f.contend[key] {
@@ -223,7 +229,13 @@ func TestRunBlame(t *testing.T) {
 			if len(res.Retests) != tt.retests {
 				t.Errorf("%d re-tests, want %d: %+v", len(res.Retests), tt.retests, res.Retests)
 			}
-			if wantCalls := tt.n*(tt.n-1) + tt.retests + tt.pathChecks; tt.net.calls != wantCalls {
+			// A serial re-test runs after a control (a fine test between
+			// two other hosts), when four hosts or more give one.
+			again := tt.retests + tt.pathChecks
+			if !tt.parallel && tt.n >= 4 {
+				again *= 2
+			}
+			if wantCalls := tt.n*(tt.n-1) + again; tt.net.calls != wantCalls {
 				t.Errorf("%d tests ran, want %d", tt.net.calls, wantCalls)
 			}
 			for _, s := range tt.net.specs {
@@ -415,7 +427,7 @@ func TestWriteText(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"fleet: 6 hosts, design all, pattern pairs, 15 pairs in 5 rounds; 35 tests of 10s with 1 stream", "row sends to column",
+	for _, want := range []string{"fleet: 6 hosts, design all, pattern pairs, 15 pairs in 5 rounds; 40 tests of 10s with 1 stream", "row sends to column",
 		"h03→h01", "slow again", "failed: h01→h02: agent died", "host h03 (send side, slow)", "path h01→h02 (failed)", "verdict: 2 outliers"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text lacks %q:\n%s", want, out)
@@ -472,8 +484,8 @@ func TestRunSpans(t *testing.T) {
 			spans = append(spans, d.TriesAt...)
 		}
 	}
-	if len(spans) != 21 { // 20 tests and one re-test
-		t.Errorf("%d spans, want 21", len(spans))
+	if len(spans) != 22 { // 20 tests, a control and a re-test
+		t.Errorf("%d spans, want 22", len(spans))
 	}
 	slices.SortFunc(spans, func(a, b Span) int { return a.Start.Compare(b.Start) })
 	for i := 1; i < len(spans); i++ {
@@ -492,5 +504,63 @@ func TestRunSpans(t *testing.T) {
 				t.Errorf("%s-%s: %+v is not the runner's window", p.A, p.B, sp)
 			}
 		}
+	}
+}
+
+// TestSerialRetestsAgainstControls: a serial run's re-tests come after the
+// first tries, when the load may be another: here every test runs at half
+// speed from the 31st on. A test slow at first for its own reasons, re-
+// tested then, is judged against a control run just before it (a fine
+// test between two other hosts, at half speed too): it comes back, and
+// nothing is blamed, where the run's own limit would blame its path. A
+// real fault stays slow against its controls.
+func TestSerialRetestsAgainstControls(t *testing.T) {
+	flaky := [2]string{"h02", "h05"}
+	f := &fakeNet{base: 9.5, flaky: map[[2]string]int{flaky: 1}, slowAfter: 31}
+	res := runFake(t, 6, opts(), f)
+	if got := outliers(res); got != "" {
+		t.Fatalf("outliers %q under a load that rose after the first tries", got)
+	}
+	var d Direction
+	for _, p := range res.Pairs {
+		if p.A == "h02" && p.B == "h05" {
+			d = p.AToB
+		}
+	}
+	if d.Status != StatusOK || len(d.TriesGbps) != 2 || !slices.Equal(d.TriesRole, []string{"first", "retest"}) ||
+		len(d.TriesSlowBelow) != 2 || d.TriesSlowBelow[1] > 0.6*d.TriesSlowBelow[0] {
+		t.Errorf("h02→h05: %+v, want ok, re-tested against a limit halved by its control", d)
+	}
+	controls := 0
+	for _, p := range res.Pairs {
+		for _, dir := range []Direction{p.AToB, p.BToA} {
+			for _, role := range dir.TriesRole {
+				if role == "control" {
+					controls++
+				}
+			}
+		}
+	}
+	if controls != 1 || res.Tests != 32 || len(res.Retests) != 1 {
+		t.Errorf("%d controls, %d tests, re-tests %+v; want 1, 32 and h02→h05's", controls, res.Tests, res.Retests)
+	}
+	var b strings.Builder
+	res.WriteText(&b)
+	if !strings.Contains(b.String(), "h02→h05") || !strings.Contains(b.String(), "not slow on re-test") {
+		t.Errorf("text:\n%s", b.String())
+	}
+
+	// A path at a third of the rate stays slow against controls at half.
+	f = &fakeNet{base: 9.5, pathCap: map[[2]string]float64{flaky: 3}, slowAfter: 31}
+	res = runFake(t, 6, opts(), f)
+	if got := outliers(res); got != "path h02-h05 send slow" {
+		t.Errorf("outliers %q, want the path h02→h05", got)
+	}
+	// Without re-tests nothing is controlled.
+	o := opts()
+	o.Retests = -1
+	f = &fakeNet{base: 9.5, flaky: map[[2]string]int{flaky: 1}}
+	if res := runFake(t, 6, o, f); f.calls != 30 || res.Tests != 30 {
+		t.Errorf("no re-tests: %d calls", f.calls)
 	}
 }

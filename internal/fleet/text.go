@@ -33,8 +33,16 @@ func (r *Result) WriteText(w io.Writer) error {
 			for i, g := range t.RetestsGbps {
 				rs = append(rs, gbpsText(g)+r.onceMark(t.AtOnce, i+1))
 			}
-			fmt.Fprintf(&b, "  %s→%s  %s%s, then %s Gbit/s: %s\n", t.From, t.To, gbpsText(t.FirstGbps), r.onceMark(t.AtOnce, 0),
-				strings.Join(rs, ", "), retestText(t))
+			against := ""
+			if len(t.SlowBelowGbps) > 1 {
+				var ls []string
+				for _, l := range t.SlowBelowGbps[1:] {
+					ls = append(ls, gbpsText(l))
+				}
+				against = " (slow below " + strings.Join(ls, ", ") + " Gbit/s: a control test ran just before each)"
+			}
+			fmt.Fprintf(&b, "  %s→%s  %s%s, then %s Gbit/s%s: %s\n", t.From, t.To, gbpsText(t.FirstGbps), r.onceMark(t.AtOnce, 0),
+				strings.Join(rs, ", "), against, retestText(t))
 		}
 	}
 	for _, p := range r.Pairs {

@@ -173,7 +173,7 @@ func (fb *fleetBuilder) retestsSection() (*section, error) {
 		return omitted(id, title, "Re-tests: no test was slow, so none was tried again."), nil
 	}
 	s := &section{ID: id, Title: title}
-	how := "one test at a time"
+	how := "one test at a time, each just after a control (a test that was fine, between two other hosts, run again: the slow limit is scaled by how it fared, so that a re-test is judged by the load of its moment)"
 	if fb.res.Parallel {
 		how = "as the first tries ran: in legs of disjoint tests at once (the At once column says how many ran together, the first try first)"
 	}

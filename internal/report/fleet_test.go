@@ -87,7 +87,7 @@ func TestFleetReport(t *testing.T) {
 	for _, want := range []string{
 		"Host h03 is slow when it sends", "<strong>h03: send side</strong>", "The path h05→h01 failed", "<strong>h05→h01</strong>",
 		"linerate doctor   # on h03", "linerate bench 198.18.0.1 --repeat 5   # on h05, with &#39;linerate serve&#39; on h01",
-		"h01 – h02", "fleet-test", "15 pairs in 5 rounds, 35 tests run",
+		"h01 – h02", "fleet-test", "15 pairs in 5 rounds, 40 tests run",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)
