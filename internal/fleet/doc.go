@@ -19,9 +19,9 @@
 // of the median of the schedule's first tries. Slow tests are tried again
 // as they first ran (in legs of disjoint tests at once with Parallel; one
 // at a time after a control otherwise), and a test is slow when every try
-// was and two of them were free of contention; a test whose own record
-// shows contention (Measurement.Contention) on most tries is inconclusive,
-// never blamed. Sides are blamed one at a time, the most convincing first:
+// was and two of them were free of contention; one slow every time with
+// fewer tries free of it (its own record shows contention:
+// Measurement.Contention) is inconclusive, never blamed. Sides are blamed one at a time, the most convincing first:
 // a host slow with most of its partners when it sends is blamed on its
 // send side (and likewise on its receive side, or both), each blamed side
 // explaining its tests for their other ends; the slow tests no blamed side
