@@ -464,6 +464,19 @@ func runFleet(cmd *cobra.Command, env *cliEnv, f fleetFlags) error {
 		}
 		fmt.Fprintf(env.stderr, "[%d/%d] %s → %s%s: %s\n", ev.Done, ev.Total, ev.From, ev.To, kind, what)
 	}
+	// A host whose agent did not start is failed with its own reason,
+	// even where its every test is with another such host.
+	for _, h := range hosts {
+		if agents == nil {
+			break
+		}
+		if err := agents.Down(h); err != nil {
+			if opts.Down == nil {
+				opts.Down = map[string]error{}
+			}
+			opts.Down[h.Name] = err
+		}
+	}
 	res, runErr := fleet.Run(ctx, hosts, opts, rn)
 	if res != nil {
 		adv := advisor{f: f, src: src, agents: agents, bin: adviceBinary()}

@@ -88,6 +88,12 @@ type Options struct {
 	// DefaultRetests, a negative number none.
 	Retests int
 	Label   string
+	// Down are hosts known to be down before the run starts, by name
+	// (their agents did not start): each is failed with its own reason
+	// and its tests are not run. Otherwise a host is found down by the
+	// first test it takes part in, and a test of two down hosts names
+	// only one of them.
+	Down map[string]error
 	// Progress, when set, is called after every test (from one goroutine
 	// at a time).
 	Progress func(Event)
@@ -275,6 +281,11 @@ func Run(ctx context.Context, hosts []Host, opts Options, runner Runner) (*Resul
 	r := &run{hosts: hosts, opts: opts, runner: runner, sched: sched, res: map[[2]int]*outcome{},
 		down: map[int]error{}, suspect: map[[2]int]bool{}, checked: map[[2]int]bool{}, total: sched.Tests(),
 		rng: rand.New(rand.NewPCG(uint64(opts.Seed), 0x70726f6265))} // "probe"
+	for i, h := range hosts {
+		if err := opts.Down[h.Name]; err != nil {
+			r.down[i] = &HostDownError{Host: h.Name, Err: err}
+		}
+	}
 	for ri, round := range sched.Rounds {
 		for _, p := range round {
 			r.pairs = append(r.pairs, testedPair{Pair: p, round: ri + 1})

@@ -333,6 +333,24 @@ func TestRunFailures(t *testing.T) {
 		t.Errorf("%d failed pairs, want 5", fails)
 	}
 
+	// Hosts known down before the run (their agents did not start) are
+	// failed each with its own reason, and none of their tests runs.
+	f = &fakeNet{base: 9.5}
+	o := opts()
+	o.Down = map[string]error{"h01": errors.New("its agent did not start: ssh: connection timed out"), "h02": errors.New("its agent did not start: ssh: no route to host")}
+	res, err := Run(context.Background(), fleetOf(2), o, f)
+	if err == nil || f.calls != 0 {
+		t.Errorf("two hosts, both down: %d tests ran, error %v; want none and an error", f.calls, err)
+	}
+	if got := outliers(res); got != "host h01 both failed; host h02 both failed" {
+		t.Errorf("outliers %q, want both hosts failed", got)
+	}
+	for i, why := range []string{"timed out", "no route"} {
+		if i < len(res.Outliers) && !strings.Contains(res.Outliers[i].Evidence, why) {
+			t.Errorf("%s's evidence %q: not its own reason (%s)", res.Outliers[i].Name, res.Outliers[i].Evidence, why)
+		}
+	}
+
 	// Every test failing is an error, with the reason.
 	f = &fakeNet{base: 9.5, down: map[string]bool{"h01": true, "h02": true}}
 	if _, err := Run(context.Background(), fleetOf(2), opts(), f); err == nil || !strings.Contains(err.Error(), "connection refused") {
