@@ -442,7 +442,7 @@ func (b *blame) outliers() []Outlier {
 		case len(j.partners[h]) >= 2 && 2*len(failedWith) > len(j.partners[h]):
 			failedHost[h] = true
 			out = append(out, Outlier{Kind: KindHost, Name: r.hosts[h].Name, Direction: DirBoth, Cause: CauseFailed,
-				Evidence: fmt.Sprintf("tests with %d of its %d partners failed; the first: %s", len(failedWith), len(j.partners[h]), b.firstFailure(h, failedWith)),
+				Evidence: fmt.Sprintf("tests with %d of its %d partner%s failed; the first: %s", len(failedWith), len(j.partners[h]), plural(len(j.partners[h])), b.firstFailure(h, failedWith)),
 				Partners: b.names(failedWith)})
 		}
 	}
@@ -506,11 +506,11 @@ func (b *blame) hostOutlier(h int) (Outlier, bool) {
 	m := round3(median(gbps))
 	switch dir {
 	case DirSend:
-		ev = fmt.Sprintf("it sent at %s Gbit/s (median) to %d of its %d partners", gbpsText(m), len(sp), sm)
+		ev = fmt.Sprintf("it sent at %s Gbit/s (median) to %d of its %d partner%s", gbpsText(m), len(sp), sm, plural(sm))
 	case DirReceive:
-		ev = fmt.Sprintf("it received at %s Gbit/s (median) from %d of its %d partners", gbpsText(m), len(rp), rm)
+		ev = fmt.Sprintf("it received at %s Gbit/s (median) from %d of its %d partner%s", gbpsText(m), len(rp), rm, plural(rm))
 	default:
-		ev = fmt.Sprintf("it sent to %d of its %d partners and received from %d of %d at %s Gbit/s (median)", len(sp), sm, len(rp), rm, gbpsText(m))
+		ev = fmt.Sprintf("it sent to %d of its %d partner%s and received from %d of %d at %s Gbit/s (median)", len(sp), sm, plural(sm), len(rp), rm, gbpsText(m))
 	}
 	if probes := b.probeText(h, snd, rcv); probes != "" {
 		ev += ", " + probes
