@@ -413,23 +413,95 @@ func (r *run) controlled(ctx context.Context, t Test) float64 {
 // try was fine, both its hosts up and neither of t's, taking the fleet's
 // directions in turn.
 func (r *run) control(t Test) (Test, bool) {
+	c := r.controls(t, 1)
+	if len(c) == 0 {
+		return Test{}, false
+	}
+	return c[0], true
+}
+
+// controls picks up to n controls for t that share no host with t nor
+// with each other, as control does.
+func (r *run) controls(t Test, n int) []Test {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var dirs [][2]int
 	for _, p := range r.pairs {
 		dirs = append(dirs, [2]int{p.A, p.B}, [2]int{p.B, p.A})
 	}
+	busy := map[int]bool{t.From: true, t.To: true}
+	var out []Test
 	for range dirs {
+		if len(out) == n {
+			break
+		}
 		d := dirs[r.nextControl%len(dirs)]
 		r.nextControl++
-		if d[0] == t.From || d[0] == t.To || d[1] == t.From || d[1] == t.To || r.down[d[0]] != nil || r.down[d[1]] != nil {
+		if busy[d[0]] || busy[d[1]] || r.down[d[0]] != nil || r.down[d[1]] != nil {
 			continue
 		}
 		if o := r.res[d]; o != nil && o.err == nil && len(o.tries) > 0 && o.tries[0].gbps >= r.limit {
-			return Test{From: d[0], To: d[1]}, true
+			out = append(out, Test{From: d[0], To: d[1]})
+			busy[d[0]], busy[d[1]] = true, true
 		}
 	}
-	return Test{}, false
+	return out
+}
+
+// maxPathControls bounds the controls that run at once with a path's
+// re-test in a concurrent run: enough for a median of the moment, where
+// a large fleet's first legs ran hundreds of tests at once.
+const maxPathControls = 2
+
+// pathLeg runs a re-test of t, a slow test no blamed side explains, at
+// once with controls (tests that were fine, between other hosts, again),
+// as many as ran with t's first try and at most maxPathControls: in a
+// concurrent run a path's re-tests would otherwise run with other slow
+// tests only, and a leg of tests slow together says more about the
+// moment (shared CPUs, a busy fabric) than about any one path. The try
+// is judged against the run's slow limit scaled by the controls' median
+// against their own first tries (never raised), as a serial re-test is.
+func (r *run) pathLeg(ctx context.Context, t Test) {
+	key := [2]int{t.From, t.To}
+	r.mu.Lock()
+	first := 1
+	if o := r.res[key]; o != nil && len(o.tries) > 0 {
+		first = o.tries[0].atOnce
+	}
+	r.mu.Unlock()
+	cs := r.controls(t, min(maxPathControls, first-1))
+	r.mu.Lock()
+	r.total += len(cs)
+	r.legs++
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	for i, c := range append([]Test{t}, cs...) {
+		kind := kindControl
+		if i == 0 {
+			kind = kindRetest
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.one(ctx, c, kind, 1+len(cs), 0)
+		}()
+	}
+	wg.Wait()
+	r.markDown()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var drift []float64
+	for _, c := range cs {
+		o := r.res[[2]int{c.From, c.To}]
+		if o != nil && len(o.tries) >= 2 && o.tries[len(o.tries)-1].role == kindControl && o.tries[0].gbps > 0 {
+			drift = append(drift, o.tries[len(o.tries)-1].gbps/o.tries[0].gbps)
+		}
+	}
+	o := r.res[key]
+	if len(drift) == 0 || o == nil || len(o.tries) == 0 || o.tries[len(o.tries)-1].role != kindRetest {
+		return
+	}
+	o.tries[len(o.tries)-1].slowBelow = r.limit * min(1, median(drift))
 }
 
 // one runs test t, or fails it at once when one of its hosts is down;
@@ -628,7 +700,9 @@ func (o *outcome) unsettled(limit float64, need int) bool {
 // checkPaths re-tests, Retests times more, each slow test that no blamed
 // side explains, before it is blamed on its path: one direction of one
 // pair is all the evidence a path has, where a host has its partners'
-// votes, so it must stay slow longer. The tries run as re-tests do.
+// votes, so it must stay slow longer. The tries run as re-tests do, each
+// beside controls of its moment: in a leg of its own with controls at
+// once when the run is concurrent (pathLeg), after one otherwise.
 func (r *run) checkPaths(ctx context.Context) {
 	if !r.haveLimit || r.opts.Retests == 0 {
 		return
@@ -644,11 +718,20 @@ func (r *run) checkPaths(ctx context.Context) {
 		r.mu.Lock()
 		r.total += len(slow)
 		r.mu.Unlock()
-		for _, leg := range r.legsOf(slow) {
-			if ctx.Err() != nil {
-				return
+		if r.opts.Parallel {
+			for _, t := range slow {
+				if ctx.Err() != nil {
+					return
+				}
+				r.pathLeg(ctx, t)
 			}
-			r.runLeg(ctx, leg, kindRetest)
+		} else {
+			for _, leg := range r.legsOf(slow) {
+				if ctx.Err() != nil {
+					return
+				}
+				r.runLeg(ctx, leg, kindRetest)
+			}
 		}
 		slow = slices.DeleteFunc(slow, func(t Test) bool {
 			return r.res[[2]int{t.From, t.To}].status(r.limit, true, r.need()) != StatusSlow

@@ -231,9 +231,14 @@ func TestRunBlame(t *testing.T) {
 			}
 			// A serial re-test runs after a control (a fine test between
 			// two other hosts), when four hosts or more give one.
+			// A concurrent path check runs at once with as many controls
+			// as ran with its first try, at most two.
 			again := tt.retests + tt.pathChecks
 			if !tt.parallel && tt.n >= 4 {
 				again *= 2
+			}
+			if tt.parallel {
+				again += tt.pathChecks * min(maxPathControls, tt.n/2-1)
 			}
 			if wantCalls := tt.n*(tt.n-1) + again; tt.net.calls != wantCalls {
 				t.Errorf("%d tests ran, want %d", tt.net.calls, wantCalls)
@@ -580,5 +585,57 @@ func TestSerialRetestsAgainstControls(t *testing.T) {
 	f = &fakeNet{base: 9.5, flaky: map[[2]string]int{flaky: 1}}
 	if res := runFake(t, 6, o, f); f.calls != 30 || res.Tests != 30 {
 		t.Errorf("no re-tests: %d calls", f.calls)
+	}
+}
+
+// TestConcurrentPathChecksAgainstControls: in a concurrent run every test
+// runs at half speed from the 31st on (after the first tries). A path slow
+// at first for its own reasons and at half speed on re-test (the load of
+// its moment, with nothing to compare) is tried again beside controls, at
+// once with it: they run at half speed too, so it comes back, and nothing
+// is blamed. A real fault stays slow beside its controls.
+func TestConcurrentPathChecksAgainstControls(t *testing.T) {
+	flaky := [2]string{"h02", "h05"}
+	o := opts()
+	o.Parallel = true
+	f := &fakeNet{base: 9.5, flaky: map[[2]string]int{flaky: 1}, slowAfter: 31}
+	res := runFake(t, 6, o, f)
+	if got := outliers(res); got != "" {
+		t.Fatalf("outliers %q under a load that rose after the first tries\n%s", got, res.Verdict)
+	}
+	var d Direction
+	for _, p := range res.Pairs {
+		if p.A == "h02" && p.B == "h05" {
+			d = p.AToB
+		}
+	}
+	// first, a re-test slow at the run's limit, a path check beside two
+	// controls judged against a limit halved by them.
+	if n := len(d.TriesRole); n < 3 || d.TriesRole[n-1] != "retest" || d.TriesAtOnce[n-1] != 3 ||
+		len(d.TriesSlowBelow) != n || d.TriesSlowBelow[n-1] > 0.6*d.TriesSlowBelow[0] || d.Status != StatusOK {
+		t.Errorf("h02→h05: %+v, want ok, its last try at once with 2 controls against a limit they halved", d)
+	}
+	controls := 0
+	for _, p := range res.Pairs {
+		for _, dir := range []Direction{p.AToB, p.BToA} {
+			for i, role := range dir.TriesRole {
+				if role == "control" {
+					controls++
+					if dir.TriesAtOnce[i] != 3 {
+						t.Errorf("%s-%s: a control with %d tests at once, want 3", p.A, p.B, dir.TriesAtOnce[i])
+					}
+				}
+			}
+		}
+	}
+	if controls != 2 {
+		t.Errorf("%d controls, want 2 (one path check)", controls)
+	}
+
+	// A path at a third of the rate stays slow beside controls at half.
+	f = &fakeNet{base: 9.5, pathCap: map[[2]string]float64{flaky: 3}, slowAfter: 31}
+	res = runFake(t, 6, o, f)
+	if got := outliers(res); got != "path h02-h05 send slow" {
+		t.Errorf("outliers %q, want the path h02→h05", got)
 	}
 }
