@@ -413,26 +413,29 @@ func (r *run) controlled(ctx context.Context, t Test) float64 {
 // try was fine, both its hosts up and neither of t's, taking the fleet's
 // directions in turn.
 func (r *run) control(t Test) (Test, bool) {
-	c := r.controls(t, 1)
+	c := r.controls([]Test{t}, 1)
 	if len(c) == 0 {
 		return Test{}, false
 	}
 	return c[0], true
 }
 
-// controls picks up to n controls for t that share no host with t nor
-// with each other, as control does.
-func (r *run) controls(t Test, n int) []Test {
+// controls picks up to n controls, as control does, that share no host
+// with the tests of avoid nor with each other.
+func (r *run) controls(avoid []Test, n int) []Test {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var dirs [][2]int
 	for _, p := range r.pairs {
 		dirs = append(dirs, [2]int{p.A, p.B}, [2]int{p.B, p.A})
 	}
-	busy := map[int]bool{t.From: true, t.To: true}
+	busy := map[int]bool{}
+	for _, t := range avoid {
+		busy[t.From], busy[t.To] = true, true
+	}
 	var out []Test
 	for range dirs {
-		if len(out) == n {
+		if len(out) >= n {
 			break
 		}
 		d := dirs[r.nextControl%len(dirs)]
@@ -448,42 +451,58 @@ func (r *run) controls(t Test, n int) []Test {
 	return out
 }
 
-// maxPathControls bounds the controls that run at once with a path's
-// re-test in a concurrent run: enough for a median of the moment, where
-// a large fleet's first legs ran hundreds of tests at once.
+// maxPathControls bounds the controls that run at once with a concurrent
+// run's path checks: enough for a median of the moment, where a large
+// fleet's first legs ran hundreds of tests at once.
 const maxPathControls = 2
 
-// pathLeg runs a re-test of t, a slow test no blamed side explains, at
-// once with controls (tests that were fine, between other hosts, again),
-// as many as ran with t's first try and at most maxPathControls: in a
-// concurrent run a path's re-tests would otherwise run with other slow
-// tests only, and a leg of tests slow together says more about the
-// moment (shared CPUs, a busy fabric) than about any one path. The try
-// is judged against the run's slow limit scaled by the controls' median
-// against their own first tries (never raised), as a serial re-test is.
-func (r *run) pathLeg(ctx context.Context, t Test) {
-	key := [2]int{t.From, t.To}
+// pathLegs runs the re-tests of slow tests no blamed side explains in a
+// concurrent run at once with controls (tests that were fine, between
+// other hosts, again): a leg of such re-tests alone holds slow tests
+// only, and tests slow together say more about the moment (shared CPUs,
+// a busy fabric) than about any one path. Each leg holds as many tests as
+// the paths' first tries ran with, up to maxPathControls of them
+// controls, and at least one path; each try is judged against the run's
+// slow limit scaled by its controls' median against their own first
+// tries (never raised), as a serial re-test is.
+func (r *run) pathLegs(ctx context.Context, slow []Test) {
 	r.mu.Lock()
-	first := 1
-	if o := r.res[key]; o != nil && len(o.tries) > 0 {
-		first = o.tries[0].atOnce
+	size := 1
+	for _, t := range slow {
+		if o := r.res[[2]int{t.From, t.To}]; o != nil && len(o.tries) > 0 {
+			size = max(size, o.tries[0].atOnce)
+		}
 	}
 	r.mu.Unlock()
-	cs := r.controls(t, min(maxPathControls, first-1))
+	per := max(1, size-maxPathControls)
+	for _, leg := range pack(slow) {
+		for len(leg) > 0 {
+			if ctx.Err() != nil {
+				return
+			}
+			n := min(per, len(leg))
+			r.pathLeg(ctx, leg[:n], r.controls(leg[:n], min(maxPathControls, size-n)))
+			leg = leg[n:]
+		}
+	}
+}
+
+// pathLeg runs paths and their controls cs at once (pathLegs).
+func (r *run) pathLeg(ctx context.Context, paths, cs []Test) {
 	r.mu.Lock()
 	r.total += len(cs)
 	r.legs++
 	r.mu.Unlock()
 	var wg sync.WaitGroup
-	for i, c := range append([]Test{t}, cs...) {
-		kind := kindControl
-		if i == 0 {
-			kind = kindRetest
+	for i, t := range append(slices.Clone(paths), cs...) {
+		kind := kindRetest
+		if i >= len(paths) {
+			kind = kindControl
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.one(ctx, c, kind, 1+len(cs), 0)
+			r.one(ctx, t, kind, len(paths)+len(cs), 0)
 		}()
 	}
 	wg.Wait()
@@ -497,11 +516,15 @@ func (r *run) pathLeg(ctx context.Context, t Test) {
 			drift = append(drift, o.tries[len(o.tries)-1].gbps/o.tries[0].gbps)
 		}
 	}
-	o := r.res[key]
-	if len(drift) == 0 || o == nil || len(o.tries) == 0 || o.tries[len(o.tries)-1].role != kindRetest {
+	if len(drift) == 0 {
 		return
 	}
-	o.tries[len(o.tries)-1].slowBelow = r.limit * min(1, median(drift))
+	below := r.limit * min(1, median(drift))
+	for _, t := range paths {
+		if o := r.res[[2]int{t.From, t.To}]; o != nil && len(o.tries) > 0 && o.tries[len(o.tries)-1].role == kindRetest {
+			o.tries[len(o.tries)-1].slowBelow = below
+		}
+	}
 }
 
 // one runs test t, or fails it at once when one of its hosts is down;
@@ -702,7 +725,7 @@ func (o *outcome) unsettled(limit float64, need int) bool {
 // pair is all the evidence a path has, where a host has its partners'
 // votes, so it must stay slow longer. The tries run as re-tests do, each
 // beside controls of its moment: in a leg of its own with controls at
-// once when the run is concurrent (pathLeg), after one otherwise.
+// once when the run is concurrent (pathLegs), after one otherwise.
 func (r *run) checkPaths(ctx context.Context) {
 	if !r.haveLimit || r.opts.Retests == 0 {
 		return
@@ -719,12 +742,7 @@ func (r *run) checkPaths(ctx context.Context) {
 		r.total += len(slow)
 		r.mu.Unlock()
 		if r.opts.Parallel {
-			for _, t := range slow {
-				if ctx.Err() != nil {
-					return
-				}
-				r.pathLeg(ctx, t)
-			}
+			r.pathLegs(ctx, slow)
 		} else {
 			for _, leg := range r.legsOf(slow) {
 				if ctx.Err() != nil {
