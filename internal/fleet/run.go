@@ -724,8 +724,8 @@ func (o *outcome) unsettled(limit float64, need int) bool {
 // side explains, before it is blamed on its path: one direction of one
 // pair is all the evidence a path has, where a host has its partners'
 // votes, so it must stay slow longer. The tries run as re-tests do, each
-// beside controls of its moment: in a leg of its own with controls at
-// once when the run is concurrent (pathLegs), after one otherwise.
+// beside controls of its moment: in legs with controls at once when the
+// run is concurrent (pathLegs), after one otherwise.
 func (r *run) checkPaths(ctx context.Context) {
 	if !r.haveLimit || r.opts.Retests == 0 {
 		return
