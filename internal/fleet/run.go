@@ -463,8 +463,10 @@ const maxPathControls = 2
 // a busy fabric) than about any one path. Each leg holds as many tests as
 // the paths' first tries ran with, up to maxPathControls of them
 // controls, and at least one path; each try is judged against the run's
-// slow limit scaled by its controls' median against their own first
-// tries (never raised), as a serial re-test is.
+// slow limit scaled by how its best control fared against its own first
+// try (never raised), as a serial re-test is: the limit is lowered only
+// as far as every control shows the moment slow, not by one control's
+// dip.
 func (r *run) pathLegs(ctx context.Context, slow []Test) {
 	r.mu.Lock()
 	size := 1
@@ -519,7 +521,7 @@ func (r *run) pathLeg(ctx context.Context, paths, cs []Test) {
 	if len(drift) == 0 {
 		return
 	}
-	below := r.limit * min(1, median(drift))
+	below := r.limit * min(1, slices.Max(drift))
 	for _, t := range paths {
 		if o := r.res[[2]int{t.From, t.To}]; o != nil && len(o.tries) > 0 && o.tries[len(o.tries)-1].role == kindRetest {
 			o.tries[len(o.tries)-1].slowBelow = below
