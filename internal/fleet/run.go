@@ -464,9 +464,9 @@ const maxPathControls = 2
 // the paths' first tries ran with, up to maxPathControls of them
 // controls, and at least one path; each try is judged against the run's
 // slow limit scaled by how its best control fared against its own first
-// try (never raised), as a serial re-test is: the limit is lowered only
-// as far as every control shows the moment slow, not by one control's
-// dip.
+// try (never raised), as a serial re-test is, when every control ran free
+// of contention: the limit is lowered only as far as every control shows
+// the moment slow, not by one control's dip.
 func (r *run) pathLegs(ctx context.Context, slow []Test) {
 	r.mu.Lock()
 	size := 1
@@ -511,12 +511,21 @@ func (r *run) pathLeg(ctx context.Context, paths, cs []Test) {
 	r.markDown()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// Every control must have run, free of contention: a control whose
+	// record shows contention ran without its CPUs and says nothing of a
+	// try that had them, and one control alone may have dipped for no
+	// lasting reason.
 	var drift []float64
 	for _, c := range cs {
 		o := r.res[[2]int{c.From, c.To}]
-		if o != nil && len(o.tries) >= 2 && o.tries[len(o.tries)-1].role == kindControl && o.tries[0].gbps > 0 {
-			drift = append(drift, o.tries[len(o.tries)-1].gbps/o.tries[0].gbps)
+		if o == nil || len(o.tries) < 2 || o.tries[0].gbps <= 0 {
+			return
 		}
+		last := o.tries[len(o.tries)-1]
+		if last.role != kindControl || last.contention != "" {
+			return
+		}
+		drift = append(drift, last.gbps/o.tries[0].gbps)
 	}
 	if len(drift) == 0 {
 		return
