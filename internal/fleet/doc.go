@@ -25,7 +25,9 @@
 // a host slow with most of its partners when it sends is blamed on its
 // send side (and likewise on its receive side, or both), each blamed side
 // explaining its tests for their other ends; the slow tests no blamed side
-// explains, tried again, are blamed on their paths. A test that fails (an
+// explains, tried again (with Parallel at once with controls, fine tests
+// run again that scale the limit to their moment), are blamed on their
+// paths. A test that fails (an
 // unreachable host, an agent that died) is recorded with its reason and
 // the run goes on; a host that fails with most partners is blamed too.
 //
