@@ -468,7 +468,7 @@ func runFleet(cmd *cobra.Command, env *cliEnv, f fleetFlags) error {
 	// even where its every test is with another such host.
 	for _, h := range hosts {
 		if agents == nil {
-			break
+			break // perftest: no agents
 		}
 		if err := agents.Down(h); err != nil {
 			if opts.Down == nil {
