@@ -130,7 +130,7 @@ Exit status: 0 it ran, 2 it could not.`,
 	fl.VarP(&f.duration, "time", "t", "measured time: seconds (10) or a duration (1m30s)")
 	fl.VarP(&f.omit, "omit", "O", "warm-up before measuring, not counted")
 	fl.VarP(&f.interval, "interval", "i", "report interval, 100ms to 60s")
-	fl.IntVarP(&f.streams, "parallel", "P", 1, "parallel streams (each way with --bidir), 1 to 128")
+	fl.IntVarP(&f.streams, "streams", "P", 1, "parallel streams (each way with --bidir), 1 to 128")
 	fl.StringVarP(&f.affinity, "affinity", "A", "", "pin stream threads: CLIENT_CPUS,SERVER_CPUS (0,1 or 0-3,4-7), CLIENT/SERVER (0,2/1,3) or CLIENT")
 	fl.BoolVarP(&f.reverse, "reverse", "R", false, "the agent sends, the client receives")
 	fl.BoolVar(&f.bidir, "bidir", false, "send both ways at once")
@@ -164,6 +164,9 @@ Exit status: 0 it ran, 2 it could not.`,
 	fl.IntVarP(&f.udpLen, "length", "l", 1460, "--udp: datagram payload bytes (16 to 65507)")
 	fl.BoolVar(&f.labClient, bench.LabClientFlag, false, "the client of a lab run: read the test on stdin (linerate runs itself so in a lab host)")
 	fl.MarkHidden(bench.LabClientFlag)
+	// -P's long name is --streams in every command; iperf3's --parallel
+	// is kept, hidden, for a release (fleet's "at once" is --concurrent).
+	fl.SetNormalizeFunc(aliases(map[string]string{"parallel": "streams"}))
 	return cmd
 }
 

@@ -22,7 +22,7 @@ func (f benchFlags) checkProbe(cmd *cobra.Command) error {
 		}
 		return nil
 	}
-	for _, n := range []string{"parallel", "reverse", "bidir", "window", "zerocopy", "congestion", "fq-rate", "sweep-streams"} {
+	for _, n := range []string{"streams", "reverse", "bidir", "window", "zerocopy", "congestion", "fq-rate", "sweep-streams"} {
 		if fl.Changed(n) {
 			return fmt.Errorf("--%s is for TCP streams: a latency or UDP test has one connection, client to agent", n)
 		}

@@ -20,7 +20,8 @@ func TestBenchProbeRefuses(t *testing.T) {
 		{[]string{"--latency", "--rate", "fast"}, `--rate "fast"`},
 		{[]string{"--latency", "--rate", "0"}, `--rate "0"`},
 		{[]string{"--latency", "--rate", "20M"}, `--rate "20M"`},
-		{[]string{"--latency", "-P", "2"}, "--parallel is for TCP streams"},
+		{[]string{"--latency", "-P", "2"}, "--streams is for TCP streams"},
+		{[]string{"--latency", "--parallel", "2"}, "--streams is for TCP streams"}, // iperf3's name, kept hidden
 		{[]string{"--latency", "-R"}, "--reverse is for TCP streams"},
 		{[]string{"--udp", "-w", "4M"}, "--window is for TCP streams"},
 		{[]string{"--latency", "-b", "1G"}, "-b and -l are for a UDP stream"},

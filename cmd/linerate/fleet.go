@@ -4,12 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/fleet"
@@ -22,10 +28,15 @@ import (
 type fleetFlags struct {
 	hostsFile, labName, k8s string
 	slurm                   bool
+	only                    []string
 	pattern                 string
+	design                  string
+	partners                int
+	seed                    int64
+	plan                    bool
 	duration                seconds
 	streams                 int
-	parallel                bool
+	concurrent              bool
 	threshold               float64
 	retests                 int
 	label                   string
@@ -36,7 +47,7 @@ type fleetFlags struct {
 	json                    bool
 	// engine is what runs each test: native (the agents) or perftest
 	// (ib_write_bw, in a lab's hosts); thresholdSet says --threshold was
-	// given, else perftest takes ClusterKit's rule for RDMA.
+	// given.
 	engine       string
 	thresholdSet bool
 }
@@ -53,13 +64,22 @@ func newFleetCmd(env *cliEnv) *cobra.Command {
 func newFleetRunCmd(env *cliEnv) *cobra.Command {
 	f := fleetFlags{duration: seconds(10 * time.Second), streams: 1, threshold: fleet.DefaultThresholdPct, retests: fleet.DefaultRetests, port: agent.DefaultPort}
 	cmd := &cobra.Command{
-		Use:   "run (--hosts FILE | --lab NAME | --slurm | --k8s SERVICE) [--pattern pairs|ring|star:HOST] [-t DUR] [-P N] [--parallel] [--threshold PCT] [--engine native|perftest] [--json]",
+		Use:   "run (--hosts FILE | --lab NAME | --slurm | --k8s SERVICE) [--design all|sampled] [--partners K] [--concurrent] [-t DUR] [-P N] [--threshold PCT] [--engine native|perftest] [--plan] [--json]",
 		Short: "Run the pair matrix across hosts, and blame the slow host or path",
-		Long: `run tests every pair of hosts in both directions, in the rounds of the circle
-method (n-1 rounds of n/2 disjoint pairs, n rounds for odd n; each round runs
-its pairs one way, then the other). By default one test runs at a time, which
-isolates each link; --parallel runs each round's pairs at once, which loads
-the fabric as real jobs do and takes 2(n-1) test times instead of n(n-1).
+		Long: `run tests pairs of hosts in both directions and blames the slow host or path.
+
+Designs (--design):
+  all       every pair, in the rounds of the circle method (n-1 rounds of n/2
+            disjoint pairs, n rounds for odd n; each round runs its pairs one
+            way, then the other): n(n-1) tests. The default up to 16 hosts.
+  sampled   each host with K partners (--partners, default 4): a random
+            regular graph drawn with --seed (recorded), K rounds, nK tests;
+            then each suspect against hosts already proven good, until it is
+            cleared or blamed. The default beyond 16 hosts.
+By default one test runs at a time, which isolates each link; --concurrent
+runs each leg's disjoint tests at once, which loads the fabric as real jobs
+do and takes one test time per leg. --plan prints the schedule, the number
+of tests and the time the run will take, and runs nothing.
 
 With --engine perftest each test is ib_write_bw (RDMA), its server and client
 started in the two hosts of a lab (--lab only: the agents run no perftest
@@ -67,11 +87,17 @@ client), and ClusterKit's rule for RDMA is the default: a test below 93% of the
 fleet's best test is bad (--threshold changes the percentage).
 
 A test below --threshold percent (default 90) of the fleet's median test is
-slow and is tried again (--retests, one at a time). A host slow with most of
+slow and is tried again (--retests, in a leg of its own, at once with other
+re-tests under --concurrent). Every test places its threads by one rule:
+where two hosts share a kernel (a lab), never both ends on one CPU. A test
+whose own record shows contention (both ends on one CPU, or a CPU its
+threads needed busy with other work) is tried again and, if it stays slow
+that way, is inconclusive: reported, never blamed. A host slow with most of
 its partners when it sends is blamed on its send side (or receive side, or
-both); other slow tests are blamed on their path. A test that fails (an
-unreachable host, an agent that died) is recorded with its reason and the
-matrix goes on. Exit status 1 when there is an outlier.
+both); a slow test no host explains, tried again twice more, is blamed on
+its path. A test that fails (an unreachable host, an agent that died) is
+recorded with its reason and the run goes on. Exit status 1 when a host or
+a path is blamed.
 
 The hosts come from one of:
   --hosts FILE    one host per line: NAME ADDRESS [SSH-TARGET] ('#' comments);
@@ -81,9 +107,11 @@ The hosts come from one of:
                   agents are started with srun
   --k8s SERVICE   the agents of a Kubernetes headless Service (the DaemonSet in
                   deploy/kubernetes); needs --token-file
+--only NAME,… keeps some of them (the pair of a slow path, to test it again).
 
 Each test is a normal native bench stored in the results database with the
 fleet's --label; 'linerate report --fleet FILE' draws the --json output.
+Progress goes to standard error, also with --json.
 
 The agents: with --hosts, --lab and --slurm, fleet run starts 'linerate serve'
 on every host (copying the binary over ssh where it is missing; srun runs it
@@ -94,10 +122,11 @@ run already with that token. The controller runs no test itself: it asks the
 agent of each test's first host to test toward the second host's agent and to
 stream the result back (one test at a time per agent, each bounded by the
 agent). A host whose agent does not start or dies is marked failed with the
-reason, and the matrix goes on without it.`,
+reason, and the run goes on without it.`,
 		Example: `  linerate lab up --name rack --hosts 6 && linerate fleet run --lab rack
-  linerate fleet run --hosts hosts.txt --parallel -t 10 -P 4 --json > fleet.json
-  salloc -N 16 linerate fleet run --slurm --parallel`,
+  linerate fleet run --hosts hosts.txt --concurrent -t 10 -P 4 --json > fleet.json
+  linerate fleet run --hosts big.txt --design sampled --partners 4 --concurrent --plan
+  salloc -N 16 linerate fleet run --slurm --concurrent`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.thresholdSet = cmd.Flags().Changed("threshold")
@@ -109,10 +138,15 @@ reason, and the matrix goes on without it.`,
 	fl.StringVar(&f.labName, "lab", "", "a lab of many hosts")
 	fl.BoolVar(&f.slurm, "slurm", false, "the nodes of this Slurm allocation")
 	fl.StringVar(&f.k8s, "k8s", "", "a Kubernetes headless Service of agents")
-	fl.StringVar(&f.pattern, "pattern", fleet.PatternPairs, "pairs (every pair), ring, or star:HOST")
+	fl.StringSliceVar(&f.only, "only", nil, "only these hosts of the list, by name (comma-separated, 2 or more)")
+	fl.StringVar(&f.pattern, "pattern", fleet.PatternPairs, "pairs (every pair), ring, or star:HOST (design all)")
+	fl.StringVar(&f.design, "design", "", "all (every pair) or sampled (--partners each); default all up to 16 hosts, sampled beyond")
+	fl.IntVar(&f.partners, "partners", 0, "partners of each host in the sampled design (default 4)")
+	fl.Int64Var(&f.seed, "seed", 0, "the sampled design's random seed (default: drawn, and printed)")
+	fl.BoolVar(&f.plan, "plan", false, "print the schedule, the number of tests and the time it will take; run nothing")
 	fl.VarP(&f.duration, "time", "t", "length of each test (seconds, or a duration)")
 	fl.IntVarP(&f.streams, "streams", "P", 1, "streams per test (1 to 128)")
-	fl.BoolVar(&f.parallel, "parallel", false, "run each round's disjoint pairs at once")
+	fl.BoolVar(&f.concurrent, "concurrent", false, "run each leg's disjoint tests at once")
 	fl.Float64Var(&f.threshold, "threshold", fleet.DefaultThresholdPct, "a test below this percentage of the median test is slow")
 	fl.IntVar(&f.retests, "retests", fleet.DefaultRetests, "how many times a slow test is tried again (0: never)")
 	fl.StringVar(&f.label, "label", "", "label of the fleet's runs in the results database (default fleet-DATE-TIME)")
@@ -122,7 +156,22 @@ reason, and the matrix goes on without it.`,
 	fl.StringVar(&f.db, "db", "", "the results database (default "+store.DefaultPath()+")")
 	fl.BoolVar(&f.json, "json", false, "print the result as a linerate.fleet/v1 JSON document")
 	fl.StringVar(&f.engine, "engine", "native", "native (the agents' own engine), or perftest: ib_write_bw between a lab's hosts, a test bad below 93% of the best (ClusterKit's rule for RDMA) unless --threshold says otherwise")
+	// --parallel was --concurrent's name until streams and "at once" got
+	// one name each across commands (bench -P/--streams); kept, hidden.
+	fl.SetNormalizeFunc(aliases(map[string]string{"parallel": "concurrent"}))
 	return cmd
+}
+
+// aliases makes a flag set read old flag names as their new ones: hidden
+// spellings kept for a release, one flag each (pflag normalizes a name
+// before it looks the flag up).
+func aliases(old map[string]string) func(*pflag.FlagSet, string) pflag.NormalizedName {
+	return func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if n, ok := old[name]; ok {
+			return pflag.NormalizedName(n)
+		}
+		return pflag.NormalizedName(name)
+	}
 }
 
 // fleetSource is where the hosts come from, and what starts their agents.
@@ -155,6 +204,12 @@ func (f *fleetFlags) options() (fleet.Options, error) {
 	if f.streams < 1 || f.streams > 128 {
 		return fleet.Options{}, fmt.Errorf("-P %d: 1 to 128 streams", f.streams)
 	}
+	if f.partners < 0 {
+		return fleet.Options{}, fmt.Errorf("--partners %d: 2 or more", f.partners)
+	}
+	if f.seed < 0 {
+		return fleet.Options{}, fmt.Errorf("--seed %d: a positive number", f.seed)
+	}
 	if f.port < 1 || f.port > 65535 {
 		return fleet.Options{}, fmt.Errorf("--port %d: 1 to 65535", f.port)
 	}
@@ -162,8 +217,8 @@ func (f *fleetFlags) options() (fleet.Options, error) {
 	if label == "" {
 		label = "fleet-" + time.Now().Format("20060102-150405")
 	}
-	o := fleet.Options{Pattern: p, Duration: time.Duration(f.duration), Streams: f.streams, Parallel: f.parallel,
-		ThresholdPct: f.threshold, Retests: retests, Label: label}
+	o := fleet.Options{Pattern: p, Design: f.design, Partners: f.partners, Seed: f.seed, Duration: time.Duration(f.duration),
+		Streams: f.streams, Parallel: f.concurrent, ThresholdPct: f.threshold, Retests: retests, Label: label}
 	switch f.engine {
 	case "native":
 	case "perftest":
@@ -239,7 +294,7 @@ func (f *fleetFlags) source(ctx context.Context) (*fleetSource, error) {
 			src.hosts = append(src.hosts, h)
 		}
 		if len(src.hosts) < 2 {
-			return nil, fmt.Errorf("the allocation has %d node: a fleet needs at least 2 (salloc -N 2 or more)", len(src.hosts))
+			return nil, fmt.Errorf("the allocation has %s: a fleet needs at least 2 (salloc -N 2 or more)", counted(len(src.hosts), "node"))
 		}
 		return src, nil
 	default:
@@ -281,11 +336,7 @@ func newFleetRunner(ctx context.Context, env *cliEnv, src *fleetSource, f fleetF
 	if err != nil {
 		return nil, nil, stop, err
 	}
-	say := func(format string, args ...any) {
-		if !f.json {
-			fmt.Fprintf(env.stderr, format+"\n", args...)
-		}
-	}
+	say := func(format string, args ...any) { fmt.Fprintf(env.stderr, format+"\n", args...) }
 	if f.tokenFile == "" {
 		l, closeL, err := fleetLauncher(src)
 		if err != nil {
@@ -362,40 +413,76 @@ func runFleet(cmd *cobra.Command, env *cliEnv, f fleetFlags) error {
 	if err != nil {
 		return err
 	}
-	names := make([]string, len(src.hosts))
-	for i, h := range src.hosts {
-		names[i] = h.Name
-	}
-	if _, err := fleet.NewSchedule(len(src.hosts), opts.Pattern, names); err != nil {
+	if src.hosts, err = onlyHosts(src.hosts, f.only); err != nil {
 		return err
 	}
+	// The plan checks the options against the hosts, and is what --plan
+	// prints: nothing starts before it holds.
+	plan, err := fleet.NewPlan(src.hosts, opts, startCost(src.kind, f.tokenFile != ""))
+	if err != nil {
+		return err
+	}
+	if f.plan {
+		if f.json {
+			return writeJSON(env.stdout, plan)
+		}
+		return plan.WriteText(env.stdout)
+	}
+	opts.Design, opts.Seed, opts.Partners = plan.Design, plan.Seed, plan.Partners
+	// The engine: the agents' own (native), or perftest in a lab's hosts.
 	var rn fleet.Runner
+	var agents *runner.Agents
 	hosts := src.hosts
 	if f.engine == "perftest" {
 		rn = &runner.LabPerftest{Lab: f.labName}
 	} else {
-		agents, up, stopAgents, err := newFleetRunner(ctx, env, src, f, opts)
+		r, up, stopAgents, err := newFleetRunner(ctx, env, src, f, opts)
 		defer stopAgents()
 		if err != nil {
 			return err
 		}
-		rn, hosts = agents, up
+		rn, hosts, agents = r, up, r.Agents
 	}
-	if !f.json {
-		opts.Progress = func(ev fleet.Event) {
-			what := fmt.Sprintf("%.2f Gbit/s", ev.Gbps)
-			if ev.Err != nil {
-				what = "failed: " + oneLine(ev.Err.Error())
+	if plan.Design == fleet.DesignSampled {
+		fmt.Fprintf(env.stderr, "design sampled: %d partners each, seed %d (--seed %d draws this sample again)\n", plan.Partners, plan.Seed, plan.Seed)
+	}
+	opts.Progress = func(ev fleet.Event) {
+		what := fmt.Sprintf("%.2f Gbit/s", ev.Gbps)
+		if ev.Err != nil {
+			what = "failed: " + oneLine(ev.Err.Error())
+		} else if ev.Contention != "" {
+			what += " (contended: " + oneLine(ev.Contention) + ")"
+		}
+		kind := ""
+		switch {
+		case ev.Retest:
+			kind = " (re-test)"
+		case ev.Probe:
+			kind = " (probe)"
+		case ev.Control:
+			kind = " (control, for the next re-test)"
+		}
+		fmt.Fprintf(env.stderr, "[%d/%d] %s → %s%s: %s\n", ev.Done, ev.Total, ev.From, ev.To, kind, what)
+	}
+	// A host whose agent did not start is failed with its own reason,
+	// even where its every test is with another such host.
+	for _, h := range hosts {
+		if agents == nil {
+			break // perftest: no agents
+		}
+		if err := agents.Down(h); err != nil {
+			if opts.Down == nil {
+				opts.Down = map[string]error{}
 			}
-			again := ""
-			if ev.Retest {
-				again = " (re-test)"
-			}
-			fmt.Fprintf(env.stderr, "[%d/%d] %s → %s%s: %s\n", ev.Done, ev.Total, ev.From, ev.To, again, what)
+			opts.Down[h.Name] = err
 		}
 	}
 	res, runErr := fleet.Run(ctx, hosts, opts, rn)
 	if res != nil {
+		adv := advisor{f: f, src: src, agents: agents, bin: adviceBinary()}
+		for i := range res.Outliers {
+			res.Outliers[i].Next = adv.next(res, res.Outliers[i])
+		}
 		if f.json {
 			if err := writeJSON(env.stdout, res); err != nil {
 				return err
@@ -411,4 +498,170 @@ func runFleet(cmd *cobra.Command, env *cliEnv, f fleetFlags) error {
 		return errFindings
 	}
 	return nil
+}
+
+// onlyHosts keeps the hosts named in only (all when it is empty), in the
+// list's order.
+func onlyHosts(hosts []fleet.Host, only []string) ([]fleet.Host, error) {
+	if len(only) == 0 {
+		return hosts, nil
+	}
+	keep := map[string]bool{}
+	for _, n := range only {
+		keep[n] = true
+	}
+	var out []fleet.Host
+	for _, h := range hosts {
+		if keep[h.Name] {
+			out = append(out, h)
+			delete(keep, h.Name)
+		}
+	}
+	if len(keep) > 0 {
+		missing := slices.Sorted(maps.Keys(keep))
+		return nil, fmt.Errorf("--only: no host is called %s", strings.Join(missing, ", "))
+	}
+	if len(out) < 2 {
+		return nil, fmt.Errorf("--only %s: a fleet needs at least 2 hosts", strings.Join(only, ","))
+	}
+	return out, nil
+}
+
+// startCost is what starting the agents of a source takes, for --plan:
+// about 3 s a host over ssh (a connection to install or find the binary,
+// one to start the agent, its probe and doctor report), 2 s with srun,
+// half a second in a lab or where the agents run already; runner.MaxAtOnce
+// at a time.
+func startCost(kind string, running bool) fleet.StartCost {
+	c := fleet.StartCost{AtOnce: runner.MaxAtOnce}
+	switch {
+	case running || kind == "k8s":
+		c.PerHostS, c.How = 0.5, "running already"
+	case kind == "hosts":
+		c.PerHostS, c.How = 3, "ssh"
+	case kind == "slurm":
+		c.PerHostS, c.How = 2, "srun"
+	default:
+		c.PerHostS, c.How = 0.5, "lab"
+	}
+	c.How += fmt.Sprintf(", %d at a time", c.AtOnce)
+	return c
+}
+
+// advisor writes what to run next about an outlier, as it works when
+// printed: with the host's interface, through the lab, ssh or srun that
+// reaches the host, and the fleet run that tests a slow path again.
+type advisor struct {
+	f      fleetFlags
+	src    *fleetSource
+	agents *runner.Agents
+	bin    string // this linerate, as a command
+}
+
+// adviceBinary is this linerate as a command: "linerate" when that is
+// what PATH finds, else its absolute path.
+func adviceBinary() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "linerate"
+	}
+	exe, _ = filepath.EvalSymlinks(exe)
+	if p, err := exec.LookPath("linerate"); err == nil {
+		if p, err = filepath.EvalSymlinks(p); err == nil && p == exe {
+			return "linerate"
+		}
+	}
+	return shellWord(exe)
+}
+
+func (a advisor) next(res *fleet.Result, o fleet.Outlier) []string {
+	var h fleet.Host
+	for _, x := range res.Hosts {
+		if x.Name == o.Name {
+			h = x
+		}
+	}
+	switch {
+	case o.Kind == fleet.KindHost && o.Cause == fleet.CauseSlow:
+		doctor := "doctor"
+		if h.Iface != "" {
+			doctor += " --iface " + h.Iface
+		}
+		return []string{a.onHost(h, doctor) + "   # its NIC, PCIe, IRQs, optics and shapers"}
+	case o.Kind == fleet.KindHost && a.src.kind == "hosts":
+		return []string{fmt.Sprintf("ssh %s-o BatchMode=yes -o ConnectTimeout=5 %s true   # can this machine reach it?", a.sshOptions(), shellWord(sshDest(h)))}
+	case o.Kind == fleet.KindPath && len(o.Partners) == 2:
+		return []string{fmt.Sprintf("%s --only %s,%s --retests 2   # the path again, both ways, alone", a.fleetCommand(), o.Partners[0], o.Partners[1])}
+	}
+	return nil
+}
+
+// onHost is a linerate command line run on host h.
+func (a advisor) onHost(h fleet.Host, args string) string {
+	switch a.src.kind {
+	case "lab":
+		return fmt.Sprintf("%s lab exec %s %s -- %s %s", a.bin, a.f.labName, h.Name, a.bin, args)
+	case "hosts":
+		bin := "linerate"
+		if a.agents != nil {
+			if b := a.agents.Binary(h); b != "" {
+				bin = shellWord(b)
+			}
+		}
+		return fmt.Sprintf("ssh %s%s %s %s", a.sshOptions(), shellWord(sshDest(h)), bin, args)
+	case "slurm":
+		return fmt.Sprintf("srun -N1 -n1 -w %s %s %s", h.Name, a.bin, args)
+	}
+	return fmt.Sprintf("linerate %s   # on %s (its agent's pod: kubectl exec)", args, h.Name)
+}
+
+func (a advisor) sshOptions() string {
+	if a.f.sshConfig != "" {
+		return "-F " + shellWord(a.f.sshConfig) + " "
+	}
+	return ""
+}
+
+func sshDest(h fleet.Host) string {
+	if h.SSH != "" {
+		return h.SSH
+	}
+	return h.Address
+}
+
+// fleetCommand is this fleet run's command line up to its hosts' options.
+func (a advisor) fleetCommand() string {
+	f := a.f
+	cmd := a.bin + " fleet run "
+	switch a.src.kind {
+	case "lab":
+		cmd += "--lab " + f.labName
+	case "hosts":
+		cmd += "--hosts " + shellWord(f.hostsFile)
+		if f.sshConfig != "" {
+			cmd += " --ssh-config " + shellWord(f.sshConfig)
+		}
+	case "slurm":
+		cmd += "--slurm"
+	default:
+		cmd += "--k8s " + f.k8s
+	}
+	if f.tokenFile != "" {
+		cmd += " --token-file " + shellWord(f.tokenFile)
+	}
+	if f.port != agent.DefaultPort {
+		cmd += " -p " + strconv.Itoa(f.port)
+	}
+	if f.streams != 1 {
+		cmd += " -P " + strconv.Itoa(f.streams)
+	}
+	return cmd + " -t " + strconv.FormatFloat(time.Duration(f.duration).Seconds(), 'f', -1, 64)
+}
+
+// shellWord quotes s for a POSIX shell when it needs it.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./@:,+=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

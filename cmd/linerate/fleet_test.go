@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,6 +27,7 @@ func TestFleetRunRefuses(t *testing.T) {
 	}
 	good := write("good.txt", "# rack 7\nn1 10.0.0.1 root@n1\nn2 10.0.0.2\nn3 10.0.0.3\n")
 	bad := write("bad.txt", "n1 10.0.0.1\n\nn2 10.0.0.2 -oProxyCommand=x\n")
+	typo := write("typo.txt", "a 198.18.0.1\n# a typo\nb 198.18.0.300\n")
 	tests := []struct {
 		args []string
 		want string
@@ -43,6 +45,13 @@ func TestFleetRunRefuses(t *testing.T) {
 		{[]string{"fleet", "run", "--k8s", "linerate-agents"}, "--k8s needs --token-file"},
 		{[]string{"fleet", "run", "--lab", "rack", "--ssh-config", good}, "--ssh-config goes with --hosts"},
 		{[]string{"fleet", "run", "--lab", "Bad!"}, "lab name \"Bad!\""},
+		{[]string{"fleet", "run", "--hosts", typo}, typo + ":3: address \"198.18.0.300\": not a valid IP address"},
+		{[]string{"fleet", "run", "--hosts", good, "--only", "n1,n9"}, "--only: no host is called n9"},
+		{[]string{"fleet", "run", "--hosts", good, "--only", "n1"}, "--only n1: a fleet needs at least 2 hosts"},
+		{[]string{"fleet", "run", "--hosts", good, "--design", "sampled"}, "--partners 4 with 3 hosts"},
+		{[]string{"fleet", "run", "--hosts", good, "--design", "most"}, "--design \"most\": all or sampled"},
+		{[]string{"fleet", "run", "--hosts", good, "--partners", "2"}, "--partners goes with --design sampled"},
+		{[]string{"fleet", "run", "--hosts", good, "--seed", "-3"}, "--seed -3: a positive number"},
 		{[]string{"fleet", "run", "--hosts", good, "--engine", "perftest"}, "--engine perftest runs over a lab (--lab NAME)"},
 		{[]string{"fleet", "run", "--hosts", good, "--engine", "iperf3"}, "--engine \"iperf3\": native or perftest"},
 	}
@@ -102,7 +111,7 @@ func TestReportFleet(t *testing.T) {
 	doc := fleetDoc(t)
 	out := filepath.Join(t.TempDir(), "fleet.html")
 	stdout, stderr, code := runCLI(t, "report", "--fleet", doc, "-o", out)
-	if code != 0 || !strings.Contains(stdout, "fleet of 4 hosts, 6 pairs, 2 outlier(s)") {
+	if code != 0 || !strings.Contains(stdout, "fleet of 4 hosts, 6 pairs, 2 outliers") {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
 	page, _ := os.ReadFile(out)
@@ -131,6 +140,109 @@ func TestReportFleet(t *testing.T) {
 		_, stderr, code := runCLI(t, args...)
 		if code != 2 || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("%v: exit %d, %q", args[1:], code, stderr)
+		}
+	}
+}
+
+// TestFleetPlan: --plan prints the schedule, the number of tests and the
+// time, runs nothing and needs no agent (the hosts of these lists do not
+// exist); 64 hosts plan within 5 minutes and 1,000 within 15 at 10 s a
+// test with --concurrent, sampled being the default beyond 16 hosts.
+// --parallel is --concurrent's old, hidden name.
+func TestFleetPlan(t *testing.T) {
+	dir := t.TempDir()
+	list := func(n int) string {
+		var b strings.Builder
+		for i := 1; i <= n; i++ {
+			fmt.Fprintf(&b, "node%04d 10.%d.%d.%d\n", i, i/65536, i/256%256, i%256)
+		}
+		p := filepath.Join(dir, fmt.Sprintf("hosts-%d.txt", n))
+		os.WriteFile(p, []byte(b.String()), 0o644)
+		return p
+	}
+	for _, tt := range []struct {
+		n      int
+		args   []string
+		design string
+		tests  int
+		maxS   float64
+	}{
+		{6, nil, "all", 30, 0},
+		{64, []string{"--concurrent"}, "sampled", 256, 300},
+		{1000, []string{"--concurrent"}, "sampled", 4000, 900},
+		{1000, []string{"--parallel", "--design", "sampled", "--partners", "4"}, "sampled", 4000, 900},
+		{12, []string{"--design", "sampled", "--partners", "4", "--concurrent", "--seed", "5"}, "sampled", 48, 0},
+	} {
+		args := append([]string{"fleet", "run", "--hosts", list(tt.n), "--plan", "--json"}, tt.args...)
+		stdout, stderr, code := runCLI(t, args...)
+		var p struct {
+			Design    string  `json:"design"`
+			Hosts     int     `json:"hosts"`
+			Tests     int     `json:"tests"`
+			Legs      int     `json:"legs"`
+			EstimateS float64 `json:"estimate_s"`
+			Parallel  bool    `json:"parallel"`
+			Seed      int64   `json:"seed"`
+		}
+		if code != 0 || json.Unmarshal([]byte(stdout), &p) != nil {
+			t.Fatalf("%v: exit %d\n%s%s", args[2:], code, stdout, stderr)
+		}
+		if p.Design != tt.design || p.Hosts != tt.n || p.Tests != tt.tests || p.Legs == 0 || p.EstimateS <= 0 {
+			t.Errorf("%v: %+v", args[4:], p)
+		}
+		if tt.maxS > 0 && (p.EstimateS > tt.maxS || !p.Parallel) {
+			t.Errorf("%d hosts: estimate %g s, target %g s (parallel %v)", tt.n, p.EstimateS, tt.maxS, p.Parallel)
+		}
+		if tt.design == "sampled" && p.Seed <= 0 {
+			t.Errorf("%d hosts: no seed recorded", tt.n)
+		}
+	}
+	stdout, _, code := runCLI(t, "fleet", "run", "--hosts", list(12), "--plan", "--design", "sampled", "--seed", "5", "--concurrent")
+	for _, want := range []string{"fleet plan: 12 hosts, design sampled (4 partners each, seed 5): 48 tests in 4 rounds, 8 legs",
+		"agents ", "(ssh, 8 at a time)", "round 4: ", "nothing was run"} {
+		if code != 0 || !strings.Contains(stdout, want) {
+			t.Errorf("exit %d; the plan lacks %q:\n%s", code, want, stdout)
+		}
+	}
+	// The same seed draws the same sample.
+	again, _, _ := runCLI(t, "fleet", "run", "--hosts", list(12), "--plan", "--design", "sampled", "--seed", "5", "--concurrent")
+	if again != stdout {
+		t.Errorf("seed 5 planned twice differently:\n%s\n%s", stdout, again)
+	}
+}
+
+// TestFleetAdvice: what a fleet run says to run next works as printed:
+// through the lab, ssh or srun that reaches the host, with its interface,
+// and a slow path is tested again with --only.
+func TestFleetAdvice(t *testing.T) {
+	res := &fleet.Result{Hosts: []fleet.Host{{Name: "h01", Address: "198.18.0.1", Iface: "lab0"},
+		{Name: "h03", Address: "198.18.0.3", SSH: "root@h03-mgmt", Iface: "ens5f0np0"}}}
+	host := fleet.Outlier{Kind: fleet.KindHost, Name: "h03", Direction: fleet.DirSend, Cause: fleet.CauseSlow}
+	path := fleet.Outlier{Kind: fleet.KindPath, Name: "h01-h03", Direction: fleet.DirSend, Cause: fleet.CauseSlow, Partners: []string{"h01", "h03"}}
+	failed := fleet.Outlier{Kind: fleet.KindHost, Name: "h03", Direction: fleet.DirBoth, Cause: fleet.CauseFailed}
+	base := fleetFlags{duration: seconds(10 * time.Second), streams: 1, port: 5301}
+	lab, ssh, slurm := base, base, base
+	lab.labName = "uxf"
+	ssh.hostsFile, ssh.sshConfig = "my hosts.txt", "ssh_config"
+	ssh.streams = 4
+	for _, tt := range []struct {
+		a    advisor
+		o    fleet.Outlier
+		want string
+	}{
+		{advisor{f: lab, src: &fleetSource{kind: "lab"}, bin: "linerate"}, host, "linerate lab exec uxf h03 -- linerate doctor --iface ens5f0np0   #"},
+		{advisor{f: lab, src: &fleetSource{kind: "lab"}, bin: "linerate"}, path, "linerate fleet run --lab uxf -t 10 --only h01,h03 --retests 2   #"},
+		{advisor{f: ssh, src: &fleetSource{kind: "hosts"}, bin: "linerate"}, host, "ssh -F ssh_config root@h03-mgmt linerate doctor --iface ens5f0np0"},
+		{advisor{f: ssh, src: &fleetSource{kind: "hosts"}, bin: "linerate"}, path, "linerate fleet run --hosts 'my hosts.txt' --ssh-config ssh_config -P 4 -t 10 --only h01,h03"},
+		{advisor{f: ssh, src: &fleetSource{kind: "hosts"}, bin: "linerate"}, failed, "ssh -F ssh_config -o BatchMode=yes -o ConnectTimeout=5 root@h03-mgmt true"},
+		{advisor{f: slurm, src: &fleetSource{kind: "slurm"}, bin: "/opt/bin/linerate"}, host, "srun -N1 -n1 -w h03 /opt/bin/linerate doctor --iface ens5f0np0"},
+	} {
+		got := tt.a.next(res, tt.o)
+		if len(got) != 1 || !strings.HasPrefix(got[0], tt.want) {
+			t.Errorf("%s %s %s: %q, want %q…", tt.a.src.kind, tt.o.Kind, tt.o.Cause, got, tt.want)
+		}
+		if len(got) == 1 && strings.Contains(got[0], "<") {
+			t.Errorf("a placeholder in %q", got[0])
 		}
 	}
 }

@@ -19,7 +19,7 @@ import (
 func newLabCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "lab",
-		Short: "A virtual lab in network namespaces: two hosts, or many (--hosts)",
+		Short: "A virtual lab in network namespaces: two hosts, or many (up --hosts K)",
 		Long: `lab builds two hosts, lr-NAME-a (198.18.0.1) and lr-NAME-b (198.18.0.2), as network
 namespaces joined by a veth pair (lab0 in each), shaped by a scenario into a
 known problem. Every lab reuses these addresses: the namespaces keep them apart.

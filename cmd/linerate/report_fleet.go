@@ -45,7 +45,7 @@ func runFleetReport(env *cliEnv, f reportFlags, format string) error {
 		return writeJSON(env.stdout, reportDoc{Schema: reportSchema, Output: f.out, Format: format, Title: m.Title,
 			Verdict: m.Verdict, RunIDs: fleetRunIDs(res), Hosts: hosts, Tunes: []string{}})
 	}
-	fmt.Fprintf(env.stdout, "report written to %s: fleet of %d hosts, %d pairs, %d outlier(s)\n", f.out, len(res.Hosts), len(res.Pairs), len(res.Outliers))
+	fmt.Fprintf(env.stdout, "report written to %s: fleet of %d hosts, %s, %s\n", f.out, len(res.Hosts), counted(len(res.Pairs), "pair"), counted(len(res.Outliers), "outlier"))
 	if format == "markdown" {
 		fmt.Fprintf(env.stdout, "charts written beside it as %s-*.svg\n", strings.TrimSuffix(f.out, filepath.Ext(f.out)))
 	}
@@ -60,4 +60,12 @@ func fleetRunIDs(res *fleet.Result) []int64 {
 		ids = append(ids, p.BToA.RunIDs...)
 	}
 	return ids
+}
+
+// counted writes "1 pair", "2 pairs".
+func counted(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

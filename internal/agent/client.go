@@ -193,6 +193,10 @@ func (c *client) placement() (choice, error) {
 		return ch, nil
 	}
 	if sameHost {
+		if c.cfg.Apart && ch.source == "auto" {
+			ch.client, ch.server = engine.Split(nil, nil, c.me.Candidates, c.me.CPUs)
+			return ch, nil
+		}
 		ch.client, ch.server, ch.why = engine.SplitFree(c.cfg.Pinning.Client, c.cfg.Pinning.Server, c.me.Candidates, c.me.CPUs, c.load)
 		return ch, nil
 	}

@@ -48,6 +48,12 @@ type Config struct {
 	Token []byte
 	// Test is the test; a zero field takes its default (EngineParams).
 	Test
+	// Apart, where both ends share a kernel and neither is pinned, gives
+	// the ends disjoint CPUs by one fixed rule (engine.Split of the
+	// candidates) instead of the free CPUs of the moment: a fleet's tests
+	// are compared with each other, and two ends on the one free CPU run
+	// at half the speed of their neighbours.
+	Apart bool
 
 	// Progress, if set, is called with each event as it happens: Start,
 	// then each Interval, then End. It runs on the test's control

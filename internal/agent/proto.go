@@ -446,6 +446,9 @@ func checkForeign(f *telemetry.Foreign) error {
 	if err := checkShares("end's other load", f.CPU, 100); err != nil {
 		return err
 	}
+	if err := checkShares("end's run delay", f.Wait, 100); err != nil {
+		return err
+	}
 	for _, p := range f.Top {
 		if p.PID < 0 || len(p.Name) > maxProcName || p.CPUPct < 0 || p.CPUPct > 100*maxCPUMap || p.CPU < -1 || p.CPU >= maxCPUs {
 			return fmt.Errorf("%w: end's other load names process %d (%.20q) at %g%% on CPU %d", errBadMessage, p.PID, p.Name, p.CPUPct, p.CPU)

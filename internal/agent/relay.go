@@ -21,7 +21,7 @@ import (
 // (ssh, srun, a Kubernetes DaemonSet, by hand), and no way to run a
 // command there (docs/architecture.md, "The agent's protocol"):
 //
-//	controller → relay{peer, streams, duration_ms, omit_ms, interval_ms, direction, window, congestion, fq_rate, zerocopy}
+//	controller → relay{peer, streams, duration_ms, omit_ms, interval_ms, direction, window, congestion, fq_rate, zerocopy, apart}
 //	agent      → relay_start{start} | busy | error
 //	agent      → relay_interval{index, interval} every interval
 //	agent      → relay_end{intervals, end} | error
@@ -77,6 +77,8 @@ type relayMsg struct {
 	// TicketKey is its key, masked (nodekey.go).
 	Ticket    *relayTicket `json:"ticket,omitempty"`
 	TicketKey []byte       `json:"ticket_key,omitempty"`
+	// Apart is Config.Apart: the ends on disjoint CPUs by one rule.
+	Apart bool `json:"apart,omitempty"`
 }
 
 // request is the test as a request to the peer.
@@ -261,7 +263,7 @@ func (ss *session) runRelay(ctx context.Context, body []byte) bool {
 	defer cancelT()
 	unwatch := ss.watchController(cancel, time.Now().Add(relayLength(p)))
 	out := newRelayOut(ss, maxRelayIntervals(m))
-	cfg := Config{Peer: peer.String(), Token: ss.srv.Token, Test: Test{Params: p}, Progress: out.progress, Logger: ss.log, Host: ss.srv.Host}
+	cfg := Config{Peer: peer.String(), Token: ss.srv.Token, Test: Test{Params: p}, Apart: m.Apart, Progress: out.progress, Logger: ss.log, Host: ss.srv.Host}
 	ss.log.Info("relayed test started", "toward", peer.String(), "streams", p.Streams, "direction", string(p.Direction),
 		"duration", p.Duration.String())
 	res, err := runWith(ctx, cfg, cred)

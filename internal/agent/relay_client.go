@@ -45,7 +45,7 @@ func RunRemote(ctx context.Context, r Remote) (*result.Result, error) {
 	if !r.Pinning.Auto() {
 		return nil, errors.New("a relayed test places its threads itself: no CPUs can be given")
 	}
-	m := relayMsg{Type: msgRelay, Peer: r.Peer, testWire: wireTest(r.EngineParams())}
+	m := relayMsg{Type: msgRelay, Peer: r.Peer, testWire: wireTest(r.EngineParams()), Apart: r.Apart}
 	if err := m.request().validate(24 * time.Hour); err != nil { // the agent applies its own, lower bound
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -24,12 +25,13 @@ func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
 func ptr(x float64) *float64 { return &x }
 
-// firstTries lists every test's first try that worked.
+// firstTries lists every test's first try that worked (what has run when
+// it is called: the schedule).
 func firstTries(res map[[2]int]*outcome) []float64 {
 	var xs []float64
 	for _, o := range res {
 		if o.err == nil && len(o.tries) > 0 {
-			xs = append(xs, o.tries[0])
+			xs = append(xs, o.tries[0].gbps)
 		}
 	}
 	return xs
@@ -49,8 +51,11 @@ func slowLimit(res map[[2]int]*outcome, opts Options) (limit float64, ok bool) {
 	return median(xs) * opts.ThresholdPct / 100, true
 }
 
-// status of one direction.
-func (o *outcome) status(limit float64, haveLimit bool) string {
+// status of one direction: ok when a try was not slow; slow when every
+// try was and need of them showed no contention; inconclusive when every
+// try was slow and fewer were free of contention (a test slow while its
+// CPUs were busy with other work says nothing of the network).
+func (o *outcome) status(limit float64, haveLimit bool, need int) string {
 	switch {
 	case o == nil || !o.ran:
 		return StatusNotRun
@@ -58,40 +63,217 @@ func (o *outcome) status(limit float64, haveLimit bool) string {
 		return StatusFailed
 	case len(o.tries) == 0:
 		return StatusNotRun
-	case haveLimit && allBelow(o.tries, limit):
-		return StatusSlow
+	case !haveLimit:
+		return StatusOK
 	}
-	return StatusOK
-}
-
-func (o *outcome) best() float64 { return slices.Max(o.tries) }
-
-// analyse builds the result: pairs, re-tests, outliers and the verdict.
-func analyse(hosts []Host, sched Schedule, res map[[2]int]*outcome, down map[int]error, opts Options) *Result {
-	r := &Result{Schema: Schema, Label: opts.Label, Hosts: hosts, Pattern: opts.Pattern.String(),
-		Parallel: opts.Parallel, DurationS: opts.Duration.Seconds(), Streams: opts.Streams,
-		ThresholdPct: opts.ThresholdPct, Rounds: len(sched.Rounds), Tests: sched.Tests(),
-		Pairs: []PairResult{}, Retests: []Retest{}, Outliers: []Outlier{}}
-	limit, haveLimit := slowLimit(res, opts)
-	if haveLimit {
-		r.MedianGbps = ptr(round3(median(firstTries(res))))
-		r.SlowBelowGbps = ptr(round3(limit))
-	}
-	st := func(from, to int) string { return res[[2]int{from, to}].status(limit, haveLimit) }
-	for ri, round := range sched.Rounds {
-		for _, p := range round {
-			a, b := min(p.A, p.B), max(p.A, p.B)
-			r.Pairs = append(r.Pairs, pairResult(hosts, res, a, b, ri+1, st))
+	clean := 0
+	for _, t := range o.tries {
+		if t.gbps >= t.limit(limit) {
+			return StatusOK
+		}
+		if t.contention == "" {
+			clean++
 		}
 	}
-	slices.SortStableFunc(r.Pairs, func(x, y PairResult) int {
-		return cmpPair(hosts, x, y)
-	})
-	r.Retests = retests(hosts, sched, res, limit)
-	b := blame{hosts: hosts, sched: sched, res: res, down: down, st: st, med: limit * 100 / opts.ThresholdPct}
-	r.Outliers = b.outliers()
-	r.Verdict = verdict(r, res)
-	return r
+	if clean < need {
+		return StatusInconclusive
+	}
+	return StatusSlow
+}
+
+func (o *outcome) best() float64 {
+	b := 0.0
+	for _, t := range o.tries {
+		b = max(b, t.gbps)
+	}
+	return b
+}
+
+// side is one side of one host: what it sends, or what it receives.
+type side struct {
+	host int
+	send bool
+}
+
+// judgement is who is to blame, from every test's status so far.
+type judgement struct {
+	r      *run
+	st     func(from, to int) string
+	blamed map[side]bool
+	// partners lists each host's partners over every pair tested.
+	partners [][]int
+}
+
+// of is the side a test (from, to) measures at host h (its sender's send
+// side or its receiver's receive side), and the other end's.
+func sidesOf(from, to int) (sender, receiver side) {
+	return side{host: from, send: true}, side{host: to}
+}
+
+// tests lists the directions that measure side s: (h, p) for a send side,
+// (p, h) for a receive side, over h's partners.
+func (j *judgement) tests(s side) [][2]int {
+	var out [][2]int
+	for _, p := range j.partners[s.host] {
+		if s.send {
+			out = append(out, [2]int{s.host, p})
+		} else {
+			out = append(out, [2]int{p, s.host})
+		}
+	}
+	return out
+}
+
+// counts tallies side s's tests whose other end is not blamed (a test
+// with a blamed partner says nothing of s): how many were measured (ok or
+// slow), how many slow; and of the probes that tested s as a suspect, how
+// many were slow and how many ok.
+func (j *judgement) counts(s side) (measured, slow, probeSlow, probeOK int) {
+	for _, d := range j.tests(s) {
+		sender, receiver := sidesOf(d[0], d[1])
+		other := receiver
+		if !s.send {
+			other = sender
+		}
+		if j.blamed[other] {
+			continue
+		}
+		st := j.st(d[0], d[1])
+		if st != StatusOK && st != StatusSlow {
+			continue
+		}
+		measured++
+		if st == StatusSlow {
+			slow++
+		}
+		if sus, ok := j.r.suspect[d]; ok && sus == s.send {
+			if st == StatusSlow {
+				probeSlow++
+			} else {
+				probeOK++
+			}
+		}
+	}
+	return
+}
+
+// judge blames sides one at a time, the most convincing first, until no
+// side is left that is slow with most (more than half) of at least two
+// partners, the hosts proven good the sampled design probed it against
+// among them. Each blamed side explains its tests, which then say nothing
+// of their other ends: a healthy host whose partners were mostly slow
+// receivers is not blamed for them.
+func (r *run) judge() *judgement {
+	j := &judgement{r: r, blamed: map[side]bool{}, partners: make([][]int, len(r.hosts))}
+	j.st = func(from, to int) string { return r.res[[2]int{from, to}].status(r.limit, r.haveLimit, r.need()) }
+	for _, p := range r.pairs {
+		j.partners[p.A] = append(j.partners[p.A], p.B)
+		j.partners[p.B] = append(j.partners[p.B], p.A)
+	}
+	for i := range j.partners {
+		slices.Sort(j.partners[i])
+		j.partners[i] = slices.Compact(j.partners[i])
+	}
+	for {
+		var best side
+		var bestScore float64
+		bestSlow, found := 0, false
+		for h := range r.hosts {
+			for _, send := range []bool{true, false} {
+				s := side{host: h, send: send}
+				if j.blamed[s] || r.down[h] != nil {
+					continue
+				}
+				m, sl, _, _ := j.counts(s)
+				if m < 2 || 2*sl <= m {
+					continue
+				}
+				score := float64(sl) / float64(m)
+				if !found || score > bestScore || score == bestScore && sl > bestSlow {
+					best, bestScore, bestSlow, found = s, score, sl, true
+				}
+			}
+		}
+		if !found {
+			return j
+		}
+		j.blamed[best] = true
+	}
+}
+
+// unexplained lists the slow directions that no blamed side explains, in
+// the order of the pairs.
+func (j *judgement) unexplained() [][2]int {
+	var out [][2]int
+	for _, p := range j.r.pairs {
+		for _, d := range [][2]int{{p.A, p.B}, {p.B, p.A}} {
+			snd, rcv := sidesOf(d[0], d[1])
+			if j.st(d[0], d[1]) == StatusSlow && !j.blamed[snd] && !j.blamed[rcv] {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
+// cleared: side s, probed against hosts proven good, was fine with more
+// of them than not.
+func (j *judgement) cleared(s side) bool {
+	_, _, ps, po := j.counts(s)
+	return po >= 1 && po > ps
+}
+
+// good says whether side s is proven good: not blamed, measured ok at
+// least once, and no slow test of it is left unexplained.
+func (j *judgement) good(s side) bool {
+	if j.blamed[s] || j.r.down[s.host] != nil {
+		return false
+	}
+	ok := false
+	for _, d := range j.tests(s) {
+		switch j.st(d[0], d[1]) {
+		case StatusOK:
+			ok = true
+		case StatusSlow:
+			snd, rcv := sidesOf(d[0], d[1])
+			other := rcv
+			if !s.send {
+				other = snd
+			}
+			if !j.blamed[other] {
+				return false
+			}
+		case StatusFailed, StatusInconclusive:
+			return false
+		}
+	}
+	return ok
+}
+
+// analyse builds the result: pairs, re-tests, outliers and the verdict.
+func (r *run) analyse() *Result {
+	opts := r.opts
+	res := &Result{Schema: Schema, Label: opts.Label, Hosts: r.hosts, Pattern: opts.Pattern.String(), Design: opts.Design,
+		Partners: opts.Partners, Seed: opts.Seed, Parallel: opts.Parallel, DurationS: opts.Duration.Seconds(),
+		Streams: opts.Streams, ThresholdPct: opts.ThresholdPct, Rounds: len(r.sched.Rounds), Tests: r.ran, Legs: r.legs,
+		Pairs: []PairResult{}, Retests: []Retest{}, Outliers: []Outlier{}}
+	if opts.Design == DesignSampled {
+		res.Pattern = PatternPairs
+	}
+	if r.haveLimit {
+		res.MedianGbps = ptr(round3(median(firstTries(r.res))))
+		res.SlowBelowGbps = ptr(round3(r.limit))
+	}
+	j := r.judge()
+	for _, p := range r.pairs {
+		res.Pairs = append(res.Pairs, r.pairResult(p, j.st))
+	}
+	slices.SortStableFunc(res.Pairs, func(x, y PairResult) int { return cmpPair(r.hosts, x, y) })
+	res.Retests = r.retests(j.st)
+	b := blame{r: r, j: j, med: round3(r.limit * 100 / opts.ThresholdPct)}
+	res.Outliers = b.outliers()
+	res.Verdict = verdict(res, r.res)
+	return res
 }
 
 // cmpPair orders pairs by their hosts' places in the host list.
@@ -105,17 +287,26 @@ func cmpPair(hosts []Host, x, y PairResult) int {
 	return idx(x.B) - idx(y.B)
 }
 
-func pairResult(hosts []Host, res map[[2]int]*outcome, a, b, round int, st func(int, int) string) PairResult {
-	pr := PairResult{A: hosts[a].Name, B: hosts[b].Name, Round: round}
-	pr.AToB, pr.AToBGbps = direction(res[[2]int{a, b}], st(a, b))
-	pr.BToA, pr.BToAGbps = direction(res[[2]int{b, a}], st(b, a))
-	pr.Retested = len(pr.AToB.TriesGbps) > 1 || len(pr.BToA.TriesGbps) > 1
+func (r *run) pairResult(tp testedPair, st func(int, int) string) PairResult {
+	a, b := min(tp.A, tp.B), max(tp.A, tp.B)
+	pr := PairResult{A: r.hosts[a].Name, B: r.hosts[b].Name, Round: tp.round, Probe: tp.probe}
+	dirStatus := func(from, to int) string {
+		if tp.probe && r.res[[2]int{from, to}] == nil {
+			return StatusUntested
+		}
+		return st(from, to)
+	}
+	pr.AToB, pr.AToBGbps = direction(r.res[[2]int{a, b}], dirStatus(a, b), r.limit)
+	pr.BToA, pr.BToAGbps = direction(r.res[[2]int{b, a}], dirStatus(b, a), r.limit)
+	pr.Retested = r.res[[2]int{a, b}].retested() || r.res[[2]int{b, a}].retested()
 	sts := []string{pr.AToB.Status, pr.BToA.Status}
 	switch {
 	case slices.Contains(sts, StatusFailed):
 		pr.Status = StatusFailed
 	case slices.Contains(sts, StatusSlow):
 		pr.Status = StatusSlow
+	case slices.Contains(sts, StatusInconclusive):
+		pr.Status = StatusInconclusive
 	case slices.Contains(sts, StatusNotRun):
 		pr.Status = StatusNotRun
 	default:
@@ -124,16 +315,48 @@ func pairResult(hosts []Host, res map[[2]int]*outcome, a, b, round int, st func(
 	return pr
 }
 
-func direction(o *outcome, status string) (Direction, *float64) {
+// retested says whether a direction was tried again for being slow (a
+// control's tries do not count).
+func (o *outcome) retested() bool {
+	if o == nil {
+		return false
+	}
+	for _, t := range o.tries {
+		if t.role == kindRetest {
+			return true
+		}
+	}
+	return false
+}
+
+func direction(o *outcome, status string, limit float64) (Direction, *float64) {
 	d := Direction{Status: status, TriesGbps: []float64{}}
 	if o == nil {
 		return d, nil
 	}
-	for _, g := range o.tries {
-		d.TriesGbps = append(d.TriesGbps, round3(g))
+	contended, scaled := false, false
+	for _, t := range o.tries {
+		d.TriesGbps = append(d.TriesGbps, round3(t.gbps))
+		d.TriesAt = append(d.TriesAt, t.span)
+		d.TriesAtOnce = append(d.TriesAtOnce, t.atOnce)
+		d.TriesContention = append(d.TriesContention, t.contention)
+		d.TriesRole = append(d.TriesRole, roles[t.role])
+		d.TriesSlowBelow = append(d.TriesSlowBelow, round3(t.limit(limit)))
+		contended = contended || t.contention != ""
+		scaled = scaled || t.slowBelow > 0
+		if t.runID != 0 {
+			d.RunIDs = append(d.RunIDs, t.runID)
+		}
 	}
-	d.TriesAt = o.spans
-	d.RunIDs = o.runIDs
+	if !contended {
+		d.TriesContention = nil
+	}
+	if !scaled {
+		d.TriesSlowBelow = nil
+	}
+	if len(o.tries) < 2 {
+		d.TriesRole = nil
+	}
 	if o.err != nil {
 		d.Error = o.err.Error()
 		return d, nil
@@ -144,19 +367,38 @@ func direction(o *outcome, status string) (Direction, *float64) {
 	return d, ptr(round3(o.best()))
 }
 
-// retests lists the tests tried more than once, in schedule order.
-func retests(hosts []Host, sched Schedule, res map[[2]int]*outcome, limit float64) []Retest {
+// retests lists the tests tried more than once, in the order of the
+// pairs.
+func (r *run) retests(st func(int, int) string) []Retest {
 	out := []Retest{}
-	for _, leg := range sched.Legs() {
-		for _, t := range leg {
-			o := res[[2]int{t.From, t.To}]
-			if o == nil || len(o.tries) < 2 {
+	for _, p := range r.pairs {
+		for _, k := range [][2]int{{p.A, p.B}, {p.B, p.A}} {
+			o := r.res[k]
+			if o == nil || len(o.tries) < 2 || !o.retested() && !r.suspect[k] {
 				continue
 			}
-			rt := Retest{From: hosts[t.From].Name, To: hosts[t.To].Name, FirstGbps: round3(o.tries[0]),
-				Confirmed: allBelow(o.tries, limit)}
-			for _, g := range o.tries[1:] {
-				rt.RetestsGbps = append(rt.RetestsGbps, round3(g))
+			status := st(k[0], k[1])
+			rt := Retest{From: r.hosts[k[0]].Name, To: r.hosts[k[1]].Name, FirstGbps: round3(o.tries[0].gbps),
+				Confirmed: status == StatusSlow, Status: status}
+			contended, scaled := false, false
+			for i, t := range o.tries {
+				if t.role == kindControl {
+					continue // a control of another test's moment, not a re-test of this one
+				}
+				if i > 0 {
+					rt.RetestsGbps = append(rt.RetestsGbps, round3(t.gbps))
+				}
+				rt.AtOnce = append(rt.AtOnce, t.atOnce)
+				rt.Contention = append(rt.Contention, t.contention)
+				rt.SlowBelowGbps = append(rt.SlowBelowGbps, round3(t.limit(r.limit)))
+				contended = contended || t.contention != ""
+				scaled = scaled || t.slowBelow > 0
+			}
+			if !contended {
+				rt.Contention = nil
+			}
+			if !scaled {
+				rt.SlowBelowGbps = nil
 			}
 			out = append(out, rt)
 		}
@@ -164,14 +406,11 @@ func retests(hosts []Host, sched Schedule, res map[[2]int]*outcome, limit float6
 	return out
 }
 
-// blame finds the outliers.
+// blame turns a judgement into outliers.
 type blame struct {
-	hosts []Host
-	sched Schedule
-	res   map[[2]int]*outcome
-	down  map[int]error
-	st    func(from, to int) string
-	med   float64 // the fleet's median test, Gbit/s
+	r   *run
+	j   *judgement
+	med float64 // the fleet's median test, Gbit/s
 }
 
 // share says how g compares with the fleet: "21% of the fleet's median
@@ -183,127 +422,140 @@ func (b *blame) share(g float64) string {
 	return fmt.Sprintf("%.0f%% of the fleet's median %s Gbit/s", 100*g/b.med, gbpsText(b.med))
 }
 
-// side counts one host's tests in one direction: with how many partners
-// it was measured, and with how many it was slow.
-type side struct {
-	measured, slow []int
-}
-
-// mostSlow: slow with most (more than half) of at least two partners. One
-// partner cannot tell a host from the path between the two.
-func (s side) mostSlow() bool { return len(s.measured) >= 2 && 2*len(s.slow) > len(s.measured) }
-
-func (b *blame) partners() [][]int {
-	out := make([][]int, len(b.hosts))
-	for _, p := range b.sched.Pairs() {
-		out[p.A] = append(out[p.A], p.B)
-		out[p.B] = append(out[p.B], p.A)
-	}
-	for i := range out {
-		slices.Sort(out[i])
-	}
-	return out
-}
-
 func (b *blame) outliers() []Outlier {
-	partners := b.partners()
-	n := len(b.hosts)
-	send, recv := make([]side, n), make([]side, n)
+	r, j := b.r, b.j
+	n := len(r.hosts)
 	failedHost := make([]bool, n)
 	out := []Outlier{}
 	for h := 0; h < n; h++ {
 		var failedWith []int
-		for _, p := range partners[h] {
-			switch b.st(h, p) {
-			case StatusSlow:
-				send[h].slow = append(send[h].slow, p)
-				send[h].measured = append(send[h].measured, p)
-			case StatusOK:
-				send[h].measured = append(send[h].measured, p)
-			}
-			switch b.st(p, h) {
-			case StatusSlow:
-				recv[h].slow = append(recv[h].slow, p)
-				recv[h].measured = append(recv[h].measured, p)
-			case StatusOK:
-				recv[h].measured = append(recv[h].measured, p)
-			}
-			if b.st(h, p) == StatusFailed || b.st(p, h) == StatusFailed {
+		for _, p := range j.partners[h] {
+			if j.st(h, p) == StatusFailed || j.st(p, h) == StatusFailed {
 				failedWith = append(failedWith, p)
 			}
 		}
 		switch {
-		case b.down[h] != nil:
+		case r.down[h] != nil:
 			failedHost[h] = true
-			out = append(out, Outlier{Kind: KindHost, Name: b.hosts[h].Name, Direction: DirBoth, Cause: CauseFailed,
-				Evidence: b.down[h].Error(), Partners: b.names(failedWith)})
-		case len(partners[h]) >= 2 && 2*len(failedWith) > len(partners[h]):
+			out = append(out, Outlier{Kind: KindHost, Name: r.hosts[h].Name, Direction: DirBoth, Cause: CauseFailed,
+				Evidence: r.down[h].Error(), Partners: b.names(failedWith)})
+		case len(j.partners[h]) >= 2 && 2*len(failedWith) > len(j.partners[h]):
 			failedHost[h] = true
-			out = append(out, Outlier{Kind: KindHost, Name: b.hosts[h].Name, Direction: DirBoth, Cause: CauseFailed,
-				Evidence: fmt.Sprintf("tests with %d of its %d partners failed; the first: %s", len(failedWith), len(partners[h]), b.firstFailure(h, failedWith)),
+			out = append(out, Outlier{Kind: KindHost, Name: r.hosts[h].Name, Direction: DirBoth, Cause: CauseFailed,
+				Evidence: fmt.Sprintf("tests with %d of its %d partner%s failed; the first: %s", len(failedWith), len(j.partners[h]), plural(len(j.partners[h])), b.firstFailure(h, failedWith)),
 				Partners: b.names(failedWith)})
 		}
 	}
 	for h := 0; h < n; h++ {
-		if o, ok := b.hostOutlier(h, send[h], recv[h]); ok {
+		if o, ok := b.hostOutlier(h); ok {
 			out = append(out, o)
 		}
 	}
-	for _, p := range b.sched.Pairs() {
+	seen := map[[2]int]bool{}
+	for _, p := range r.pairs {
 		a, c := min(p.A, p.B), max(p.A, p.B)
-		out = append(out, b.pathOutliers(a, c, send, recv, failedHost)...)
+		if seen[[2]int{a, c}] {
+			continue
+		}
+		seen[[2]int{a, c}] = true
+		out = append(out, b.pathOutliers(a, c, failedHost)...)
 	}
 	return out
 }
 
-// hostOutlier blames host h when it is slow with most partners when it
-// sends, when it receives, or both.
-func (b *blame) hostOutlier(h int, s, r side) (Outlier, bool) {
-	var dir string
+// slowWith lists the partners of side s with which its tests were slow,
+// and their best Gbit/s; measured counts its ok and slow tests.
+func (b *blame) slowWith(s side) (partners []int, gbps []float64, measured int) {
+	for _, d := range b.j.tests(s) {
+		st := b.j.st(d[0], d[1])
+		if st == StatusOK || st == StatusSlow {
+			measured++
+		}
+		if st == StatusSlow {
+			p := d[1]
+			if !s.send {
+				p = d[0]
+			}
+			partners = append(partners, p)
+			gbps = append(gbps, b.r.res[d].best())
+		}
+	}
+	return partners, gbps, measured
+}
+
+// hostOutlier blames host h when a side of it is blamed: when it sends,
+// when it receives, or both.
+func (b *blame) hostOutlier(h int) (Outlier, bool) {
+	snd, rcv := b.j.blamed[side{host: h, send: true}], b.j.blamed[side{host: h}]
+	if !snd && !rcv {
+		return Outlier{}, false
+	}
+	sp, sg, sm := b.slowWith(side{host: h, send: true})
+	rp, rg, rm := b.slowWith(side{host: h})
+	var dir, ev string
 	var slow []int
 	var gbps []float64
 	switch {
-	case s.mostSlow() && r.mostSlow():
-		dir, slow = DirBoth, union(s.slow, r.slow)
-		gbps = append(b.bests(h, s.slow, true), b.bests(h, r.slow, false)...)
-	case s.mostSlow():
-		dir, slow, gbps = DirSend, s.slow, b.bests(h, s.slow, true)
-	case r.mostSlow():
-		dir, slow, gbps = DirReceive, r.slow, b.bests(h, r.slow, false)
+	case snd && rcv:
+		dir, slow, gbps = DirBoth, union(sp, rp), append(sg, rg...)
+	case snd:
+		dir, slow, gbps = DirSend, sp, sg
 	default:
-		return Outlier{}, false
+		dir, slow, gbps = DirReceive, rp, rg
 	}
-	name := b.hosts[h].Name
 	m := round3(median(gbps))
-	var ev string
 	switch dir {
 	case DirSend:
-		ev = fmt.Sprintf("it sent at %s Gbit/s (median) to %d of its %d partners", gbpsText(m), len(s.slow), len(s.measured))
+		ev = fmt.Sprintf("it sent at %s Gbit/s (median) to %d of its %d partner%s", gbpsText(m), len(sp), sm, plural(sm))
 	case DirReceive:
-		ev = fmt.Sprintf("it received at %s Gbit/s (median) from %d of its %d partners", gbpsText(m), len(r.slow), len(r.measured))
+		ev = fmt.Sprintf("it received at %s Gbit/s (median) from %d of its %d partner%s", gbpsText(m), len(rp), rm, plural(rm))
 	default:
-		ev = fmt.Sprintf("it sent to %d of its %d partners and received from %d of %d at %s Gbit/s (median)", len(s.slow), len(s.measured), len(r.slow), len(r.measured), gbpsText(m))
+		ev = fmt.Sprintf("it sent to %d of its %d partner%s and received from %d of %d at %s Gbit/s (median)", len(sp), sm, plural(sm), len(rp), rm, gbpsText(m))
+	}
+	if probes := b.probeText(h, snd, rcv); probes != "" {
+		ev += ", " + probes
 	}
 	ev += ", " + b.share(m)
-	return Outlier{Kind: KindHost, Name: name, Direction: dir, Cause: CauseSlow, Evidence: ev,
+	return Outlier{Kind: KindHost, Name: b.r.hosts[h].Name, Direction: dir, Cause: CauseSlow, Evidence: ev,
 		MedianGbps: ptr(m), Partners: b.names(slow)}, true
 }
 
-// pathOutliers blames the path a-c for its slow tests that no blamed host
+// probeText says how the probes of a blamed host went: "2 of 2 hosts
+// proven good among them".
+func (b *blame) probeText(h int, snd, rcv bool) string {
+	slow, all := 0, 0
+	for _, s := range []side{{host: h, send: true}, {host: h}} {
+		if s.send && !snd || !s.send && !rcv {
+			continue
+		}
+		_, _, ps, po := b.j.counts(s)
+		slow, all = slow+ps, all+ps+po
+	}
+	if all == 0 {
+		return ""
+	}
+	return fmt.Sprintf("slow with %d of the %d host%s proven good it was tried against", slow, all, plural(all))
+}
+
+// pathOutliers blames the path a-c for its slow tests that no blamed side
 // explains, and for its failed tests that no failed host explains.
-func (b *blame) pathOutliers(a, c int, send, recv []side, failedHost []bool) []Outlier {
+func (b *blame) pathOutliers(a, c int, failedHost []bool) []Outlier {
+	r, j := b.r, b.j
 	var out []Outlier
-	name := b.hosts[a].Name + "-" + b.hosts[c].Name
-	explained := func(from, to int) bool { return send[from].mostSlow() || recv[to].mostSlow() }
-	ab := b.st(a, c) == StatusSlow && !explained(a, c)
-	ca := b.st(c, a) == StatusSlow && !explained(c, a)
+	name := r.hosts[a].Name + "-" + r.hosts[c].Name
+	explained := func(from, to int) bool {
+		snd, rcv := sidesOf(from, to)
+		return j.blamed[snd] || j.blamed[rcv]
+	}
+	ab := j.st(a, c) == StatusSlow && !explained(a, c)
+	ca := j.st(c, a) == StatusSlow && !explained(c, a)
 	if ab || ca {
 		var gbps []float64
 		if ab {
-			gbps = append(gbps, b.res[[2]int{a, c}].best())
+			gbps = append(gbps, r.res[[2]int{a, c}].best())
 		}
 		if ca {
-			gbps = append(gbps, b.res[[2]int{c, a}].best())
+			gbps = append(gbps, r.res[[2]int{c, a}].best())
 		}
 		dir := DirBoth
 		switch {
@@ -312,29 +564,55 @@ func (b *blame) pathOutliers(a, c int, send, recv []side, failedHost []bool) []O
 		case ca && !ab:
 			dir = DirReceive
 		}
+		way := pathDir(r.hosts[a].Name, r.hosts[c].Name, dir)
 		m := round3(median(gbps))
-		out = append(out, Outlier{Kind: KindPath, Name: name, Direction: dir, Cause: CauseSlow,
-			Evidence: fmt.Sprintf("%s carried %s Gbit/s, %s, while neither host is slow with most of its partners",
-				pathDir(b.hosts[a].Name, b.hosts[c].Name, dir), gbpsText(m), b.share(m)),
-			MedianGbps: ptr(m), Partners: []string{b.hosts[a].Name, b.hosts[c].Name}})
+		ev := fmt.Sprintf("%s Gbit/s, %s, while neither host is slow with most of its partners", gbpsText(m), b.share(m))
+		if cl := b.clearedText(a, c, ab, ca); cl != "" {
+			ev += "; " + cl
+		}
+		out = append(out, Outlier{Kind: KindPath, Name: name, Direction: dir, Way: way, Cause: CauseSlow,
+			Evidence: ev, MedianGbps: ptr(m), Partners: []string{r.hosts[a].Name, r.hosts[c].Name}})
 	}
 	if failedHost[a] || failedHost[c] {
 		return out
 	}
-	fab, fca := b.st(a, c) == StatusFailed, b.st(c, a) == StatusFailed
+	fab, fca := j.st(a, c) == StatusFailed, j.st(c, a) == StatusFailed
 	if fab || fca {
-		dir, o := DirBoth, b.res[[2]int{a, c}]
+		dir, o := DirBoth, r.res[[2]int{a, c}]
 		switch {
 		case fab && !fca:
 			dir = DirSend
 		case fca && !fab:
-			dir, o = DirReceive, b.res[[2]int{c, a}]
+			dir, o = DirReceive, r.res[[2]int{c, a}]
 		}
-		out = append(out, Outlier{Kind: KindPath, Name: name, Direction: dir, Cause: CauseFailed,
-			Evidence: pathDir(b.hosts[a].Name, b.hosts[c].Name, dir) + ": " + o.err.Error(),
-			Partners: []string{b.hosts[a].Name, b.hosts[c].Name}})
+		way := pathDir(r.hosts[a].Name, r.hosts[c].Name, dir)
+		out = append(out, Outlier{Kind: KindPath, Name: name, Direction: dir, Way: way, Cause: CauseFailed,
+			Evidence: o.err.Error(), Partners: []string{r.hosts[a].Name, r.hosts[c].Name}})
 	}
 	return out
+}
+
+// clearedText says which ends of a slow path probes cleared.
+func (b *blame) clearedText(a, c int, ab, ca bool) string {
+	var parts []string
+	add := func(s side) {
+		if b.j.cleared(s) {
+			what := "sends well to"
+			if !s.send {
+				what = "receives well from"
+			}
+			parts = append(parts, fmt.Sprintf("%s %s hosts proven good", b.r.hosts[s.host].Name, what))
+		}
+	}
+	if ab {
+		add(side{host: a, send: true})
+		add(side{host: c})
+	}
+	if ca {
+		add(side{host: c, send: true})
+		add(side{host: a})
+	}
+	return strings.Join(parts, ", ")
 }
 
 // pathDir names the tests of a path in a direction: "h01→h05".
@@ -348,23 +626,10 @@ func pathDir(a, c, dir string) string {
 	return a + "↔" + c
 }
 
-// bests is the best tries of h's tests with partners, h sending or not.
-func (b *blame) bests(h int, partners []int, sending bool) []float64 {
-	var out []float64
-	for _, p := range partners {
-		k := [2]int{p, h}
-		if sending {
-			k = [2]int{h, p}
-		}
-		out = append(out, b.res[k].best())
-	}
-	return out
-}
-
 func (b *blame) firstFailure(h int, partners []int) string {
 	for _, p := range partners {
 		for _, k := range [][2]int{{h, p}, {p, h}} {
-			if o := b.res[k]; o != nil && o.err != nil {
+			if o := b.r.res[k]; o != nil && o.err != nil {
 				return o.err.Error()
 			}
 		}
@@ -375,7 +640,7 @@ func (b *blame) firstFailure(h int, partners []int) string {
 func (b *blame) names(idx []int) []string {
 	out := make([]string, 0, len(idx))
 	for _, i := range idx {
-		out = append(out, b.hosts[i].Name)
+		out = append(out, b.r.hosts[i].Name)
 	}
 	return out
 }
@@ -394,33 +659,82 @@ func gbpsText(g float64) string {
 	return fmt.Sprintf("%.2f", g)
 }
 
+// inconclusive lists the directions that stayed inconclusive, with the
+// first try's contention.
+func inconclusive(r *Result) []string {
+	var out []string
+	for _, p := range r.Pairs {
+		for _, d := range []struct {
+			from, to string
+			dir      Direction
+		}{{p.A, p.B, p.AToB}, {p.B, p.A, p.BToA}} {
+			if d.dir.Status != StatusInconclusive {
+				continue
+			}
+			why := ""
+			for _, c := range d.dir.TriesContention {
+				if c != "" {
+					why = c
+					break
+				}
+			}
+			out = append(out, d.from+"→"+d.to+": "+why)
+		}
+	}
+	return out
+}
+
 // verdict says in a few sentences what the run found.
 func verdict(r *Result, res map[[2]int]*outcome) string {
 	if r.MedianGbps == nil {
 		return "No test worked, so nothing can be compared; the first failure: " + firstError(res) + "."
 	}
 	med := *r.MedianGbps
+	inc := inconclusive(r)
+	var s string
 	if len(r.Outliers) == 0 {
 		lo, hi := math.Inf(1), 0.0
 		for _, p := range r.Pairs {
-			for _, g := range []*float64{p.AToBGbps, p.BToAGbps} {
-				if g != nil {
-					lo, hi = min(lo, *g), max(hi, *g)
+			for _, x := range []struct {
+				g  *float64
+				st string
+			}{{p.AToBGbps, p.AToB.Status}, {p.BToAGbps, p.BToA.Status}} {
+				if x.g != nil && x.st == StatusOK {
+					lo, hi = min(lo, *x.g), max(hi, *x.g)
 				}
 			}
 		}
-		s := fmt.Sprintf("No outlier: every test of the %d pairs of %d hosts reached %g%% of the median %s Gbit/s (%s to %s Gbit/s).",
-			len(r.Pairs), len(r.Hosts), r.ThresholdPct, gbpsText(med), gbpsText(lo), gbpsText(hi))
-		if n := len(r.Retests); n > 0 {
-			s += fmt.Sprintf(" %d test%s slow at first came back on re-test.", n, plural(n))
+		what := "every test"
+		if len(inc) > 0 {
+			what = "every conclusive test"
 		}
-		return s
+		s = fmt.Sprintf("No outlier: %s of the %d pair%s of %d hosts reached %g%% of the median %s Gbit/s",
+			what, len(r.Pairs), plural(len(r.Pairs)), len(r.Hosts), r.ThresholdPct, gbpsText(med))
+		if hi > 0 {
+			s += fmt.Sprintf(" (%s to %s Gbit/s)", gbpsText(lo), gbpsText(hi))
+		}
+		s += "."
+		back := 0
+		for _, t := range r.Retests {
+			if t.Status == StatusOK {
+				back++
+			}
+		}
+		if back > 0 {
+			s += fmt.Sprintf(" %d test%s slow at first came back on re-test.", back, plural(back))
+		}
+	} else {
+		var parts []string
+		for _, o := range r.Outliers {
+			parts = append(parts, sentence(o))
+		}
+		s = fmt.Sprintf("%d outlier%s among %d hosts: ", len(r.Outliers), plural(len(r.Outliers)), len(r.Hosts)) + strings.Join(parts, " ")
 	}
-	var parts []string
-	for _, o := range r.Outliers {
-		parts = append(parts, sentence(o))
+	if n := len(inc); n > 0 {
+		s += fmt.Sprintf(" %d test%s stayed inconclusive, slow while %s own record showed contention, and %s not blamed (the first, %s).",
+			n, plural(n), map[bool]string{true: "its", false: "their"}[n == 1], map[bool]string{true: "is", false: "are"}[n == 1], inc[0])
 	}
-	return fmt.Sprintf("%d outlier%s among %d hosts: ", len(r.Outliers), plural(len(r.Outliers)), len(r.Hosts)) + strings.Join(parts, " ")
+	return s
 }
 
 func sentence(o Outlier) string {
@@ -434,9 +748,9 @@ func sentence(o Outlier) string {
 	case o.Kind == KindHost:
 		return fmt.Sprintf("Host %s is slow both ways: %s.", o.Name, o.Evidence)
 	case o.Cause == CauseFailed:
-		return fmt.Sprintf("The path %s failed: %s.", o.Name, o.Evidence)
+		return fmt.Sprintf("The path %s failed: %s.", cmp.Or(o.Way, o.Name), o.Evidence)
 	}
-	return fmt.Sprintf("The path %s is slow: %s.", o.Name, o.Evidence)
+	return fmt.Sprintf("The path %s is slow: %s.", cmp.Or(o.Way, o.Name), o.Evidence)
 }
 
 func plural(n int) string {

@@ -19,6 +19,9 @@ type Host struct {
 	// host by to start its agent ("root@node17", or a Host alias of
 	// ~/.ssh/config); empty means the address.
 	SSH string `json:"ssh,omitempty"`
+	// Iface is the interface its tests ran on, as its agent found it (""
+	// when unknown): what doctor --iface needs.
+	Iface string `json:"iface,omitempty"`
 }
 
 // Bounds of a host list. A line longer than maxLine is not a host line;
@@ -76,7 +79,7 @@ func ParseHosts(src string, r io.Reader) ([]Host, error) {
 		return nil, fmt.Errorf("reading %s: %w", src, err)
 	}
 	if len(hosts) < 2 {
-		return nil, fmt.Errorf("%s: %d host(s): a fleet needs at least 2 (one line each: NAME ADDRESS [SSH-TARGET])", src, len(hosts))
+		return nil, fmt.Errorf("%s: %s: a fleet needs at least 2 (one line each: NAME ADDRESS [SSH-TARGET])", src, count(len(hosts), "host"))
 	}
 	return hosts, nil
 }
@@ -102,8 +105,27 @@ func (h Host) Validate() error {
 	if err := checkAddress(h.Address); err != nil {
 		return err
 	}
+	if h.Iface != "" {
+		if err := checkIface(h.Iface); err != nil {
+			return err
+		}
+	}
 	if h.SSH != "" {
 		return checkSSH(h.SSH)
+	}
+	return nil
+}
+
+// checkIface accepts what Linux takes as an interface name (at most 15
+// bytes, no '/', no blank) and what a command line can carry unquoted.
+func checkIface(s string) error {
+	if len(s) > 15 {
+		return fmt.Errorf("interface %q: longer than 15 bytes", s)
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == '@' || c == ':') {
+			return fmt.Errorf("interface %q: not an interface name", s)
+		}
 	}
 	return nil
 }
@@ -129,7 +151,14 @@ func checkAddress(s string) error {
 	if s == "" || len(s) > 253 {
 		return fmt.Errorf("address %q: not an IP address or a DNS name", s)
 	}
-	for _, label := range strings.Split(strings.TrimSuffix(s, "."), ".") {
+	labels := strings.Split(strings.TrimSuffix(s, "."), ".")
+	// A name's last label is never all digits (RFC 1123 2.1, RFC 3696
+	// 2): "198.18.0.300" is a mistyped IPv4 address, not a name to look
+	// up.
+	if last := labels[len(labels)-1]; last != "" && strings.Trim(last, "0123456789") == "" {
+		return fmt.Errorf("address %q: not a valid IP address (each part of an IPv4 address is 0 to 255) nor a DNS name", s)
+	}
+	for _, label := range labels {
 		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
 			return fmt.Errorf("address %q: not an IP address or a DNS name", s)
 		}

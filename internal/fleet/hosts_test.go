@@ -17,11 +17,11 @@ func TestParseHostsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Host{
-		{"node01", "10.10.0.1", "root@node01-mgmt"},
-		{"node02", "10.10.0.2", "root@node02-mgmt"},
-		{"node03", "10.10.0.3", ""},
-		{"node04", "node04-data.example.net", "ssh-alias-node04"},
-		{"node05", "fd00::5", ""},
+		{Name: "node01", Address: "10.10.0.1", SSH: "root@node01-mgmt"},
+		{Name: "node02", Address: "10.10.0.2", SSH: "root@node02-mgmt"},
+		{Name: "node03", Address: "10.10.0.3"},
+		{Name: "node04", Address: "node04-data.example.net", SSH: "ssh-alias-node04"},
+		{Name: "node05", Address: "fd00::5"},
 	}
 	if len(hosts) != len(want) {
 		t.Fatalf("%d hosts: %+v", len(hosts), hosts)
@@ -46,8 +46,12 @@ func TestParseHostsErrors(t *testing.T) {
 		{"a 10.0.0.1\nb 10.0.0.2 root@x;reboot\n", "f:2: ssh target"},
 		{"a 10.0.0.1\nb bad_host!\n", "f:2: address \"bad_host!\""},
 		{"a 10.0.0.1\nb -x.example\n", "f:2: address"},
-		{"# only one\na 10.0.0.1\n", "f: 1 host(s): a fleet needs at least 2"},
-		{"", "f: 0 host(s)"},
+		// A mistyped IPv4 address is not a DNS name to look up.
+		{"a 198.18.0.1\nb 198.18.0.300\n", "f:2: address \"198.18.0.300\": not a valid IP address"},
+		{"a 198.18.0.1\nb 10.1.2\n", "f:2: address \"10.1.2\": not a valid IP address"},
+		{"a 198.18.0.1\nb node7.42\n", "f:2: address \"node7.42\": not a valid IP address"},
+		{"# only one\na 10.0.0.1\n", "f: 1 host: a fleet needs at least 2"},
+		{"", "f: 0 hosts: a fleet needs at least 2"},
 		{"a 10.0.0.1\n" + strings.Repeat("x", 5000) + "\n", "f:2: line longer than 4096 bytes"},
 		{"a 10.0.0.1\nb " + strings.Repeat("x", 300) + "\n", "f:2: address"},
 		{"a 10.0.0.1\nb 10.0.0.2 " + strings.Repeat("x", 300) + "\n", "f:2: ssh target"},

@@ -38,7 +38,7 @@ func K8sHosts(ctx context.Context, r Resolver, service string) ([]Host, error) {
 	slices.SortFunc(ips, netip.Addr.Compare)
 	ips = slices.Compact(ips)
 	if len(ips) < 2 {
-		return nil, fmt.Errorf("the Service %s has %d ready agent(s): a fleet needs at least 2 (kubectl get pods -l app.kubernetes.io/component=agent)", service, len(ips))
+		return nil, fmt.Errorf("the Service %s has %s: a fleet needs at least 2 (kubectl get pods -l app.kubernetes.io/component=agent)", service, count(len(ips), "ready agent"))
 	}
 	if len(ips) > maxHosts {
 		return nil, fmt.Errorf("the Service %s has %d agents: at most %d", service, len(ips), maxHosts)

@@ -42,6 +42,9 @@ func (r *Result) Check() error {
 	if r.Schema != Schema {
 		return fmt.Errorf("schema %q: want %s (the output of 'linerate fleet run --json')", r.Schema, Schema)
 	}
+	if r.Design != "" && r.Design != DesignAll && r.Design != DesignSampled {
+		return fmt.Errorf("design %q: all or sampled", r.Design)
+	}
 	if len(r.Hosts) < 2 {
 		return fmt.Errorf("%d hosts: a fleet has at least 2", len(r.Hosts))
 	}
@@ -72,8 +75,24 @@ func (r *Result) Check() error {
 			if err := checkGbps(d.g, d.dir.TriesGbps...); err != nil {
 				return fmt.Errorf("pair %s-%s: %w", p.A, p.B, err)
 			}
-			if n := len(d.dir.TriesAt); n != 0 && n != len(d.dir.TriesGbps) {
-				return fmt.Errorf("pair %s-%s: %d times for %d tries", p.A, p.B, n, len(d.dir.TriesGbps))
+			for what, n := range map[string]int{"times": len(d.dir.TriesAt), "leg sizes": len(d.dir.TriesAtOnce),
+				"contention notes": len(d.dir.TriesContention), "roles": len(d.dir.TriesRole), "limits": len(d.dir.TriesSlowBelow)} {
+				if n != 0 && n != len(d.dir.TriesGbps) {
+					return fmt.Errorf("pair %s-%s: %d %s for %d tries", p.A, p.B, n, what, len(d.dir.TriesGbps))
+				}
+			}
+			for _, role := range d.dir.TriesRole {
+				if !slices.Contains(roles[:], role) {
+					return fmt.Errorf("pair %s-%s: a try's role %q", p.A, p.B, role)
+				}
+			}
+			if err := checkGbps(nil, d.dir.TriesSlowBelow...); err != nil {
+				return fmt.Errorf("pair %s-%s: %w", p.A, p.B, err)
+			}
+			for _, k := range d.dir.TriesAtOnce {
+				if k < 1 || k > maxHosts/2 {
+					return fmt.Errorf("pair %s-%s: a try with %d tests at once", p.A, p.B, k)
+				}
 			}
 			for _, sp := range d.dir.TriesAt {
 				if sp.End.Before(sp.Start) {
@@ -101,6 +120,9 @@ func (r *Result) Check() error {
 		if err := checkGbps(&t.FirstGbps, t.RetestsGbps...); err != nil {
 			return fmt.Errorf("re-test %s→%s: %w", t.From, t.To, err)
 		}
+		if t.Status != "" && !knownStatus(t.Status) {
+			return fmt.Errorf("re-test %s→%s: status %q", t.From, t.To, t.Status)
+		}
 	}
 	for _, o := range r.Outliers {
 		if !slices.Contains([]string{KindHost, KindPath}, o.Kind) || !slices.Contains([]string{DirSend, DirReceive, DirBoth}, o.Direction) {
@@ -114,7 +136,7 @@ func (r *Result) Check() error {
 }
 
 func knownStatus(s string) bool {
-	return slices.Contains([]string{StatusOK, StatusSlow, StatusFailed, StatusNotRun}, s)
+	return slices.Contains([]string{StatusOK, StatusSlow, StatusFailed, StatusInconclusive, StatusNotRun, StatusUntested}, s)
 }
 
 // maxGbps bounds a figure: 100 Tbit/s is beyond any link that exists.

@@ -17,13 +17,39 @@ func TestResultSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []*fakeNet{
-		{base: 9.5},
-		{base: 9.5, sendCap: map[string]float64{"h03": 1.9}, pathCap: map[[2]string]float64{{"h05", "h01"}: 4},
-			fail: map[[2]string]error{{"h01", "h02"}: errMsg("agent died")}},
-		{base: 9.5, down: map[string]bool{"h02": true}},
+	sampled := opts()
+	sampled.Design, sampled.Seed, sampled.Parallel = DesignSampled, 7, true
+	sched, err := SampledSchedule(12, 4, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := func(i int) string { return fleetOf(12)[i].Name }
+	p0, p1 := sched.Rounds[0][0], sched.Rounds[1][1]
+	slowPath := [2]string{name(p0.A), name(p0.B)}
+	contended := [2]string{name(p1.A), name(p1.B)}
+	for _, c := range []struct {
+		n int
+		o Options
+		f *fakeNet
+	}{
+		{6, opts(), &fakeNet{base: 9.5}},
+		{6, opts(), &fakeNet{base: 9.5, sendCap: map[string]float64{"h03": 1.9}, pathCap: map[[2]string]float64{{"h05", "h01"}: 4},
+			fail: map[[2]string]error{{"h01", "h02"}: errMsg("agent died")}}},
+		{6, opts(), &fakeNet{base: 9.5, down: map[string]bool{"h02": true}}},
+		// Inconclusive tests, a parallel run's loads, a sampled design's
+		// probes (each with an untested direction).
+		{12, sampled, &fakeNet{base: 9.5, contend: map[[2]string]int{contended: 9}, pathCap: map[[2]string]float64{slowPath: 3}}},
 	} {
-		res := runFake(t, 6, opts(), f)
+		res := runFake(t, c.n, c.o, c.f)
+		if c.o.Design == DesignSampled {
+			// The features this document is here for.
+			b, _ := json.Marshal(res)
+			for _, want := range []string{`"status":"inconclusive"`, `"probe":true`, `"status":"untested"`, `"tries_at_once":[6,`, `"tries_contention":["CPU`, `"design":"sampled"`} {
+				if !bytes.Contains(b, []byte(want)) {
+					t.Errorf("the sampled document lacks %s", want)
+				}
+			}
+		}
 		b, err := json.Marshal(res)
 		if err != nil {
 			t.Fatal(err)

@@ -7,20 +7,30 @@ const Schema = "linerate.fleet/v1"
 
 // Result is a fleet run: the linerate.fleet/v1 document.
 type Result struct {
-	Schema       string  `json:"schema"`
-	Label        string  `json:"label,omitempty"`
-	Hosts        []Host  `json:"hosts"`
-	Pattern      string  `json:"pattern"`
+	Schema  string `json:"schema"`
+	Label   string `json:"label,omitempty"`
+	Hosts   []Host `json:"hosts"`
+	Pattern string `json:"pattern"`
+	// Design is DesignAll (every pair of the pattern) or DesignSampled
+	// (each host with Partners partners drawn with Seed, then suspects
+	// against hosts proven good).
+	Design   string `json:"design"`
+	Partners int    `json:"partners,omitempty"`
+	Seed     int64  `json:"seed,omitempty"`
+	// Parallel says each leg's tests ran at once (--concurrent).
 	Parallel     bool    `json:"parallel"`
 	DurationS    float64 `json:"duration_s"`
 	Streams      int     `json:"streams"`
 	ThresholdPct float64 `json:"threshold_pct"`
-	// Rounds and Tests are the schedule's: each round runs its pairs in
-	// two legs, one per direction.
+	// Rounds is the schedule's: each round runs its pairs in two legs,
+	// one per direction. Tests counts every test run, first tries,
+	// re-tests and probes alike; Legs every leg run (with Parallel, each
+	// leg took about one test's time).
 	Rounds int `json:"rounds"`
 	Tests  int `json:"tests"`
-	// MedianGbps is the median of every test's first try that worked
-	// (null when none did); SlowBelowGbps is ThresholdPct of it.
+	Legs   int `json:"legs"`
+	// MedianGbps is the median of every scheduled test's first try that
+	// worked (null when none did); SlowBelowGbps is ThresholdPct of it.
 	MedianGbps    *float64     `json:"median_gbps"`
 	SlowBelowGbps *float64     `json:"slow_below_gbps"`
 	Pairs         []PairResult `json:"pairs"`
@@ -35,22 +45,34 @@ const (
 	StatusOK     = "ok"
 	StatusSlow   = "slow"
 	StatusFailed = "failed"
+	// StatusInconclusive marks a direction every try of which was slow,
+	// fewer than two of them (one without re-tests) free of contention
+	// in their own record (Measurement.Contention): not blamed, not ok.
+	StatusInconclusive = "inconclusive"
 	// StatusNotRun marks what an interrupted run did not reach.
 	StatusNotRun = "not_run"
+	// StatusUntested marks the direction of a probe pair that was not
+	// needed: a probe tests one side of a suspect.
+	StatusUntested = "untested"
 )
 
 // PairResult is one pair: A is the host listed first. A direction's
 // Gbit/s is its best try: a test slow only once is not slow.
 type PairResult struct {
-	A        string    `json:"a"`
-	B        string    `json:"b"`
-	AToBGbps *float64  `json:"a_to_b_gbps"`
-	BToAGbps *float64  `json:"b_to_a_gbps"`
-	Status   string    `json:"status"`
-	Retested bool      `json:"retested"`
-	Round    int       `json:"round"` // 1-based
-	AToB     Direction `json:"a_to_b"`
-	BToA     Direction `json:"b_to_a"`
+	A        string   `json:"a"`
+	B        string   `json:"b"`
+	AToBGbps *float64 `json:"a_to_b_gbps"`
+	BToAGbps *float64 `json:"b_to_a_gbps"`
+	Status   string   `json:"status"`
+	Retested bool     `json:"retested"`
+	// Round is the pair's round, 1-based; a probe's rounds follow the
+	// schedule's.
+	Round int `json:"round"`
+	// Probe marks a pair the sampled design added to test a suspect
+	// against a host already proven good.
+	Probe bool      `json:"probe,omitempty"`
+	AToB  Direction `json:"a_to_b"`
+	BToA  Direction `json:"b_to_a"`
 }
 
 // Direction is one direction of a pair.
@@ -59,8 +81,25 @@ type Direction struct {
 	// TriesGbps holds every try that worked, the first first.
 	TriesGbps []float64 `json:"tries_gbps"`
 	// TriesAt says when each of TriesGbps was measured.
-	TriesAt []Span  `json:"tries_at,omitempty"`
-	RunIDs  []int64 `json:"run_ids,omitempty"`
+	TriesAt []Span `json:"tries_at,omitempty"`
+	// TriesAtOnce says how many tests ran at once in each try's leg (1:
+	// alone), so that a figure measured alone is never read as one of a
+	// loaded leg.
+	TriesAtOnce []int `json:"tries_at_once,omitempty"`
+	// TriesContention says, for each try, why its own record shows that
+	// the test did not have its CPUs to itself ("" when it did).
+	TriesContention []string `json:"tries_contention,omitempty"`
+	// TriesRole says why each try ran: "first", "retest" (it was slow),
+	// "probe" (the sampled design's test of a suspect) or "control" (a
+	// fine test run again just before a serial re-test, for the load of
+	// that moment); absent for a single try.
+	TriesRole []string `json:"tries_role,omitempty"`
+	// TriesSlowBelow is, for each try, the Gbit/s it was judged against
+	// when some try of the direction was judged against a control: the
+	// run's slow limit scaled by how the control fared against its own
+	// first try.
+	TriesSlowBelow []float64 `json:"tries_slow_below,omitempty"`
+	RunIDs         []int64   `json:"run_ids,omitempty"`
 	// Error is why the test failed.
 	Error string `json:"error,omitempty"`
 }
@@ -72,14 +111,25 @@ type Span struct {
 	End   time.Time `json:"end"`
 }
 
-// Retest is one slow test tried again.
+// Retest is one slow or inconclusive test tried again.
 type Retest struct {
 	From        string    `json:"from"`
 	To          string    `json:"to"`
 	FirstGbps   float64   `json:"first_gbps"`
 	RetestsGbps []float64 `json:"retests_gbps"`
-	// Confirmed is true when every try was slow.
+	// Confirmed is true when every try was slow and two of them were not
+	// contended: the test stayed slow.
 	Confirmed bool `json:"confirmed"`
+	// Status is the direction's in the end: ok (it came back), slow or
+	// inconclusive.
+	Status string `json:"status"`
+	// AtOnce is how many tests ran at once in each try's leg, the first
+	// first; Contention why each try was contended ("" when not).
+	AtOnce     []int    `json:"at_once,omitempty"`
+	Contention []string `json:"contention,omitempty"`
+	// SlowBelowGbps is what each try was judged against, when a serial
+	// re-test was judged against a control (Direction.TriesSlowBelow).
+	SlowBelowGbps []float64 `json:"slow_below_gbps,omitempty"`
 }
 
 // Outlier kinds, directions and causes.
@@ -96,16 +146,22 @@ const (
 )
 
 // Outlier is a host or a path blamed for slow or failed tests. For a path
-// (named "A-B"), Direction is A's: send means A→B.
+// (named "A-B"), Direction is A's: send means A→B; Way says it as arrows.
 type Outlier struct {
 	Kind      string `json:"kind"`
 	Name      string `json:"name"`
 	Direction string `json:"direction"`
-	Cause     string `json:"cause"`
-	Evidence  string `json:"evidence"`
+	// Way is a path's direction as its tests ran: "h01→h05", "h05→h01"
+	// or "h01↔h05" (paths only).
+	Way      string `json:"way,omitempty"`
+	Cause    string `json:"cause"`
+	Evidence string `json:"evidence"`
 	// MedianGbps is the median of the blamed tests' best tries (slow
 	// outliers only).
 	MedianGbps *float64 `json:"median_gbps,omitempty"`
 	// Partners names the hosts the blamed tests ran with.
 	Partners []string `json:"partners,omitempty"`
+	// Next are commands to run next, as they work when printed (the
+	// caller of Run, which knows how the hosts are reached, adds them).
+	Next []string `json:"next,omitempty"`
 }

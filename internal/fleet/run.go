@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 )
@@ -27,8 +29,11 @@ type Spec struct {
 	Streams  int
 	// Label is the fleet run's label, for the results database.
 	Label string
-	// Retest is true for a re-test of a slow test.
-	Retest bool
+	// Retest is true for a re-test of a slow test, Probe for a test of a
+	// suspect against a host proven good (the sampled design).
+	Retest, Probe bool
+	// AtOnce is how many tests run at once in this test's leg (1: alone).
+	AtOnce int
 }
 
 // Measurement is what one test measured.
@@ -38,6 +43,15 @@ type Measurement struct {
 	// Start and End are when the measured part of the test ran; zero
 	// values mean the span of the Run call.
 	Start, End time.Time
+	// Contention says why the test's own record shows that it did not
+	// have its CPUs to itself: both ends on one CPU, other work on a CPU
+	// its threads needed, threads left unpinned where the ends share a
+	// kernel; "" when it shows none. A slow test that was contended is
+	// inconclusive, not blamed.
+	Contention string
+	// FromIface and ToIface are the interfaces the test ran on at each
+	// end ("" when unknown).
+	FromIface, ToIface string
 }
 
 // HostDownError says that a host cannot take part any more.
@@ -51,7 +65,14 @@ func (e *HostDownError) Unwrap() error { return e.Err }
 
 // Options are a fleet run's settings.
 type Options struct {
-	Pattern  Pattern
+	Pattern Pattern
+	// Design is DesignAll or DesignSampled; "" means DesignFor the
+	// number of hosts. Partners (sampled: 0 means DefaultPartners) and
+	// Seed (sampled: 0 draws one, recorded in the result) shape the
+	// sampled design.
+	Design   string
+	Partners int
+	Seed     int64
 	Duration time.Duration
 	Streams  int
 	// Parallel runs each leg's tests at once; otherwise one at a time.
@@ -67,6 +88,12 @@ type Options struct {
 	// DefaultRetests, a negative number none.
 	Retests int
 	Label   string
+	// Down are hosts known to be down before the run starts, by name
+	// (their agents did not start): each is failed with its own reason
+	// and its tests are not run. Otherwise a host is found down by the
+	// first test it takes part in, and a test of two down hosts names
+	// only one of them.
+	Down map[string]error
 	// Progress, when set, is called after every test (from one goroutine
 	// at a time).
 	Progress func(Event)
@@ -75,8 +102,11 @@ type Options struct {
 // Defaults of Options.
 const (
 	DefaultThresholdPct = 90
-	DefaultRetests      = 1
-	maxRetests          = 5
+	// DefaultRetests: a slow test is confirmed by one re-test that is
+	// slow too and not contended; a second re-test is for the tests whose
+	// first re-test was contended again.
+	DefaultRetests = 2
+	maxRetests     = 5
 )
 
 // RDMAThresholdPct is ClusterKit's rule for RDMA bandwidth: a pair below
@@ -85,15 +115,21 @@ const RDMAThresholdPct = 93
 
 // Event reports one finished test.
 type Event struct {
-	From, To string
-	Retest   bool
-	Gbps     float64
-	Err      error
-	Done     int // tests finished so far, re-tests included
-	Total    int // tests planned (re-tests are added as they are planned)
+	From, To      string
+	Retest, Probe bool
+	// Control is a test that was fine run again before a serial re-test,
+	// to judge the re-test against the load of its moment.
+	Control bool
+	Gbps    float64
+	Err     error
+	// Contention is the Measurement's.
+	Contention string
+	Done       int // tests finished so far, re-tests included
+	Total      int // tests planned (re-tests are added as they are planned)
 }
 
-// Check validates the options against the host list.
+// check validates the options against the host list and fills in the
+// defaults.
 func (o *Options) check(hosts []Host) error {
 	if o.ThresholdPct == 0 {
 		o.ThresholdPct = DefaultThresholdPct
@@ -125,60 +161,160 @@ func (o *Options) check(hosts []Host) error {
 		}
 		seen[h.Name] = true
 	}
+	if o.Design == "" {
+		o.Design = DesignAll
+		if o.Pattern.Kind == PatternPairs || o.Pattern.Kind == "" {
+			o.Design = DesignFor(len(hosts))
+		}
+	}
+	switch o.Design {
+	case DesignAll:
+		if o.Partners != 0 {
+			return fmt.Errorf("--partners goes with --design sampled; --design all tests every pair")
+		}
+		o.Seed = 0
+	case DesignSampled:
+		if o.Pattern.Kind != PatternPairs && o.Pattern.Kind != "" {
+			return fmt.Errorf("--design sampled draws its own pairs: drop --pattern %s", o.Pattern)
+		}
+		if o.Partners == 0 {
+			o.Partners = DefaultPartners
+		}
+		if o.Seed == 0 {
+			o.Seed = newSeed()
+		}
+		if o.Seed < 0 {
+			return fmt.Errorf("--seed %d: a positive number", o.Seed)
+		}
+	default:
+		return fmt.Errorf("--design %q: all or sampled", o.Design)
+	}
 	return nil
 }
 
-// outcome is what happened to one direction of a pair.
-type outcome struct {
-	ran    bool
-	tries  []float64 // Gbit/s of each try that worked, the first first
-	spans  []Span    // when each of them ran
-	runIDs []int64
-	err    error // the first try's error: the test failed
-}
-
-// run is one fleet run in progress.
-type run struct {
-	hosts   []Host
-	opts    Options
-	runner  Runner
-	res     map[[2]int]*outcome // by (from, to)
-	down    map[int]error
-	pending map[int]error // hosts found down in the current leg
-	done    int
-	total   int
-	mu      sync.Mutex
-}
-
-// Run runs the matrix of pattern opts.Pattern over hosts with runner, then
-// re-tests the slow tests and analyses the result. A cancelled ctx stops
-// it: Run returns the result so far (tests not run marked so) with the
-// context's error. It fails without a result on bad options, and with a
-// result when every test failed.
-func Run(ctx context.Context, hosts []Host, opts Options, runner Runner) (*Result, error) {
-	if err := opts.check(hosts); err != nil {
-		return nil, err
+// schedule is the opts' schedule over hosts (check first).
+func (o *Options) schedule(hosts []Host) (Schedule, error) {
+	if o.Design == DesignSampled {
+		return SampledSchedule(len(hosts), o.Partners, o.Seed)
 	}
 	names := make([]string, len(hosts))
 	for i, h := range hosts {
 		names[i] = h.Name
 	}
-	sched, err := NewSchedule(len(hosts), opts.Pattern, names)
+	return NewSchedule(len(hosts), o.Pattern, names)
+}
+
+// try is one measurement of a direction.
+type try struct {
+	gbps       float64
+	span       Span
+	runID      int64
+	atOnce     int
+	contention string
+	role       testKind
+	// slowBelow, when not 0, is the Gbit/s this try is judged against
+	// instead of the run's: the run's scaled by a control measured just
+	// before it (control).
+	slowBelow float64
+}
+
+// outcome is what happened to one direction of a pair.
+type outcome struct {
+	ran   bool
+	tries []try // every try that worked, the first first
+	err   error // the first try's error: the test failed
+}
+
+// testedPair is a pair the run tested: the schedule's, then the probes.
+type testedPair struct {
+	Pair
+	round int // 1-based
+	probe bool
+}
+
+// run is one fleet run in progress.
+type run struct {
+	hosts  []Host
+	opts   Options
+	runner Runner
+	sched  Schedule
+	pairs  []testedPair
+	// suspect names, for a probe direction, the side it tests: its
+	// sender's send side (true) or its receiver's receive side.
+	suspect map[[2]int]bool
+	// checked marks the directions checkPaths tried again.
+	checked map[[2]int]bool
+	rng     *rand.Rand
+
+	res     map[[2]int]*outcome // by (from, to)
+	down    map[int]error
+	pending map[int]error // hosts found down in the current leg
+	// limit is the Gbit/s below which a test is slow, set once the
+	// schedule has run (haveLimit).
+	limit     float64
+	haveLimit bool
+	// nextControl turns the choice of controls over the directions.
+	nextControl int
+	done        int // tests finished, skipped ones included
+	ran         int // tests the runner ran
+	legs        int // legs in which a test ran
+	total       int
+	mu          sync.Mutex
+}
+
+// Run runs the schedule of opts over hosts with runner, re-tests the slow
+// tests, for the sampled design tests suspects against hosts proven good,
+// and analyses the result. A cancelled ctx stops it: Run returns the
+// result so far (tests not run marked so) with the context's error. It
+// fails without a result on bad options, and with a result when every
+// test failed.
+func Run(ctx context.Context, hosts []Host, opts Options, runner Runner) (*Result, error) {
+	if err := opts.check(hosts); err != nil {
+		return nil, err
+	}
+	sched, err := opts.schedule(hosts)
 	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	r := &run{hosts: hosts, opts: opts, runner: runner, res: map[[2]int]*outcome{}, down: map[int]error{}, total: sched.Tests()}
+	hosts = slices.Clone(hosts) // the run notes each host's interface
+	r := &run{hosts: hosts, opts: opts, runner: runner, sched: sched, res: map[[2]int]*outcome{},
+		down: map[int]error{}, suspect: map[[2]int]bool{}, checked: map[[2]int]bool{}, total: sched.Tests(),
+		rng: rand.New(rand.NewPCG(uint64(opts.Seed), 0x70726f6265))} // "probe"
+	for i, h := range hosts {
+		if err := opts.Down[h.Name]; err != nil {
+			r.down[i] = &HostDownError{Host: h.Name, Err: err}
+		}
+	}
+	for ri, round := range sched.Rounds {
+		for _, p := range round {
+			r.pairs = append(r.pairs, testedPair{Pair: p, round: ri + 1})
+		}
+	}
 	for _, leg := range sched.Legs() {
 		if ctx.Err() != nil {
 			break
 		}
-		r.runLeg(ctx, leg, false)
+		r.runLeg(ctx, leg, kindFirst)
 	}
+	r.limit, r.haveLimit = slowLimit(r.res, opts)
 	if ctx.Err() == nil {
-		r.retest(ctx, sched)
+		r.retest(ctx, r.allTests())
 	}
-	res := analyse(hosts, sched, r.res, r.down, opts)
+	// A slow test no blamed side explains is tried again before the
+	// sampled design spends probes on its ends (most such tests are
+	// noise that does not stay slow), and a probe left slow is checked
+	// too.
+	if ctx.Err() == nil {
+		r.checkPaths(ctx)
+	}
+	if ctx.Err() == nil && opts.Design == DesignSampled {
+		r.resolve(ctx)
+		if ctx.Err() == nil {
+			r.checkPaths(ctx)
+		}
+	}
+	res := r.analyse()
 	res.WallS = round3(time.Since(start).Seconds())
 	if err := ctx.Err(); err != nil {
 		res.Verdict = fmt.Sprintf("Interrupted after %d of %d tests. ", r.done, r.total) + res.Verdict
@@ -190,17 +326,48 @@ func Run(ctx context.Context, hosts []Host, opts Options, runner Runner) (*Resul
 	return res, nil
 }
 
+// The kinds of test a leg runs.
+type testKind int
+
+const (
+	kindFirst testKind = iota
+	kindRetest
+	kindProbe
+	// kindControl is a test that was fine, run again just before a
+	// serial re-test or probe: the load of that moment.
+	kindControl
+)
+
+// roles name the kinds in the document (tries_role).
+var roles = [...]string{kindFirst: "first", kindRetest: "retest", kindProbe: "probe", kindControl: "control"}
+
 // runLeg runs tests that share no host: at once when Parallel is set, one
 // after the other otherwise.
-func (r *run) runLeg(ctx context.Context, tests []Test, retest bool) {
+func (r *run) runLeg(ctx context.Context, tests []Test, kind testKind) {
+	// A test with a host down is failed at once: it does not load the leg.
+	atOnce := 0
+	r.mu.Lock()
+	for _, t := range tests {
+		if r.down[t.From] == nil && r.down[t.To] == nil {
+			atOnce++
+		}
+	}
+	if atOnce > 0 {
+		r.legs++
+	}
+	r.mu.Unlock()
 	if !r.opts.Parallel {
 		for _, t := range tests {
 			if ctx.Err() != nil {
 				return
 			}
-			r.one(ctx, t, retest)
+			below := 0.0
+			if kind != kindFirst {
+				below = r.controlled(ctx, t)
+			}
+			r.one(ctx, t, kind, 1, below)
+			r.markDown()
 		}
-		r.markDown()
 		return
 	}
 	var wg sync.WaitGroup
@@ -208,15 +375,172 @@ func (r *run) runLeg(ctx context.Context, tests []Test, retest bool) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.one(ctx, t, retest)
+			r.one(ctx, t, kind, max(atOnce, 1), 0)
 		}()
 	}
 	wg.Wait()
 	r.markDown()
 }
 
-// one runs test t, or fails it at once when one of its hosts is down.
-func (r *run) one(ctx context.Context, t Test, retest bool) {
+// controlled runs, before a serial re-test or probe of t, a control: a
+// test that was fine, between two hosts other than t's, again. A serial
+// run's re-tests come minutes after the first tries, when the load on
+// the hosts (a lab's shared CPUs, a busy fabric) may be another: t is
+// judged against the run's slow limit scaled by how the control fared
+// against its own first try (never raised). It returns that limit, or 0
+// (the run's) when no control could run.
+func (r *run) controlled(ctx context.Context, t Test) float64 {
+	c, ok := r.control(t)
+	if !ok || ctx.Err() != nil {
+		return 0
+	}
+	r.mu.Lock()
+	r.total++
+	r.mu.Unlock()
+	r.one(ctx, c, kindControl, 1, 0)
+	r.markDown()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o := r.res[[2]int{c.From, c.To}]
+	if o == nil || len(o.tries) < 2 || o.tries[len(o.tries)-1].role != kindControl || o.tries[0].gbps <= 0 {
+		return 0
+	}
+	drift := o.tries[len(o.tries)-1].gbps / o.tries[0].gbps
+	return r.limit * min(1, drift)
+}
+
+// control picks the control of a re-test of t: a direction whose first
+// try was fine, both its hosts up and neither of t's, taking the fleet's
+// directions in turn.
+func (r *run) control(t Test) (Test, bool) {
+	c := r.controls([]Test{t}, 1)
+	if len(c) == 0 {
+		return Test{}, false
+	}
+	return c[0], true
+}
+
+// controls picks up to n controls, as control does, that share no host
+// with the tests of avoid nor with each other.
+func (r *run) controls(avoid []Test, n int) []Test {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var dirs [][2]int
+	for _, p := range r.pairs {
+		dirs = append(dirs, [2]int{p.A, p.B}, [2]int{p.B, p.A})
+	}
+	busy := map[int]bool{}
+	for _, t := range avoid {
+		busy[t.From], busy[t.To] = true, true
+	}
+	var out []Test
+	for range dirs {
+		if len(out) >= n {
+			break
+		}
+		d := dirs[r.nextControl%len(dirs)]
+		r.nextControl++
+		if busy[d[0]] || busy[d[1]] || r.down[d[0]] != nil || r.down[d[1]] != nil {
+			continue
+		}
+		if o := r.res[d]; o != nil && o.err == nil && len(o.tries) > 0 && o.tries[0].gbps >= r.limit {
+			out = append(out, Test{From: d[0], To: d[1]})
+			busy[d[0]], busy[d[1]] = true, true
+		}
+	}
+	return out
+}
+
+// maxPathControls bounds the controls that run at once with a concurrent
+// run's path checks: enough for a median of the moment, where a large
+// fleet's first legs ran hundreds of tests at once.
+const maxPathControls = 2
+
+// pathLegs runs the re-tests of slow tests no blamed side explains in a
+// concurrent run at once with controls (tests that were fine, between
+// other hosts, again): a leg of such re-tests alone holds slow tests
+// only, and tests slow together say more about the moment (shared CPUs,
+// a busy fabric) than about any one path. Each leg holds as many tests as
+// the paths' first tries ran with, up to maxPathControls of them
+// controls, and at least one path; each try is judged against the run's
+// slow limit scaled by how its best control fared against its own first
+// try (never raised), as a serial re-test is, when every control ran free
+// of contention: the limit is lowered only as far as every control shows
+// the moment slow, not by one control's dip.
+func (r *run) pathLegs(ctx context.Context, slow []Test) {
+	r.mu.Lock()
+	size := 1
+	for _, t := range slow {
+		if o := r.res[[2]int{t.From, t.To}]; o != nil && len(o.tries) > 0 {
+			size = max(size, o.tries[0].atOnce)
+		}
+	}
+	r.mu.Unlock()
+	per := max(1, size-maxPathControls)
+	for _, leg := range pack(slow) {
+		for len(leg) > 0 {
+			if ctx.Err() != nil {
+				return
+			}
+			n := min(per, len(leg))
+			r.pathLeg(ctx, leg[:n], r.controls(leg[:n], min(maxPathControls, size-n)))
+			leg = leg[n:]
+		}
+	}
+}
+
+// pathLeg runs paths and their controls cs at once (pathLegs).
+func (r *run) pathLeg(ctx context.Context, paths, cs []Test) {
+	r.mu.Lock()
+	r.total += len(cs)
+	r.legs++
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	for i, t := range append(slices.Clone(paths), cs...) {
+		kind := kindRetest
+		if i >= len(paths) {
+			kind = kindControl
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.one(ctx, t, kind, len(paths)+len(cs), 0)
+		}()
+	}
+	wg.Wait()
+	r.markDown()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// Every control must have run, free of contention: a control whose
+	// record shows contention ran without its CPUs and says nothing of a
+	// try that had them, and one control alone may have dipped for no
+	// lasting reason.
+	var drift []float64
+	for _, c := range cs {
+		o := r.res[[2]int{c.From, c.To}]
+		if o == nil || len(o.tries) < 2 || o.tries[0].gbps <= 0 {
+			return
+		}
+		last := o.tries[len(o.tries)-1]
+		if last.role != kindControl || last.contention != "" {
+			return
+		}
+		drift = append(drift, last.gbps/o.tries[0].gbps)
+	}
+	if len(drift) == 0 {
+		return
+	}
+	below := r.limit * min(1, slices.Max(drift))
+	for _, t := range paths {
+		if o := r.res[[2]int{t.From, t.To}]; o != nil && len(o.tries) > 0 && o.tries[len(o.tries)-1].role == kindRetest {
+			o.tries[len(o.tries)-1].slowBelow = below
+		}
+	}
+}
+
+// one runs test t, or fails it at once when one of its hosts is down;
+// slowBelow, when not 0, is what the try is judged against.
+func (r *run) one(ctx context.Context, t Test, kind testKind, atOnce int, slowBelow float64) {
 	key := [2]int{t.From, t.To}
 	r.mu.Lock()
 	o := r.res[key]
@@ -230,13 +554,16 @@ func (r *run) one(ctx context.Context, t Test, retest bool) {
 			skip = fmt.Errorf("not run: %w", err)
 		}
 	}
+	if skip == nil {
+		r.ran++
+	}
 	r.mu.Unlock()
 	var m Measurement
 	err := skip
 	if err == nil {
 		began := time.Now()
-		m, err = r.runner.Run(ctx, Spec{From: r.hosts[t.From], To: r.hosts[t.To],
-			Duration: r.opts.Duration, Streams: r.opts.Streams, Label: r.opts.Label, Retest: retest})
+		m, err = r.runner.Run(ctx, Spec{From: r.hosts[t.From], To: r.hosts[t.To], Duration: r.opts.Duration,
+			Streams: r.opts.Streams, Label: r.opts.Label, Retest: kind == kindRetest, Probe: kind == kindProbe, AtOnce: atOnce})
 		if err == nil && !(m.Gbps >= 0) {
 			err = fmt.Errorf("the runner returned %g Gbit/s", m.Gbps)
 		}
@@ -252,14 +579,12 @@ func (r *run) one(ctx context.Context, t Test, retest bool) {
 	r.done++
 	o.ran = true
 	switch {
-	case err != nil && !retest:
+	case err != nil && (kind == kindFirst || kind == kindProbe):
 		o.err = err
 	case err == nil:
-		o.tries = append(o.tries, m.Gbps)
-		o.spans = append(o.spans, Span{Start: m.Start.UTC().Round(time.Millisecond), End: m.End.UTC().Round(time.Millisecond)})
-		if m.RunID != 0 {
-			o.runIDs = append(o.runIDs, m.RunID)
-		}
+		o.tries = append(o.tries, try{gbps: m.Gbps, runID: m.RunID, atOnce: atOnce, contention: m.Contention, role: kind, slowBelow: slowBelow,
+			span: Span{Start: m.Start.UTC().Round(time.Millisecond), End: m.End.UTC().Round(time.Millisecond)}})
+		r.noteIfaces(t, m)
 	}
 	var hd *HostDownError
 	if errors.As(err, &hd) {
@@ -270,11 +595,23 @@ func (r *run) one(ctx context.Context, t Test, retest bool) {
 		}
 	}
 	if r.opts.Progress != nil {
-		ev := Event{From: r.hosts[t.From].Name, To: r.hosts[t.To].Name, Retest: retest, Err: err, Done: r.done, Total: r.total}
+		ev := Event{From: r.hosts[t.From].Name, To: r.hosts[t.To].Name, Retest: kind == kindRetest, Probe: kind == kindProbe,
+			Control: kind == kindControl, Err: err, Done: r.done, Total: r.total}
 		if err == nil {
-			ev.Gbps = m.Gbps
+			ev.Gbps, ev.Contention = m.Gbps, m.Contention
 		}
 		r.opts.Progress(ev)
+	}
+}
+
+// noteIfaces keeps the interfaces a test ran on as its hosts'. The
+// caller holds mu.
+func (r *run) noteIfaces(t Test, m Measurement) {
+	if m.FromIface != "" && r.hosts[t.From].Iface == "" {
+		r.hosts[t.From].Iface = m.FromIface
+	}
+	if m.ToIface != "" && r.hosts[t.To].Iface == "" {
+		r.hosts[t.To].Iface = m.ToIface
 	}
 }
 
@@ -297,47 +634,140 @@ func (r *run) markDown() {
 	r.pending = nil
 }
 
-// retest tries every slow test again, one at a time (so that a test slow
-// only under a parallel leg's load is told apart), up to Retests times,
-// stopping for a test as soon as one try is not slow.
-func (r *run) retest(ctx context.Context, sched Schedule) {
-	for i := 0; i < r.opts.Retests; i++ {
-		limit, ok := slowLimit(r.res, r.opts)
-		if !ok {
-			return
-		}
-		var tests []Test
-		for _, p := range sched.Pairs() {
-			for _, d := range [][2]int{{p.A, p.B}, {p.B, p.A}} {
-				o := r.res[d]
-				if o != nil && o.err == nil && len(o.tries) == i+1 && allBelow(o.tries, limit) {
-					tests = append(tests, Test{From: d[0], To: d[1]})
-				}
+// allTests lists both directions of every pair tested so far, in order.
+func (r *run) allTests() []Test {
+	var out []Test
+	for _, p := range r.pairs {
+		out = append(out, Test{From: p.A, To: p.B}, Test{From: p.B, To: p.A})
+	}
+	return out
+}
+
+// retest tries again each of tests that is slow and not yet sure to stay
+// slow (unsettled), up to Retests times and once more when a try was
+// contended (budget): a test comes back as soon as one try is not slow,
+// and is confirmed slow by two tries slow without contention.
+// The re-tests of a round run as the first tries did: in legs of
+// disjoint tests at once with Parallel (each try records how many ran at
+// once), one at a time otherwise.
+func (r *run) retest(ctx context.Context, tests []Test) {
+	if !r.haveLimit {
+		return
+	}
+	for i := 1; i <= r.opts.Retests+1; i++ {
+		var need []Test
+		for _, t := range tests {
+			if o := r.res[[2]int{t.From, t.To}]; o != nil && len(o.tries) == i && o.unsettled(r.limit, r.need()) && i <= o.budget(r.opts.Retests) {
+				need = append(need, t)
 			}
 		}
+		if len(need) == 0 {
+			return
+		}
 		r.mu.Lock()
-		r.total += len(tests)
+		r.total += len(need)
 		r.mu.Unlock()
-		for _, t := range tests {
+		for _, leg := range r.legsOf(need) {
 			if ctx.Err() != nil {
 				return
 			}
-			r.one(ctx, t, true)
-			r.markDown()
+			r.runLeg(ctx, leg, kindRetest)
 		}
 	}
 }
 
-func allBelow(xs []float64, limit float64) bool {
-	for _, x := range xs {
-		if x >= limit {
+// legsOf groups tests into legs: disjoint ones together with Parallel,
+// one each otherwise.
+func (r *run) legsOf(tests []Test) [][]Test {
+	if r.opts.Parallel {
+		return pack(tests)
+	}
+	legs := make([][]Test, len(tests))
+	for i, t := range tests {
+		legs[i] = []Test{t}
+	}
+	return legs
+}
+
+// limit is the Gbit/s a try is judged against: its own, else the run's.
+func (t try) limit(run float64) float64 {
+	if t.slowBelow > 0 {
+		return t.slowBelow
+	}
+	return run
+}
+
+// budget is how many re-tests a direction gets: retests, and one more
+// when a try was contended (it told nothing).
+func (o *outcome) budget(retests int) int {
+	for _, t := range o.tries {
+		if t.contention != "" {
+			return retests + 1
+		}
+	}
+	return retests
+}
+
+// need is how many tries free of contention make a test that was slow
+// every time slow: two (the first try and a re-test that confirms it),
+// one when there are no re-tests.
+func (r *run) need() int { return min(2, 1+r.opts.Retests) }
+
+// unsettled: every try was slow, and fewer than need of them were free
+// of contention: it is not yet sure to stay slow.
+func (o *outcome) unsettled(limit float64, need int) bool {
+	if o.err != nil || len(o.tries) == 0 {
+		return false
+	}
+	clean := 0
+	for _, t := range o.tries {
+		if t.gbps >= t.limit(limit) {
 			return false
 		}
+		if t.contention == "" {
+			clean++
+		}
 	}
-	return true
+	return clean < need
 }
 
-// firstError is the error of the first failed test, in host order.
+// checkPaths re-tests, Retests times more, each slow test that no blamed
+// side explains, before it is blamed on its path: one direction of one
+// pair is all the evidence a path has, where a host has its partners'
+// votes, so it must stay slow longer. The tries run as re-tests do, each
+// beside controls of its moment: in legs with controls at once when the
+// run is concurrent (pathLegs), after one otherwise.
+func (r *run) checkPaths(ctx context.Context) {
+	if !r.haveLimit || r.opts.Retests == 0 {
+		return
+	}
+	var slow []Test
+	for _, d := range r.judge().unexplained() {
+		if !r.checked[d] {
+			r.checked[d] = true
+			slow = append(slow, Test{From: d[0], To: d[1]})
+		}
+	}
+	for i := 0; i < r.opts.Retests && len(slow) > 0; i++ {
+		r.mu.Lock()
+		r.total += len(slow)
+		r.mu.Unlock()
+		if r.opts.Parallel {
+			r.pathLegs(ctx, slow)
+		} else {
+			for _, leg := range r.legsOf(slow) {
+				if ctx.Err() != nil {
+					return
+				}
+				r.runLeg(ctx, leg, kindRetest)
+			}
+		}
+		slow = slices.DeleteFunc(slow, func(t Test) bool {
+			return r.res[[2]int{t.From, t.To}].status(r.limit, true, r.need()) != StatusSlow
+		})
+	}
+}
+
 func firstError(res map[[2]int]*outcome) string {
 	best, msg := [2]int{-1, -1}, "no test ran"
 	for k, o := range res {

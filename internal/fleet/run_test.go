@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,20 +19,28 @@ import (
 // tests the scheduling and the blame, not a network: the real runs are
 // the lab's business.
 type fakeNet struct {
-	base     float64
-	sendCap  map[string]float64    // a host's send side
-	recvCap  map[string]float64    // a host's receive side
-	pathCap  map[[2]string]float64 // one direction of a path
-	flaky    map[[2]string]int     // slow (a tenth of base) for the first N tries
-	fail     map[[2]string]error   // one direction fails
-	down     map[string]bool       // a host whose agent is gone
-	cancelAt int                   // cancel after this many calls (with cancel)
+	base    float64
+	sendCap map[string]float64    // a host's send side
+	recvCap map[string]float64    // a host's receive side
+	pathCap map[[2]string]float64 // one direction of a path
+	flaky   map[[2]string]int     // slow (a tenth of base) for the first N tries
+	fail    map[[2]string]error   // one direction fails
+	down    map[string]bool       // a host whose agent is gone
+	// contend: the first N tries of a direction ran at half speed with
+	// their record showing contention; busy: every test with the host
+	// shows contention, at full speed.
+	contend  map[[2]string]int
+	busy     map[string]bool
+	cancelAt int // cancel after this many calls (with cancel)
 	cancel   context.CancelFunc
+	// slowAfter: from this call on, every test runs at half speed (the
+	// load on a shared machine rose after the first tries).
+	slowAfter int
 
 	mu      sync.Mutex
 	calls   int
 	tries   map[[2]string]int
-	busy    map[string]bool
+	inTest  map[string]bool
 	overlap string // a host seen in two tests at once
 	maxConc int
 	conc    int
@@ -43,15 +52,15 @@ func (f *fakeNet) Run(ctx context.Context, s Spec) (Measurement, error) {
 	f.mu.Lock()
 	f.calls++
 	if f.tries == nil {
-		f.tries, f.busy = map[[2]string]int{}, map[string]bool{}
+		f.tries, f.inTest = map[[2]string]int{}, map[string]bool{}
 	}
 	f.tries[key]++
 	try, id := f.tries[key], int64(f.calls)
 	for _, h := range key {
-		if f.busy[h] {
+		if f.inTest[h] {
 			f.overlap = h
 		}
-		f.busy[h] = true
+		f.inTest[h] = true
 	}
 	f.conc++
 	f.maxConc = max(f.maxConc, f.conc)
@@ -62,7 +71,7 @@ func (f *fakeNet) Run(ctx context.Context, s Spec) (Measurement, error) {
 	f.mu.Unlock()
 	defer func() {
 		f.mu.Lock()
-		f.busy[key[0]], f.busy[key[1]] = false, false
+		f.inTest[key[0]], f.inTest[key[1]] = false, false
 		f.conc--
 		f.mu.Unlock()
 	}()
@@ -93,7 +102,18 @@ func (f *fakeNet) Run(ctx context.Context, s Spec) (Measurement, error) {
 	if try <= f.flaky[key] {
 		g = f.base / 10
 	}
-	return Measurement{Gbps: g, RunID: id}, nil
+	if f.slowAfter > 0 && int(id) >= f.slowAfter {
+		g /= 2
+	}
+	m := Measurement{Gbps: g, RunID: id}
+	if try <= f.contend[key] {
+		m.Gbps /= 2
+		m.Contention = "CPU 0 of " + s.From.Name + " was 48% busy with other work"
+	}
+	if f.busy[s.From.Name] || f.busy[s.To.Name] {
+		m.Contention = "CPU 1 was 60% busy with other work"
+	}
+	return m, nil
 }
 
 // wobble is a factor in [0.97, 1.03] that depends only on its arguments.
@@ -106,7 +126,7 @@ func wobble(key [2]string, try int) float64 {
 func fleetOf(n int) []Host {
 	hosts := make([]Host, n)
 	for i := range hosts {
-		hosts[i] = Host{Name: fmt.Sprintf("h%02d", i+1), Address: fmt.Sprintf("198.18.0.%d", i+1)}
+		hosts[i] = Host{Name: fmt.Sprintf("h%02d", i+1), Address: fmt.Sprintf("198.18.%d.%d", (i+1)/256, (i+1)%256)}
 	}
 	return hosts
 }
@@ -157,6 +177,8 @@ func TestRunBlame(t *testing.T) {
 		want     string // the outliers, in order
 		slow     int    // pairs with status slow
 		retests  int
+		// pathChecks: the tries more a slow path gets before it is blamed.
+		pathChecks int
 	}{
 		{name: "healthy", n: 6, net: &fakeNet{base: 9.5}, want: ""},
 		{name: "healthy-parallel", n: 6, parallel: true, net: &fakeNet{base: 9.5}, want: ""},
@@ -167,17 +189,17 @@ func TestRunBlame(t *testing.T) {
 		{name: "both-sides", n: 7, net: &fakeNet{base: 9.5, sendCap: map[string]float64{"h02": 3}, recvCap: map[string]float64{"h02": 3}},
 			want: "host h02 both slow", slow: 6, retests: 12},
 		{name: "path-one-way", n: 6, net: &fakeNet{base: 9.5, pathCap: map[[2]string]float64{{"h05", "h01"}: 4}},
-			want: "path h01-h05 receive slow", slow: 1, retests: 1},
+			want: "path h01-h05 receive slow", slow: 1, retests: 1, pathChecks: 2},
 		{name: "path-both-ways", n: 5, net: &fakeNet{base: 9.5, pathCap: map[[2]string]float64{{"h02", "h04"}: 4, {"h04", "h02"}: 4}},
-			want: "path h02-h04 both slow", slow: 1, retests: 2},
+			want: "path h02-h04 both slow", slow: 1, retests: 2, pathChecks: 4},
 		{name: "host-and-path", n: 8, parallel: true, net: &fakeNet{base: 9.5, sendCap: map[string]float64{"h08": 2},
 			pathCap: map[[2]string]float64{{"h01", "h02"}: 5}},
-			want: "host h08 send slow; path h01-h02 send slow", slow: 8, retests: 8},
+			want: "host h08 send slow; path h01-h02 send slow", slow: 8, retests: 8, pathChecks: 2},
 		{name: "flaky-comes-back", n: 6, net: &fakeNet{base: 9.5, flaky: map[[2]string]int{{"h02", "h06"}: 1}},
 			want: "", retests: 1},
 		{name: "slight-dip-is-noise", n: 6, net: &fakeNet{base: 9.5, sendCap: map[string]float64{"h04": 9.0}}, want: ""},
 		{name: "two-hosts-path-only", n: 2, net: &fakeNet{base: 9.5, pathCap: map[[2]string]float64{{"h01", "h02"}: 2}},
-			want: "path h01-h02 send slow", slow: 1, retests: 1},
+			want: "path h01-h02 send slow", slow: 1, retests: 1, pathChecks: 2},
 		{name: "three-hosts-send", n: 3, net: &fakeNet{base: 9.5, sendCap: map[string]float64{"h02": 2}},
 			want: "host h02 send slow", slow: 2, retests: 2},
 	}
@@ -207,7 +229,18 @@ func TestRunBlame(t *testing.T) {
 			if len(res.Retests) != tt.retests {
 				t.Errorf("%d re-tests, want %d: %+v", len(res.Retests), tt.retests, res.Retests)
 			}
-			if wantCalls := tt.n*(tt.n-1) + tt.retests; tt.net.calls != wantCalls {
+			// A serial re-test runs after a control (a fine test between
+			// two other hosts), when four hosts or more give one.
+			// A concurrent path check runs at once with as many controls
+			// as ran with its first try, at most two.
+			again := tt.retests + tt.pathChecks
+			if !tt.parallel && tt.n >= 4 {
+				again *= 2
+			}
+			if tt.parallel {
+				again += tt.pathChecks * min(maxPathControls, tt.n/2-1)
+			}
+			if wantCalls := tt.n*(tt.n-1) + again; tt.net.calls != wantCalls {
 				t.Errorf("%d tests ran, want %d", tt.net.calls, wantCalls)
 			}
 			for _, s := range tt.net.specs {
@@ -218,8 +251,13 @@ func TestRunBlame(t *testing.T) {
 			if tt.want == "" && !strings.HasPrefix(res.Verdict, "No outlier") {
 				t.Errorf("verdict %q", res.Verdict)
 			}
-			if tt.want != "" && !strings.Contains(res.Verdict, strings.Fields(tt.want)[1]) {
-				t.Errorf("verdict %q does not name %s", res.Verdict, strings.Fields(tt.want)[1])
+			for _, o := range res.Outliers {
+				if name := cmp.Or(o.Way, o.Name); !strings.Contains(res.Verdict, name) {
+					t.Errorf("verdict %q does not name %s", res.Verdict, name)
+				}
+				if o.Kind == KindPath && !strings.Contains(o.Way, "→") && !strings.Contains(o.Way, "↔") {
+					t.Errorf("path %s: way %q does not say which way", o.Name, o.Way)
+				}
 			}
 		})
 	}
@@ -298,6 +336,24 @@ func TestRunFailures(t *testing.T) {
 	}
 	if fails != 5 {
 		t.Errorf("%d failed pairs, want 5", fails)
+	}
+
+	// Hosts known down before the run (their agents did not start) are
+	// failed each with its own reason, and none of their tests runs.
+	f = &fakeNet{base: 9.5}
+	o := opts()
+	o.Down = map[string]error{"h01": errors.New("its agent did not start: ssh: connection timed out"), "h02": errors.New("its agent did not start: ssh: no route to host")}
+	res, err := Run(context.Background(), fleetOf(2), o, f)
+	if err == nil || f.calls != 0 {
+		t.Errorf("two hosts, both down: %d tests ran, error %v; want none and an error", f.calls, err)
+	}
+	if got := outliers(res); got != "host h01 both failed; host h02 both failed" {
+		t.Errorf("outliers %q, want both hosts failed", got)
+	}
+	for i, why := range []string{"timed out", "no route"} {
+		if i < len(res.Outliers) && !strings.Contains(res.Outliers[i].Evidence, why) {
+			t.Errorf("%s's evidence %q: not its own reason (%s)", res.Outliers[i].Name, res.Outliers[i].Evidence, why)
+		}
 	}
 
 	// Every test failing is an error, with the reason.
@@ -394,8 +450,8 @@ func TestWriteText(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"fleet: 6 hosts, pattern pairs, 15 pairs in 5 rounds, 30 tests", "row sends to column",
-		"h03→h01", "slow again", "failed: h01→h02: agent died", "host h03 (send, slow)", "verdict: 2 outliers"} {
+	for _, want := range []string{"fleet: 6 hosts, design all, pattern pairs, 15 pairs in 5 rounds; 40 tests of 10s with 1 stream", "row sends to column",
+		"h03→h01", "slow again", "failed: h01→h02: agent died", "host h03 (send side, slow)", "path h01→h02 (failed)", "verdict: 2 outliers"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text lacks %q:\n%s", want, out)
 		}
@@ -410,7 +466,9 @@ func TestWriteText(t *testing.T) {
 			}
 		}
 	}
-	big := runFake(t, 20, opts(), &fakeNet{base: 9.5, sendCap: map[string]float64{"h13": 1}})
+	o := opts()
+	o.Design = DesignAll
+	big := runFake(t, 20, o, &fakeNet{base: 9.5, sendCap: map[string]float64{"h13": 1}})
 	b.Reset()
 	big.WriteText(&b)
 	if !strings.Contains(b.String(), "19 of 190 pairs not ok") || strings.Contains(b.String(), "row sends to column") {
@@ -449,8 +507,8 @@ func TestRunSpans(t *testing.T) {
 			spans = append(spans, d.TriesAt...)
 		}
 	}
-	if len(spans) != 21 { // 20 tests and one re-test
-		t.Errorf("%d spans, want 21", len(spans))
+	if len(spans) != 22 { // 20 tests, a control and a re-test
+		t.Errorf("%d spans, want 22", len(spans))
 	}
 	slices.SortFunc(spans, func(a, b Span) int { return a.Start.Compare(b.Start) })
 	for i := 1; i < len(spans); i++ {
@@ -469,5 +527,115 @@ func TestRunSpans(t *testing.T) {
 				t.Errorf("%s-%s: %+v is not the runner's window", p.A, p.B, sp)
 			}
 		}
+	}
+}
+
+// TestSerialRetestsAgainstControls: a serial run's re-tests come after the
+// first tries, when the load may be another: here every test runs at half
+// speed from the 31st on. A test slow at first for its own reasons, re-
+// tested then, is judged against a control run just before it (a fine
+// test between two other hosts, at half speed too): it comes back, and
+// nothing is blamed, where the run's own limit would blame its path. A
+// real fault stays slow against its controls.
+func TestSerialRetestsAgainstControls(t *testing.T) {
+	flaky := [2]string{"h02", "h05"}
+	f := &fakeNet{base: 9.5, flaky: map[[2]string]int{flaky: 1}, slowAfter: 31}
+	res := runFake(t, 6, opts(), f)
+	if got := outliers(res); got != "" {
+		t.Fatalf("outliers %q under a load that rose after the first tries", got)
+	}
+	var d Direction
+	for _, p := range res.Pairs {
+		if p.A == "h02" && p.B == "h05" {
+			d = p.AToB
+		}
+	}
+	if d.Status != StatusOK || len(d.TriesGbps) != 2 || !slices.Equal(d.TriesRole, []string{"first", "retest"}) ||
+		len(d.TriesSlowBelow) != 2 || d.TriesSlowBelow[1] > 0.6*d.TriesSlowBelow[0] {
+		t.Errorf("h02→h05: %+v, want ok, re-tested against a limit halved by its control", d)
+	}
+	controls := 0
+	for _, p := range res.Pairs {
+		for _, dir := range []Direction{p.AToB, p.BToA} {
+			for _, role := range dir.TriesRole {
+				if role == "control" {
+					controls++
+				}
+			}
+		}
+	}
+	if controls != 1 || res.Tests != 32 || len(res.Retests) != 1 {
+		t.Errorf("%d controls, %d tests, re-tests %+v; want 1, 32 and h02→h05's", controls, res.Tests, res.Retests)
+	}
+	var b strings.Builder
+	res.WriteText(&b)
+	if !strings.Contains(b.String(), "h02→h05") || !strings.Contains(b.String(), "not slow on re-test") {
+		t.Errorf("text:\n%s", b.String())
+	}
+
+	// A path at a third of the rate stays slow against controls at half.
+	f = &fakeNet{base: 9.5, pathCap: map[[2]string]float64{flaky: 3}, slowAfter: 31}
+	res = runFake(t, 6, opts(), f)
+	if got := outliers(res); got != "path h02-h05 send slow" {
+		t.Errorf("outliers %q, want the path h02→h05", got)
+	}
+	// Without re-tests nothing is controlled.
+	o := opts()
+	o.Retests = -1
+	f = &fakeNet{base: 9.5, flaky: map[[2]string]int{flaky: 1}}
+	if res := runFake(t, 6, o, f); f.calls != 30 || res.Tests != 30 {
+		t.Errorf("no re-tests: %d calls", f.calls)
+	}
+}
+
+// TestConcurrentPathChecksAgainstControls: in a concurrent run every test
+// runs at half speed from the 31st on (after the first tries). A path slow
+// at first for its own reasons and at half speed on re-test (the load of
+// its moment, with nothing to compare) is tried again beside controls, at
+// once with it: they run at half speed too, so it comes back, and nothing
+// is blamed. A real fault stays slow beside its controls.
+func TestConcurrentPathChecksAgainstControls(t *testing.T) {
+	flaky := [2]string{"h02", "h05"}
+	o := opts()
+	o.Parallel = true
+	f := &fakeNet{base: 9.5, flaky: map[[2]string]int{flaky: 1}, slowAfter: 31}
+	res := runFake(t, 6, o, f)
+	if got := outliers(res); got != "" {
+		t.Fatalf("outliers %q under a load that rose after the first tries\n%s", got, res.Verdict)
+	}
+	var d Direction
+	for _, p := range res.Pairs {
+		if p.A == "h02" && p.B == "h05" {
+			d = p.AToB
+		}
+	}
+	// first, a re-test slow at the run's limit, a path check beside two
+	// controls judged against a limit halved by them.
+	if n := len(d.TriesRole); n < 3 || d.TriesRole[n-1] != "retest" || d.TriesAtOnce[n-1] != 3 ||
+		len(d.TriesSlowBelow) != n || d.TriesSlowBelow[n-1] > 0.6*d.TriesSlowBelow[0] || d.Status != StatusOK {
+		t.Errorf("h02→h05: %+v, want ok, its last try at once with 2 controls against a limit they halved", d)
+	}
+	controls := 0
+	for _, p := range res.Pairs {
+		for _, dir := range []Direction{p.AToB, p.BToA} {
+			for i, role := range dir.TriesRole {
+				if role == "control" {
+					controls++
+					if dir.TriesAtOnce[i] != 3 {
+						t.Errorf("%s-%s: a control with %d tests at once, want 3", p.A, p.B, dir.TriesAtOnce[i])
+					}
+				}
+			}
+		}
+	}
+	if controls != 2 {
+		t.Errorf("%d controls, want 2 (one path check)", controls)
+	}
+
+	// A path at a third of the rate stays slow beside controls at half.
+	f = &fakeNet{base: 9.5, pathCap: map[[2]string]float64{flaky: 3}, slowAfter: 31}
+	res = runFake(t, 6, o, f)
+	if got := outliers(res); got != "path h02-h05 send slow" {
+		t.Errorf("outliers %q, want the path h02→h05", got)
 	}
 }

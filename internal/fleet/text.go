@@ -11,15 +11,13 @@ import (
 const maxMatrixHosts = 16
 
 // WriteText writes the result for people: what ran, the matrix (or the
-// pairs that are not ok), the re-tests, the outliers and the verdict.
+// pairs that are not ok), the re-tests, the outliers with what to run
+// next, and the verdict.
 func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
-	mode := "one test at a time"
-	if r.Parallel {
-		mode = "each leg's tests at once"
-	}
-	fmt.Fprintf(&b, "fleet: %d hosts, pattern %s, %d pairs in %d rounds, %d tests of %gs with %d stream%s, %s (%.0f s)\n",
-		len(r.Hosts), r.Pattern, len(r.Pairs), r.Rounds, r.Tests, r.DurationS, r.Streams, plural(r.Streams), mode, r.WallS)
+	fmt.Fprintf(&b, "fleet: %d hosts, %s, %s in %s; %s of %gs with %s, %s (%.0f s)\n",
+		len(r.Hosts), r.designText(), count(len(r.Pairs), "pair"), count(r.Rounds, "round"), count(r.Tests, "test"),
+		r.DurationS, count(r.Streams, "stream"), r.modeText(), r.WallS)
 	if r.MedianGbps != nil {
 		fmt.Fprintf(&b, "median %s Gbit/s; slow below %s Gbit/s (%g%%)\n", gbpsText(*r.MedianGbps), gbpsText(*r.SlowBelowGbps), r.ThresholdPct)
 	}
@@ -31,15 +29,20 @@ func (r *Result) WriteText(w io.Writer) error {
 	if len(r.Retests) > 0 {
 		b.WriteString("re-tests:\n")
 		for _, t := range r.Retests {
-			verdict := "not slow on re-test"
-			if t.Confirmed {
-				verdict = "slow again"
-			}
 			var rs []string
-			for _, g := range t.RetestsGbps {
-				rs = append(rs, gbpsText(g))
+			for i, g := range t.RetestsGbps {
+				rs = append(rs, gbpsText(g)+r.onceMark(t.AtOnce, i+1))
 			}
-			fmt.Fprintf(&b, "  %s→%s  %s, then %s Gbit/s: %s\n", t.From, t.To, gbpsText(t.FirstGbps), strings.Join(rs, ", "), verdict)
+			against := ""
+			if len(t.SlowBelowGbps) > 1 {
+				var ls []string
+				for _, l := range t.SlowBelowGbps[1:] {
+					ls = append(ls, gbpsText(l))
+				}
+				against = " (slow below " + strings.Join(ls, ", ") + " Gbit/s: a control test ran just before each)"
+			}
+			fmt.Fprintf(&b, "  %s→%s  %s%s, then %s Gbit/s%s: %s\n", t.From, t.To, gbpsText(t.FirstGbps), r.onceMark(t.AtOnce, 0),
+				strings.Join(rs, ", "), against, retestText(t))
 		}
 	}
 	for _, p := range r.Pairs {
@@ -47,15 +50,28 @@ func (r *Result) WriteText(w io.Writer) error {
 			from, to string
 			dir      Direction
 		}{{p.A, p.B, p.AToB}, {p.B, p.A, p.BToA}} {
-			if d.dir.Status == StatusFailed {
+			switch d.dir.Status {
+			case StatusFailed:
 				fmt.Fprintf(&b, "failed: %s→%s: %s\n", d.from, d.to, d.dir.Error)
+			case StatusInconclusive:
+				fmt.Fprintf(&b, "inconclusive: %s→%s: %s\n", d.from, d.to, firstContention(d.dir.TriesContention))
 			}
 		}
 	}
 	if len(r.Outliers) > 0 {
 		b.WriteString("outliers:\n")
 		for _, o := range r.Outliers {
-			fmt.Fprintf(&b, "  %s %s (%s, %s): %s\n", o.Kind, o.Name, o.Direction, o.Cause, o.Evidence)
+			switch {
+			case o.Kind == KindPath:
+				fmt.Fprintf(&b, "  path %s (%s): %s\n", pathName(o), o.Cause, o.Evidence)
+			case o.Cause == CauseFailed:
+				fmt.Fprintf(&b, "  host %s (failed): %s\n", o.Name, o.Evidence)
+			default:
+				fmt.Fprintf(&b, "  host %s (%s, %s): %s\n", o.Name, sideText(o.Direction), o.Cause, o.Evidence)
+			}
+			for _, n := range o.Next {
+				fmt.Fprintf(&b, "    next: %s\n", n)
+			}
 		}
 	}
 	fmt.Fprintf(&b, "verdict: %s\n", r.Verdict)
@@ -63,8 +79,85 @@ func (r *Result) WriteText(w io.Writer) error {
 	return err
 }
 
+// designText says which pairs were tested.
+func (r *Result) designText() string {
+	if r.Design == DesignSampled {
+		return fmt.Sprintf("design sampled (%s each, seed %d)", count(r.Partners, "partner"), r.Seed)
+	}
+	return "design all, pattern " + r.Pattern
+}
+
+// modeText says how the legs ran.
+func (r *Result) modeText() string {
+	if r.Parallel {
+		return fmt.Sprintf("each leg's tests at once, %s", count(r.Legs, "leg"))
+	}
+	return "one test at a time"
+}
+
+// onceMark marks a try that ran with another number of tests at once than
+// the first try of its test: "(alone)", "(3 at once)".
+func (r *Result) onceMark(atOnce []int, i int) string {
+	if !r.Parallel || i >= len(atOnce) || len(atOnce) == 0 || i > 0 && atOnce[i] == atOnce[0] {
+		return ""
+	}
+	if i == 0 {
+		return fmt.Sprintf(" (%d at once)", atOnce[0])
+	}
+	if atOnce[i] == 1 {
+		return " (alone)"
+	}
+	return fmt.Sprintf(" (%d at once)", atOnce[i])
+}
+
+func retestText(t Retest) string {
+	switch t.Status {
+	case StatusSlow:
+		return "slow again"
+	case StatusInconclusive:
+		return "inconclusive: " + firstContention(t.Contention)
+	}
+	return "not slow on re-test"
+}
+
+func firstContention(cs []string) string {
+	for _, c := range cs {
+		if c != "" {
+			return c
+		}
+	}
+	return "contended"
+}
+
+// sideText names a host's blamed side.
+func sideText(dir string) string {
+	switch dir {
+	case DirSend:
+		return "send side"
+	case DirReceive:
+		return "receive side"
+	}
+	return "both sides"
+}
+
+// pathName is a path outlier's name with its direction: "h01→h05".
+func pathName(o Outlier) string {
+	if o.Way != "" {
+		return o.Way
+	}
+	if a, c, ok := strings.Cut(o.Name, "-"); ok {
+		return pathDir(a, c, o.Direction)
+	}
+	return o.Name
+}
+
+// count writes "1 pair", "3 pairs".
+func count(n int, what string) string { return fmt.Sprintf("%d %s%s", n, what, plural(n)) }
+
 // writeMatrix draws Gbit/s with the sender as the row and the receiver as
-// the column; '!' marks a slow test, 'x' a failed one, '.' one not run.
+// the column; '!' marks a slow test, '?' an inconclusive one, '*' a
+// figure measured with another number of tests at once than the first
+// try, 'x' a failed test, '.' one not run.
 func (r *Result) writeMatrix(b *strings.Builder) {
 	n := len(r.Hosts)
 	idx := map[string]int{}
@@ -76,17 +169,21 @@ func (r *Result) writeMatrix(b *strings.Builder) {
 	cells := make([][]string, n)
 	for i := range cells {
 		cells[i] = make([]string, n)
-		for j := range cells[i] {
-			cells[i][j] = ""
-		}
 		cells[i][i] = "-"
 	}
+	starred := false
 	for _, p := range r.Pairs {
 		a, c := idx[p.A], idx[p.B]
-		cells[a][c] = cellText(p.AToB, p.AToBGbps)
-		cells[c][a] = cellText(p.BToA, p.BToAGbps)
+		var s1, s2 bool
+		cells[a][c], s1 = r.cellText(p.AToB, p.AToBGbps)
+		cells[c][a], s2 = r.cellText(p.BToA, p.BToAGbps)
+		starred = starred || s1 || s2
 	}
-	b.WriteString("Gbit/s, row sends to column (! slow, x failed):\n")
+	b.WriteString("Gbit/s, row sends to column (! slow, ? inconclusive, x failed")
+	if starred {
+		b.WriteString(", * a re-test's figure with another number of tests at once")
+	}
+	b.WriteString("):\n")
 	fmt.Fprintf(b, "%*s", width, "")
 	for _, h := range r.Hosts {
 		fmt.Fprintf(b, " %*s", width, h.Name)
@@ -101,16 +198,44 @@ func (r *Result) writeMatrix(b *strings.Builder) {
 	}
 }
 
-func cellText(d Direction, g *float64) string {
+// cellText is a direction's cell, and whether it is starred.
+func (r *Result) cellText(d Direction, g *float64) (string, bool) {
 	switch {
 	case d.Status == StatusFailed:
-		return "x"
+		return "x", false
+	case d.Status == StatusUntested:
+		return "", false
 	case g == nil:
-		return "."
-	case d.Status == StatusSlow:
-		return gbpsText(*g) + "!"
+		return ".", false
 	}
-	return gbpsText(*g)
+	s := gbpsText(*g)
+	star := r.Parallel && OtherLoad(d)
+	if star {
+		s += "*"
+	}
+	switch d.Status {
+	case StatusSlow:
+		s += "!"
+	case StatusInconclusive:
+		s += "?"
+	}
+	return s, star
+}
+
+// OtherLoad says whether a direction's figure (its best try) was
+// measured with another number of tests at once than its first try: a
+// figure of a re-test alone among figures of loaded legs.
+func OtherLoad(d Direction) bool {
+	if len(d.TriesAtOnce) < 2 || len(d.TriesAtOnce) != len(d.TriesGbps) {
+		return false
+	}
+	best := 0
+	for i, g := range d.TriesGbps {
+		if g > d.TriesGbps[best] {
+			best = i
+		}
+	}
+	return d.TriesAtOnce[best] != d.TriesAtOnce[0]
 }
 
 // writeNotOK lists the pairs that are not ok, for fleets too big for a
@@ -121,10 +246,18 @@ func (r *Result) writeNotOK(b *strings.Builder) {
 		if p.Status == StatusOK {
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("  %s-%s %s: %s→%s %s, %s→%s %s", p.A, p.B, p.Status,
-			p.A, p.B, cellText(p.AToB, p.AToBGbps), p.B, p.A, cellText(p.BToA, p.BToAGbps)))
+		c1, _ := r.cellText(p.AToB, p.AToBGbps)
+		c2, _ := r.cellText(p.BToA, p.BToAGbps)
+		var parts []string
+		if p.AToB.Status != StatusUntested {
+			parts = append(parts, fmt.Sprintf("%s→%s %s", p.A, p.B, c1))
+		}
+		if p.BToA.Status != StatusUntested {
+			parts = append(parts, fmt.Sprintf("%s→%s %s", p.B, p.A, c2))
+		}
+		lines = append(lines, fmt.Sprintf("  %s-%s %s: %s", p.A, p.B, p.Status, strings.Join(parts, ", ")))
 	}
-	fmt.Fprintf(b, "%d of %d pairs not ok\n", len(lines), len(r.Pairs))
+	fmt.Fprintf(b, "%d of %s not ok\n", len(lines), count(len(r.Pairs), "pair"))
 	for _, l := range lines {
 		b.WriteString(l + "\n")
 	}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/linerate/linerate/internal/fleet"
@@ -29,7 +30,7 @@ func newMatrixGeom(n, longest int) matrixGeom {
 	// it does not fit on the right (see matrixLegend).
 	g.h = int(g.top + float64(n)*g.cell + 30)
 	if float64(g.w)-(g.left+float64(n)*g.cell+18) < 120 {
-		g.h += 170
+		g.h += 210
 	}
 	return g
 }
@@ -53,13 +54,18 @@ func (fb *fleetBuilder) matrixChart() (*chart, error) {
 		g      *float64
 		status string
 		err    string
+		dir    fleet.Direction
 	}
 	cells := map[[2]int]cellData{}
 	hi := 0.0
 	for _, p := range res.Pairs {
 		a, b := idx[p.A], idx[p.B]
-		cells[[2]int{a, b}] = cellData{p.AToBGbps, p.AToB.Status, p.AToB.Error}
-		cells[[2]int{b, a}] = cellData{p.BToAGbps, p.BToA.Status, p.BToA.Error}
+		if p.AToB.Status != fleet.StatusUntested {
+			cells[[2]int{a, b}] = cellData{p.AToBGbps, p.AToB.Status, p.AToB.Error, p.AToB}
+		}
+		if p.BToA.Status != fleet.StatusUntested {
+			cells[[2]int{b, a}] = cellData{p.BToAGbps, p.BToA.Status, p.BToA.Error, p.BToA}
+		}
 		for _, g := range []*float64{p.AToBGbps, p.BToAGbps} {
 			if g != nil {
 				hi = math.Max(hi, *g)
@@ -120,7 +126,11 @@ func (fb *fleetBuilder) matrixChart() (*chart, error) {
 			from, to := res.Hosts[i].Name, res.Hosts[j].Name
 			switch {
 			case !tested:
-				s.rect("fl-untested", x+0.5, y+0.5, g.cell-1, g.cell-1, from+" → "+to+": not in the pattern")
+				why := "not in the pattern"
+				if res.Design == fleet.DesignSampled {
+					why = "not in the sample"
+				}
+				s.rect("fl-untested", x+0.5, y+0.5, g.cell-1, g.cell-1, from+" → "+to+": "+why)
 			case c.status == fleet.StatusFailed:
 				s.rect("fl-failed", x+0.5, y+0.5, g.cell-1, g.cell-1, from+" → "+to+": failed: "+c.err)
 				s.line("fl-cross", x+3, y+3, x+g.cell-3, y+g.cell-3)
@@ -134,12 +144,26 @@ func (fb *fleetBuilder) matrixChart() (*chart, error) {
 					op = v / hi
 				}
 				title := from + " → " + to + ": " + gbpsOrZero(v) + " Gbit/s"
-				if c.status == fleet.StatusSlow {
+				switch c.status {
+				case fleet.StatusSlow:
 					title += " (slow)"
+				case fleet.StatusInconclusive:
+					title += " (inconclusive: " + firstNonEmpty(c.dir.TriesContention) + ")"
+				}
+				other := res.Parallel && fleet.OtherLoad(c.dir)
+				if other {
+					title += "; " + loadNote(c.dir)
 				}
 				s.cell("fl-cell", x+0.5, y+0.5, g.cell-1, g.cell-1, math.Max(op, 0.04), title)
-				if c.status == fleet.StatusSlow {
+				switch c.status {
+				case fleet.StatusSlow:
 					s.rect("fl-slow", x+1.5, y+1.5, g.cell-3, g.cell-3, "")
+				case fleet.StatusInconclusive:
+					s.rect("fl-inconclusive", x+1.5, y+1.5, g.cell-3, g.cell-3, "")
+				}
+				if other {
+					r := math.Max(1.5, math.Min(3, g.cell/10))
+					s.circle("fl-otherload", x+g.cell-2-r, y+2+r, r, "")
 				}
 				if g.cell >= 36 {
 					s.text(matrixTextClass(op), x+g.cell/2, y+g.cell/2+4, "middle", num(v, matrixPrec(hi)))
@@ -156,7 +180,7 @@ func (fb *fleetBuilder) matrixChart() (*chart, error) {
 	}
 	fb.matrixLegend(s, g, span, hi)
 	return fb.r.render("fleet-matrix", "Pair matrix: Gbit/s from each row's host to each column's",
-		"Heatmap of the fleet's tests: rows are senders, columns receivers; darker is faster; slow tests outlined, failed tests crossed, outlier hosts framed.",
+		"Heatmap of the fleet's tests: rows are senders, columns receivers; darker is faster; slow tests outlined, inconclusive ones dashed, failed tests crossed, figures of re-tests run with another number of tests at once dotted, outlier hosts framed.",
 		g.w, g.h, s)
 }
 
@@ -193,6 +217,18 @@ func (fb *fleetBuilder) matrixLegend(s *scene, g matrixGeom, span, hi float64) {
 	s.rect("fl-slow", x+1, y+1, 12, 12, "")
 	s.text("legend", x+20, y+11, "start", "slow")
 	y += 20
+	s.rect("fl-cell", x, y, 14, 14, "")
+	s.shapes[len(s.shapes)-1].Opacity = "0.3"
+	s.rect("fl-inconclusive", x+1, y+1, 12, 12, "")
+	s.text("legend", x+20, y+11, "start", "inconclusive")
+	if fb.res.Parallel {
+		y += 20
+		s.rect("fl-cell", x, y, 14, 14, "")
+		s.shapes[len(s.shapes)-1].Opacity = "0.3"
+		s.circle("fl-otherload", x+11, y+3, 2, "")
+		s.text("legend", x+20, y+11, "start", "re-test, other load")
+	}
+	y += 20
 	s.rect("fl-failed", x, y, 14, 14, "")
 	s.line("fl-cross", x+3, y+3, x+11, y+11)
 	s.line("fl-cross", x+11, y+3, x+3, y+11)
@@ -208,4 +244,30 @@ func matrixTextClass(op float64) string {
 		return "hm-t s80"
 	}
 	return "hm-t"
+}
+
+// loadNote says how a direction's figure was measured against its first
+// try: "measured alone in a re-test; the first try ran with 3 tests at
+// once (9.83 Gbit/s)".
+func loadNote(d fleet.Direction) string {
+	best := 0
+	for i, g := range d.TriesGbps {
+		if g > d.TriesGbps[best] {
+			best = i
+		}
+	}
+	at := "alone"
+	if k := d.TriesAtOnce[best]; k > 1 {
+		at = fmt.Sprintf("with %d tests at once", k)
+	}
+	return fmt.Sprintf("measured %s in a re-test; the first try ran with %d tests at once (%s Gbit/s)", at, d.TriesAtOnce[0], gbpsOrZero(d.TriesGbps[0]))
+}
+
+func firstNonEmpty(xs []string) string {
+	for _, x := range xs {
+		if x != "" {
+			return x
+		}
+	}
+	return "contended"
 }

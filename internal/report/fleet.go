@@ -64,8 +64,15 @@ type fleetBuilder struct {
 
 func (fb *fleetBuilder) matrixSection() (*section, error) {
 	s := &section{ID: "fleet-matrix", Title: "Pair matrix"}
-	s.addText("Each cell is the goodput of one test, from the row's host to the column's, in Gbit/s (its best try when it was re-tested). A test below %s%% of the fleet's median test is slow. An outlier host's row (its send side) or column (its receive side) is framed.",
+	s.addText("Each cell is the goodput of one test, from the row's host to the column's, in Gbit/s (its best try when it was re-tested). A test below %s%% of the fleet's median test is slow; one slow while its own record showed contention (its CPUs busy with other work) is inconclusive, and not blamed. An outlier host's row (its send side) or column (its receive side) is framed.",
 		num(fb.res.ThresholdPct, 0))
+	if fb.res.Parallel {
+		s.addText("The tests of each leg ran at once; a dot marks a figure a re-test measured with another number of tests at once than the test's first try (its tooltip gives both).")
+	}
+	if fb.res.Design == fleet.DesignSampled {
+		s.addText("Sampled design: each host was tested with %d partners drawn at random (seed %d), then suspects against hosts already proven good; the other cells were not tested.",
+			fb.res.Partners, fb.res.Seed)
+	}
 	c, err := fb.matrixChart()
 	if err != nil {
 		return nil, err
@@ -88,8 +95,11 @@ func (fb *fleetBuilder) outliersSection() (*section, error) {
 		if o.Cause == fleet.CauseFailed {
 			class = "critical"
 		}
-		lead := o.Name + " (" + o.Direction + ")"
-		if o.Kind == fleet.KindHost && o.Cause == fleet.CauseSlow {
+		lead := o.Name
+		switch {
+		case o.Kind == fleet.KindPath:
+			lead = pathWay(o)
+		case o.Cause == fleet.CauseSlow:
 			lead = o.Name + map[string]string{fleet.DirSend: ": send side", fleet.DirReceive: ": receive side", fleet.DirBoth: ": both sides"}[o.Direction]
 		}
 		text := o.Evidence
@@ -99,20 +109,60 @@ func (fb *fleetBuilder) outliersSection() (*section, error) {
 		case n > 0:
 			text += " (with " + strings.Join(o.Partners, ", ") + ")"
 		}
-		items = append(items, item{Class: class, Badge: badge, Lead: lead, Text: text, Code: outlierNext(o)})
+		next := o.Next
+		if len(next) == 0 {
+			next = fb.outlierNext(o)
+		}
+		items = append(items, item{Class: class, Badge: badge, Lead: lead, Text: text, Code: next})
 	}
 	s.Blocks = append(s.Blocks, block{Items: items})
 	return s, nil
 }
 
-// outlierNext is what to run next about an outlier.
-func outlierNext(o fleet.Outlier) []string {
-	if o.Kind == fleet.KindHost {
-		return []string{"linerate doctor   # on " + o.Name + ": NIC, PCIe, IRQs, optics"}
+// pathWay is a path outlier's name with its direction: "h01→h05".
+func pathWay(o fleet.Outlier) string {
+	if o.Way != "" {
+		return o.Way
 	}
-	ends := strings.SplitN(o.Name, "-", 2)
-	if len(ends) == 2 {
-		return []string{"linerate bench <address of " + ends[1] + "> --repeat 5   # from " + ends[0] + ": the path again, alone"}
+	a, c, ok := strings.Cut(o.Name, "-")
+	if !ok {
+		return o.Name
+	}
+	switch o.Direction {
+	case fleet.DirSend:
+		return a + "→" + c
+	case fleet.DirReceive:
+		return c + "→" + a
+	}
+	return a + "↔" + c
+}
+
+// outlierNext is what to run next about an outlier, for a document that
+// does not say (fleet run adds the commands that reach its hosts): with
+// the host's interface and the peer's address, never a placeholder.
+func (fb *fleetBuilder) outlierNext(o fleet.Outlier) []string {
+	host := func(name string) fleet.Host {
+		for _, h := range fb.res.Hosts {
+			if h.Name == name {
+				return h
+			}
+		}
+		return fleet.Host{Name: name}
+	}
+	if o.Kind == fleet.KindHost && o.Cause == fleet.CauseSlow {
+		h := host(o.Name)
+		doctor := "linerate doctor"
+		if h.Iface != "" {
+			doctor += " --iface " + h.Iface
+		}
+		return []string{doctor + "   # on " + o.Name + ": NIC, PCIe, IRQs, optics, shapers"}
+	}
+	if o.Kind == fleet.KindPath && len(o.Partners) == 2 {
+		from, to := o.Partners[0], o.Partners[1]
+		if o.Direction == fleet.DirReceive {
+			from, to = to, from
+		}
+		return []string{fmt.Sprintf("linerate bench %s --repeat 5   # on %s, with 'linerate serve' on %s: the path again, alone", host(to).Address, from, to)}
 	}
 	return nil
 }
@@ -123,10 +173,18 @@ func (fb *fleetBuilder) retestsSection() (*section, error) {
 		return omitted(id, title, "Re-tests: no test was slow, so none was tried again."), nil
 	}
 	s := &section{ID: id, Title: title}
-	s.addText("A slow test is tried again, one test at a time, so that a test slow only under a round's load comes back as it is. It is confirmed slow when every try was.")
-	t := &table{ID: "fleet-retests", Caption: "Slow tests tried again",
-		Head: []string{"From", "To", "First (Gbit/s)", "Re-tests (Gbit/s)", "Result"},
-		Num:  []bool{false, false, true, true, false}}
+	how := "one test at a time, each just after a control (a test that was fine, between two other hosts, run again: the slow limit is scaled by how it fared, so that a re-test is judged by the load of its moment)"
+	if fb.res.Parallel {
+		how = "as the first tries ran: in legs of disjoint tests at once (the At once column says how many ran together, the first try first)"
+	}
+	s.addText("A slow test is tried again, %s. It comes back when a try is not slow; it stays slow when every try was, two of them with their CPUs to themselves; it is inconclusive when every try was slow and fewer were. A slow test no host explains is tried twice more before its path is blamed.", how)
+	head := []string{"From", "To", "First (Gbit/s)", "Re-tests (Gbit/s)", "Result"}
+	num := []bool{false, false, true, true, false}
+	if fb.res.Parallel {
+		head = []string{"From", "To", "First (Gbit/s)", "Re-tests (Gbit/s)", "At once", "Result"}
+		num = []bool{false, false, true, true, true, false}
+	}
+	t := &table{ID: "fleet-retests", Caption: "Slow tests tried again", Head: head, Num: num}
 	for _, rt := range fb.res.Retests {
 		var again []string
 		for _, g := range rt.RetestsGbps {
@@ -134,10 +192,21 @@ func (fb *fleetBuilder) retestsSection() (*section, error) {
 		}
 		// A test that came back is muted; one slow again stands out.
 		result, class := "not slow on re-test", "warn"
-		if rt.Confirmed {
+		switch {
+		case rt.Status == fleet.StatusInconclusive:
+			result, class = "inconclusive: "+firstNonEmpty(rt.Contention), "warn"
+		case rt.Confirmed:
 			result, class = "slow again", "crit"
 		}
-		t.Rows = append(t.Rows, []string{rt.From, rt.To, gbpsOrZero(rt.FirstGbps), strings.Join(again, ", "), result})
+		row := []string{rt.From, rt.To, gbpsOrZero(rt.FirstGbps), strings.Join(again, ", ")}
+		if fb.res.Parallel {
+			var at []string
+			for _, k := range rt.AtOnce {
+				at = append(at, strconv.Itoa(k))
+			}
+			row = append(row, orDash(strings.Join(at, ", ")))
+		}
+		t.Rows = append(t.Rows, append(row, result))
 		t.Classes = append(t.Classes, class)
 	}
 	s.addTable(t)
@@ -162,9 +231,15 @@ func (fb *fleetBuilder) pairsSection() (*section, error) {
 			if d.Error != "" {
 				notes = append(notes, d.Error)
 			}
+			if d.Status == fleet.StatusInconclusive {
+				notes = append(notes, "inconclusive: "+firstNonEmpty(d.TriesContention))
+			}
 		}
 		if p.Retested {
 			notes = append(notes, "re-tested")
+		}
+		if p.Probe {
+			notes = append(notes, "probe of a suspect against a host proven good")
 		}
 		t.Rows = append(t.Rows, []string{p.A + " – " + p.B, strconv.Itoa(p.Round),
 			dirCell(p.AToBGbps, p.AToB), dirCell(p.BToAGbps, p.BToA), p.Status, orDash(strings.Join(runs, ", ")), orDash(strings.Join(notes, "; "))})
@@ -181,6 +256,8 @@ func dirCell(g *float64, d fleet.Direction) string {
 		return gbpsOrZero(*g)
 	case d.Status == fleet.StatusFailed:
 		return "failed"
+	case d.Status == fleet.StatusUntested:
+		return "—"
 	}
 	return "not run"
 }
@@ -204,7 +281,11 @@ func (fb *fleetBuilder) runSection() (*section, error) {
 	s := &section{ID: "fleet-run", Title: "Run"}
 	mode := "one test at a time"
 	if res.Parallel {
-		mode = "each round's disjoint pairs at once (--parallel)"
+		mode = fmt.Sprintf("each leg's disjoint tests at once (--concurrent), %d leg%s", res.Legs, plural(res.Legs))
+	}
+	design := "all: every pair of the pattern, both ways"
+	if res.Design == fleet.DesignSampled {
+		design = fmt.Sprintf("sampled: %d partners each (seed %d), then suspects against hosts proven good", res.Partners, res.Seed)
 	}
 	med, below := "—", "—"
 	if res.MedianGbps != nil {
@@ -213,8 +294,10 @@ func (fb *fleetBuilder) runSection() (*section, error) {
 	t := &table{ID: "fleet-settings", Caption: "Settings and figures", Head: []string{"Setting", "Value"}}
 	t.Rows = [][]string{
 		{"Hosts", strconv.Itoa(len(res.Hosts))},
+		{"Design", design},
 		{"Pattern", res.Pattern},
-		{"Schedule", fmt.Sprintf("%d pairs in %d rounds, %d tests (each pair both ways), %s", len(res.Pairs), res.Rounds, res.Tests, mode)},
+		{"Schedule", fmt.Sprintf("%d pair%s in %d round%s, %d test%s run (re-tests included), %s", len(res.Pairs), plural(len(res.Pairs)),
+			res.Rounds, plural(res.Rounds), res.Tests, plural(res.Tests), mode)},
 		{"Each test", fmt.Sprintf("%s s, %d stream%s", num(res.DurationS, 1), res.Streams, plural(res.Streams))},
 		{"Median test", med + " Gbit/s"},
 		{"Slow below", fmt.Sprintf("%s Gbit/s (%s%% of the median)", below, num(res.ThresholdPct, 0))},
@@ -224,9 +307,9 @@ func (fb *fleetBuilder) runSection() (*section, error) {
 		t.Rows = append(t.Rows, []string{"Label", res.Label + " (linerate history --label " + res.Label + ")"})
 	}
 	s.addTable(t)
-	ht := &table{ID: "fleet-hosts", Caption: "Hosts", Head: []string{"Host", "Address", "SSH"}}
+	ht := &table{ID: "fleet-hosts", Caption: "Hosts", Head: []string{"Host", "Address", "Interface", "SSH"}}
 	for _, h := range res.Hosts {
-		ht.Rows = append(ht.Rows, []string{h.Name, h.Address, orDash(h.SSH)})
+		ht.Rows = append(ht.Rows, []string{h.Name, h.Address, orDash(h.Iface), orDash(h.SSH)})
 	}
 	s.addTable(ht)
 	return s, nil

@@ -44,7 +44,7 @@ func fleetResult(t testing.TB, n int, net *fleetNet) *fleet.Result {
 		hosts[i] = fleet.Host{Name: fmt.Sprintf("h%02d", i+1), Address: fmt.Sprintf("198.18.0.%d", i+1)}
 	}
 	res, err := fleet.Run(context.Background(), hosts, fleet.Options{Pattern: fleet.Pattern{Kind: fleet.PatternPairs},
-		Duration: 10 * time.Second, Streams: 1, Label: "fleet-test"}, net)
+		Design: fleet.DesignAll, Duration: 10 * time.Second, Streams: 1, Label: "fleet-test"}, net)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,8 +85,9 @@ func TestFleetReport(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		"Host h03 is slow when it sends", "<strong>h03: send side</strong>", "The path h01-h05 failed",
-		"linerate doctor   # on h03", "h01 – h02", "fleet-test", "15 pairs in 5 rounds, 30 tests",
+		"Host h03 is slow when it sends", "<strong>h03: send side</strong>", "The path h05→h01 failed", "<strong>h05→h01</strong>",
+		"linerate doctor   # on h03", "linerate bench 198.18.0.1 --repeat 5   # on h05, with &#39;linerate serve&#39; on h01",
+		"h01 – h02", "fleet-test", "15 pairs in 5 rounds, 40 tests run",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)
@@ -164,14 +165,94 @@ func TestFleetReport64(t *testing.T) {
 	var b strings.Builder
 	WriteHTML(&b, m)
 	page := b.String()
-	if n := strings.Count(page, `<rect class="fl-cell"`); n != 64*63+6 {
-		t.Errorf("%d cells, want %d and the legend's 6", n, 64*63)
+	if n := strings.Count(page, `<rect class="fl-cell"`); n != 64*63+7 {
+		t.Errorf("%d cells, want %d and the legend's 7", n, 64*63)
 	}
 	if !strings.Contains(page, `class="tick fl-blamed"`) || !strings.Contains(page, "rotate(-90") {
 		t.Error("no marked, turned label for h41")
 	}
 	if len(res.Outliers) != 1 || res.Outliers[0].Name != "h41" {
 		t.Errorf("outliers %+v", res.Outliers)
+	}
+}
+
+// loadedNet is a fleet.Runner whose tests run faster the fewer run at
+// once (a loaded fabric), with one host busy (every test with it
+// contended, and slow whatever the load) and one direction that is slow
+// only in its first try.
+type loadedNet struct {
+	busy      string
+	slowFirst [2]string
+}
+
+func (l loadedNet) Run(_ context.Context, s fleet.Spec) (fleet.Measurement, error) {
+	m := fleet.Measurement{Gbps: 40 / float64(s.AtOnce)}
+	if s.From.Name == l.busy || s.To.Name == l.busy {
+		m.Gbps = 0.5
+		m.Contention = "CPU 0 of " + l.busy + " was 60% busy with other work"
+	}
+	if s.From.Name == l.slowFirst[0] && s.To.Name == l.slowFirst[1] && !s.Retest {
+		m.Gbps /= 3
+	}
+	return m, nil
+}
+
+// TestFleetReportSampledContended: a sampled, parallel run's report says
+// which cells were not in the sample, dashes the inconclusive tests with
+// their reason, dots the figure of a re-test run with another number of
+// tests at once and says both loads in its tooltip, and gives the design.
+func TestFleetReportSampledContended(t *testing.T) {
+	hosts := make([]fleet.Host, 20)
+	for i := range hosts {
+		hosts[i] = fleet.Host{Name: fmt.Sprintf("h%02d", i+1), Address: fmt.Sprintf("198.18.0.%d", i+1)}
+	}
+	sched, err := fleet.SampledSchedule(20, 4, 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A pair of the sample without h07 (index 6), slow at first one way.
+	var slow [2]string
+	for _, p := range sched.Pairs() {
+		if p.A != 6 && p.B != 6 {
+			slow = [2]string{hosts[p.A].Name, hosts[p.B].Name}
+			break
+		}
+	}
+	res, err := fleet.Run(context.Background(), hosts, fleet.Options{Design: fleet.DesignSampled, Partners: 4, Seed: 11,
+		Duration: 10 * time.Second, Streams: 1, Parallel: true}, loadedNet{busy: "h07", slowFirst: slow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Outliers) != 0 {
+		t.Fatalf("outliers %+v", res.Outliers)
+	}
+	m, err := BuildFleet(res, "", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	WriteHTML(&b, m)
+	page := b.String()
+	count := func(re string) int { return len(regexp.MustCompile(re).FindAllString(page, -1)) }
+	if n := count(`<title>h\d\d → h\d\d: not in the sample</title>`); n != 20*19-20*4 {
+		t.Errorf("%d cells not in the sample, want %d", n, 20*19-20*4)
+	}
+	if n := count(`class="fl-inconclusive"`); n != 8+1 { // h07's 4 partners both ways, and the legend
+		t.Errorf("%d inconclusive marks, want 8 and the legend's", n)
+	}
+	if !strings.Contains(page, "(inconclusive: CPU 0 of h07 was 60% busy with other work)") {
+		t.Error("no inconclusive cell gives its reason")
+	}
+	for _, want := range []string{"Sampled design: each host was tested with 4 partners", "sampled: 4 partners each (seed 11)",
+		"At once</th>", "inconclusive: CPU 0 of h07", "stayed inconclusive"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	// The slow first try came back in a re-test with fewer tests at once:
+	// its cell is dotted and its tooltip says both loads.
+	if count(`class="fl-otherload"`) != 2 || count(slow[0]+" → "+slow[1]+`: [0-9.]+ Gbit/s; measured (alone|with \d tests at once) in a re-test; the first try ran with 10 tests at once`) != 1 {
+		t.Errorf("the re-test of %s→%s is not marked as measured alone", slow[0], slow[1])
 	}
 }
 

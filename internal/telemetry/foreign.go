@@ -33,6 +33,14 @@ type Foreign struct {
 	// Top are the other processes that used the most CPU time in the
 	// window (at least 1% of a CPU), busiest first, at most MaxTop.
 	Top []Proc `json:"top"`
+	// Wait is the share (%) of the window the measuring process's
+	// threads pinned to one CPU (the stream threads) spent ready to run
+	// but waiting for it: their run delay, /proc/PID/task/*/schedstat.
+	// With Own it tells a thread held back by other work (ready to run
+	// most of the window, waiting much of it) from one that needed little:
+	// a busy loop fills every cycle a shaped test leaves, and that says
+	// nothing of the test. Absent where the kernel keeps no schedstat.
+	Wait map[string]float64 `json:"wait,omitempty"`
 }
 
 // Proc is one other process's CPU use over a window.
@@ -68,6 +76,7 @@ type ForeignTracker struct {
 	pid   int
 	stat  *hostfs.CPUStat
 	own   map[int]uint64 // thread → utime+stime, ticks
+	wait  map[int]uint64 // thread → run delay, ns
 	procs map[int]uint64 // process → utime+stime, ticks
 	err   error
 }
@@ -83,7 +92,7 @@ func StartForeign(fs *hostfs.FS, pid int) *ForeignTracker {
 	if t.stat, t.err = fs.CPUStat(); t.err != nil {
 		return t
 	}
-	t.own, _ = t.threads()
+	t.own, t.wait, _ = t.threads()
 	t.procs, _ = t.processes(nil)
 	return t
 }
@@ -110,7 +119,15 @@ func (t *ForeignTracker) Stop() (*Foreign, error) {
 	if len(ticks) > 0 {
 		out.Seconds = round3(float64(all) / float64(len(ticks)) / userHZ)
 	}
-	own := t.ownByCPU()
+	own, waited := t.ownByCPU()
+	if out.Seconds > 0 && len(waited) > 0 {
+		out.Wait = map[string]float64{}
+		for cpu, ns := range waited {
+			if w := 100 * float64(ns) / 1e9 / out.Seconds; w >= 1 {
+				out.Wait[strconv.Itoa(cpu)] = round1(math.Min(100, w))
+			}
+		}
+	}
 	for cpu, n := range ticks {
 		if n == 0 {
 			continue
@@ -133,13 +150,15 @@ func (t *ForeignTracker) Stop() (*Foreign, error) {
 // userHZ is the unit of /proc's tick counts (USER_HZ, 100 on Linux).
 const userHZ = 100
 
-// ownByCPU is the measuring process's thread time since the start, per
-// CPU each thread last ran on.
-func (t *ForeignTracker) ownByCPU() map[int]uint64 {
-	out := map[int]uint64{}
+// ownByCPU is the measuring process's thread time (ticks) since the
+// start, per CPU each thread last ran on, and the run delay (ns) of its
+// threads pinned to one CPU, per that CPU. A thread that started in the
+// window counts whole; waited is nil where the kernel keeps no schedstat.
+func (t *ForeignTracker) ownByCPU() (own, waited map[int]uint64) {
+	own = map[int]uint64{}
 	threads, err := t.pfs.AllThreads(t.pid)
 	if err != nil {
-		return out
+		return own, nil
 	}
 	for _, th := range threads {
 		s, err := th.Stat()
@@ -147,23 +166,48 @@ func (t *ForeignTracker) ownByCPU() map[int]uint64 {
 			continue // the thread ended
 		}
 		n := uint64(s.UTime + s.STime)
-		out[int(s.Processor)] += n - min(n, t.own[th.PID])
+		own[int(s.Processor)] += n - min(n, t.own[th.PID])
+		if t.wait == nil {
+			continue
+		}
+		if waited == nil {
+			waited = map[int]uint64{}
+		}
+		ss, err := th.Schedstat()
+		if err != nil {
+			continue
+		}
+		st, err := th.NewStatus()
+		if err != nil || len(st.CpusAllowedList) != 1 {
+			continue // not a stream thread: the runtime's threads go where they are let
+		}
+		w := ss.WaitingNanoseconds
+		waited[int(st.CpusAllowedList[0])] += w - min(w, t.wait[th.PID])
 	}
-	return out
+	return own, waited
 }
 
-func (t *ForeignTracker) threads() (map[int]uint64, error) {
+// threads reads the measuring process's threads: CPU time (ticks) and
+// run delay (ns; nil without schedstat).
+func (t *ForeignTracker) threads() (map[int]uint64, map[int]uint64, error) {
 	threads, err := t.pfs.AllThreads(t.pid)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make(map[int]uint64, len(threads))
+	var wait map[int]uint64
 	for _, th := range threads {
 		if s, err := th.Stat(); err == nil {
 			out[th.PID] = uint64(s.UTime + s.STime)
 		}
+		if ss, err := th.Schedstat(); err == nil {
+			if wait == nil {
+				wait = map[int]uint64{}
+			}
+			wait[th.PID] = ss.WaitingNanoseconds
+		}
 	}
-	return out, nil
+	return out, wait, nil
 }
 
 // processes reads every process's CPU time; when seen is not nil, the

@@ -70,6 +70,11 @@ func TestForeign(t *testing.T) {
 	p.proc("100/stat", "linerate", 100, 10, 0, 1)
 	p.proc("100/task/100/stat", "linerate", 100, 5, 0, 0)
 	p.proc("100/task/101/stat", "lrc-send-0", 101, 5, 0, 1)
+	// schedstat: ns on the CPU, ns waiting on a run queue, time slices.
+	p.write("100/task/100/schedstat", "50000000 1000000 40\n")
+	p.write("100/task/101/schedstat", "50000000 2000000 90\n")
+	p.write("100/task/101/status", "Name:\tlrc-send-0\nCpus_allowed:\t2\nCpus_allowed_list:\t1\n")
+	p.write("100/task/100/status", "Name:\tlinerate\nCpus_allowed:\t3\nCpus_allowed_list:\t0-1\n")
 	p.proc("200/stat", "spin", 200, 500, 0, 0)
 	p.write("200/status", "Name:\tspin\nCpus_allowed:\t1\nCpus_allowed_list:\t0\n")
 	p.proc("300/stat", "ksoftirqd/1", 300, 0, 50, 1)
@@ -81,6 +86,11 @@ func TestForeign(t *testing.T) {
 	p.write("stat", "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 1096 0 0 1004 0 0 0 0 0 0\ncpu1 1060 0 0 1010 0 0 30 0 0 0\n")
 	p.proc("100/task/100/stat", "linerate", 100, 6, 0, 0)
 	p.proc("100/task/101/stat", "lrc-send-0", 101, 65, 0, 1)
+	// The stream thread waited 0.4 s of the second for CPU 1; the main
+	// thread 0.3 s, but it is not pinned: the runtime's threads wait
+	// wherever they are let run, and say nothing of a CPU.
+	p.write("100/task/100/schedstat", "60000000 301000000 45\n")
+	p.write("100/task/101/schedstat", "650000000 402000000 900\n")
 	p.proc("200/stat", "spin", 200, 595, 0, 0)
 	p.proc("300/stat", "ksoftirqd/1", 300, 0, 80, 1)
 	f, err := tr.Stop()
@@ -95,6 +105,9 @@ func TestForeign(t *testing.T) {
 	}
 	if len(f.CPU) != 1 || f.CPU["0"] != 95 {
 		t.Errorf("other load %v, want CPU 0 at 95%% only", f.CPU)
+	}
+	if len(f.Wait) != 1 || f.Wait["1"] != 40 {
+		t.Errorf("run delay %v, want CPU 1 at 40%% only", f.Wait)
 	}
 	if len(f.Top) != 1 || f.Top[0] != (Proc{PID: 200, Name: "spin", CPUPct: 95, CPU: 0, Pinned: true}) {
 		t.Errorf("top %+v, want pid 200 (spin) at 95%% on CPU 0, pinned", f.Top)
@@ -117,6 +130,15 @@ func TestForeignUnreadable(t *testing.T) {
 	f, err := StartForeign(p.fs(), 100).Stop()
 	if f != nil || err == nil || !strings.Contains(err.Error(), "other load unknown") || !strings.Contains(err.Error(), "stat") {
 		t.Errorf("got %+v, %v; want nil and an error naming /proc/stat", f, err)
+	}
+	// Without schedstat (a kernel without CONFIG_SCHED_INFO) the run
+	// delay is absent, not zero.
+	p.write("stat", "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 1 0 0 1 0 0 0 0 0 0\n")
+	p.proc("100/task/100/stat", "linerate", 100, 0, 0, 0)
+	tr0 := StartForeign(p.fs(), 100)
+	p.write("stat", "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 101 0 0 1 0 0 0 0 0 0\n")
+	if f, err := tr0.Stop(); err != nil || f.Wait != nil {
+		t.Errorf("no schedstat: %+v, %v; want no run delay", f, err)
 	}
 	// /proc/stat gone at the end of the window.
 	p.write("stat", "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 1 0 0 1 0 0 0 0 0 0\n")

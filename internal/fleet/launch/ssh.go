@@ -34,9 +34,10 @@ type SSH struct {
 const DefaultRemoteDir = ".cache/linerate"
 
 // sshOptions are always set: never prompt (a fleet run has no one to
-// type a password 64 times), no terminal, and notice a dead host within
-// about 30 s.
-var sshOptions = []string{"-T", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=10", "-o", "ServerAliveCountMax=3"}
+// type a password 64 times), no terminal, give up on a host that does
+// not answer within 5 s (not the kernel's two minutes of SYN retries),
+// and notice a dead host within about 30 s.
+var sshOptions = []string{"-T", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "ServerAliveInterval=10", "-o", "ServerAliveCountMax=3"}
 
 func (s *SSH) dir() string {
 	if s.Dir == "" {
@@ -81,6 +82,9 @@ func (s *SSH) run(ctx context.Context, dest string, stdin io.Reader, script stri
 		msg := strings.TrimSpace(errb.String())
 		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
 			msg = msg[i+1:]
+		}
+		if msg == "" {
+			return "", fmt.Errorf("%s: ssh: %v", dest, err)
 		}
 		return "", fmt.Errorf("%s: ssh: %v: %s", dest, err, msg)
 	}

@@ -51,9 +51,10 @@ const (
 	startTimeout = 2 * time.Minute
 	// probeTimeout bounds a probe of an agent after a failed test.
 	probeTimeout = 5 * time.Second
-	// maxAtOnce bounds the agents started, probed or stopped at once:
-	// 64 ssh connections at a time would hit sshd's MaxStartups.
-	maxAtOnce = 8
+	// MaxAtOnce bounds the agents started, probed or stopped at once:
+	// 64 ssh connections at a time through one jump host would hit its
+	// sshd's MaxStartups.
+	MaxAtOnce = 8
 )
 
 // Agents are the agents of a fleet run's hosts.
@@ -71,6 +72,7 @@ type Agents struct {
 	hosts []fleet.Host
 	addr  map[string]netip.AddrPort // by host name
 	procs map[string]*launch.Process
+	bins  map[string]string           // the binary each launched agent runs
 	info  map[string]*result.HostInfo // from each agent's welcome
 
 	mu   sync.Mutex
@@ -88,7 +90,7 @@ func New(ctx context.Context, hosts []fleet.Host, port int, token []byte, dial a
 		return nil, fmt.Errorf("port %d: 1 to 65535", port)
 	}
 	a := &Agents{Token: token, Port: port, Dial: dial, hosts: hosts, addr: map[string]netip.AddrPort{},
-		procs: map[string]*launch.Process{}, info: map[string]*result.HostInfo{}, down: map[string]error{}}
+		procs: map[string]*launch.Process{}, bins: map[string]string{}, info: map[string]*result.HostInfo{}, down: map[string]error{}}
 	for _, h := range hosts {
 		ip, err := resolve(ctx, h.Address)
 		if err != nil {
@@ -117,6 +119,14 @@ func resolve(ctx context.Context, s string) (netip.Addr, error) {
 func (a *Agents) Addr(h fleet.Host) (netip.AddrPort, bool) {
 	ap, ok := a.addr[h.Name]
 	return ap, ok
+}
+
+// Binary is the path of the linerate binary host h's agent was started
+// from, on that host ("" for agents this run did not start).
+func (a *Agents) Binary(h fleet.Host) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.bins[h.Name]
 }
 
 // Down says why host h cannot take part, or nil.
@@ -157,7 +167,7 @@ func (a *Agents) relayPeers() string {
 	return agent.RelayPeersArg(addrs)
 }
 
-// Launch starts the agent of every host with l (at most maxAtOnce at a
+// Launch starts the agent of every host with l (at most MaxAtOnce at a
 // time), each allowed tests of up to maxDuration, and waits until each
 // listens. A host whose agent does not start is down, with the reason;
 // the others go on. progress, if set, hears of each host (from one
@@ -165,11 +175,16 @@ func (a *Agents) relayPeers() string {
 func (a *Agents) Launch(ctx context.Context, l Launcher, maxDuration time.Duration, progress func(h fleet.Host, err error)) {
 	var mu sync.Mutex
 	a.each(ctx, func(h fleet.Host) {
-		p, err := a.launch(ctx, l, h, maxDuration)
+		p, bin, err := a.launch(ctx, l, h, maxDuration)
 		mu.Lock()
 		defer mu.Unlock()
 		if p != nil {
 			a.procs[h.Name] = p
+		}
+		if bin != "" {
+			a.mu.Lock()
+			a.bins[h.Name] = bin
+			a.mu.Unlock()
 		}
 		if err != nil {
 			a.markDown(h, err)
@@ -180,9 +195,9 @@ func (a *Agents) Launch(ctx context.Context, l Launcher, maxDuration time.Durati
 	})
 }
 
-// each runs fn for every host not down, at most maxAtOnce at a time.
+// each runs fn for every host not down, at most MaxAtOnce at a time.
 func (a *Agents) each(ctx context.Context, fn func(fleet.Host)) {
-	sem := make(chan struct{}, maxAtOnce)
+	sem := make(chan struct{}, MaxAtOnce)
 	var wg sync.WaitGroup
 	for _, h := range a.hosts {
 		if a.Down(h) != nil {
@@ -206,7 +221,7 @@ func (a *Agents) each(ctx context.Context, fn func(fleet.Host)) {
 // launch starts one host's agent and waits for its "Listening on". A
 // process that started but did not come up is returned too, so that Stop
 // ends it.
-func (a *Agents) launch(ctx context.Context, l Launcher, h fleet.Host, maxDuration time.Duration) (*launch.Process, error) {
+func (a *Agents) launch(ctx context.Context, l Launcher, h fleet.Host, maxDuration time.Duration) (*launch.Process, string, error) {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
@@ -220,7 +235,7 @@ func (a *Agents) launch(ctx context.Context, l Launcher, h fleet.Host, maxDurati
 	}
 	bin, err := l.Binary(ctx, h)
 	if err != nil {
-		return nil, failed(err)
+		return nil, "", failed(err)
 	}
 	argv := append(ServeArgs(bin, a.addr[h.Name], maxDuration), "--relay-peers", a.relayPeers())
 	if a.ExtraArgs != nil {
@@ -230,19 +245,19 @@ func (a *Agents) launch(ctx context.Context, l Launcher, h fleet.Host, maxDurati
 	// host's key opens no other agent.
 	key, err := agent.NodeKey(a.Token, h.Name)
 	if err != nil {
-		return nil, failed(err)
+		return nil, bin, failed(err)
 	}
 	p, err := l.Start(ctx, h, argv, key)
 	if err != nil {
-		return nil, failed(err)
+		return nil, bin, failed(err)
 	}
 	if _, err := p.WaitLine(ctx, agent.ListeningPrefix); err != nil {
-		return p, failed(err)
+		return p, bin, failed(err)
 	}
-	return p, nil
+	return p, bin, nil
 }
 
-// Probe authenticates to every agent not down (at most maxAtOnce at a
+// Probe authenticates to every agent not down (at most MaxAtOnce at a
 // time) and keeps what each says about its host; an agent that does not
 // answer makes its host down.
 func (a *Agents) Probe(ctx context.Context) {
@@ -323,11 +338,11 @@ func (a *Agents) Watch(ctx context.Context, gone func(h fleet.Host, err error)) 
 	}
 }
 
-// Stop stops every agent Launch started (at most maxAtOnce at a time) and
+// Stop stops every agent Launch started (at most MaxAtOnce at a time) and
 // waits until each is gone; each is killed if it does not stop within
 // the launcher's grace.
 func (a *Agents) Stop() {
-	sem := make(chan struct{}, maxAtOnce)
+	sem := make(chan struct{}, MaxAtOnce)
 	var wg sync.WaitGroup
 	for _, p := range a.procs {
 		wg.Add(1)
@@ -342,7 +357,7 @@ func (a *Agents) Stop() {
 }
 
 // FetchDoctors asks every agent that answers for its host's doctor
-// report (at most maxAtOnce at a time), to store with each run; a host
+// report (at most MaxAtOnce at a time), to store with each run; a host
 // whose report does not come is noted, not down.
 func (a *Agents) FetchDoctors(ctx context.Context) (reports map[string]json.RawMessage, notes []string) {
 	reports = map[string]json.RawMessage{}

@@ -44,7 +44,9 @@ func TestFleetSameBlameThroughLaunchers(t *testing.T) {
 	// A fifth of the rate is far below 60% of the median; the default 90%
 	// would also catch a 2 s test's scatter on a loaded 2-CPU machine (one
 	// CI run saw a healthy path at 89% of the median).
-	common := []string{"-t", "2", "--threshold", "60", "--json", "--db", db}
+	// --concurrent: two tests at once, 6 legs instead of 12 tests (the
+	// launchers are what is tested here).
+	common := []string{"-t", "2", "--threshold", "60", "--concurrent", "--json", "--db", db}
 
 	// The ssh launcher installs the binary in the remote home, which is
 	// this machine's: remove it after.

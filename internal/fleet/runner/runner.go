@@ -44,13 +44,13 @@ func (r *Runner) Run(ctx context.Context, s fleet.Spec) (fleet.Measurement, erro
 	}
 	from, _ := r.Agents.Addr(s.From)
 	to, _ := r.Agents.Addr(s.To)
-	d := &relayDriver{agents: r.Agents, from: from.String(), to: to.String()}
+	d := r.driver(from.String(), to.String())
 	interval := r.Interval
 	if interval == 0 {
 		interval = time.Second
 	}
 	c := &bench.Campaign{Driver: d, Store: r.Store, ClientDoctor: r.Doctors[s.From.Name], ServerDoctor: r.Doctors[s.To.Name],
-		Spec: bench.Spec{Driver: "native", Peer: to.Addr().String(), Label: s.Label, Repeat: 1,
+		Spec: bench.Spec{Driver: d.Name(), Peer: to.Addr().String(), Label: s.Label, Repeat: 1,
 			Run: bench.Params{Test: agent.Test{Params: engine.Params{Streams: s.Streams, Duration: s.Duration, Interval: interval, Direction: result.Send}}}}}
 	_, outs, err := c.Run(ctx)
 	if err != nil {
@@ -63,7 +63,8 @@ func (r *Runner) Run(ctx context.Context, s fleet.Spec) (fleet.Measurement, erro
 		return fleet.Measurement{}, r.blame(ctx, s, err)
 	}
 	run := outs[0].Run
-	m := fleet.Measurement{Gbps: run.Gbps(), RunID: outs[0].ID}
+	m := fleet.Measurement{Gbps: run.Gbps(), RunID: outs[0].ID, Contention: Contention(run, s.From.Name, s.To.Name),
+		FromIface: run.Start.Client.Iface, ToIface: run.Start.Server.Iface}
 	if start := run.Start.Timestamp; !start.IsZero() {
 		m.Start = start.Add(time.Duration(run.Start.OmitS * float64(time.Second)))
 		m.End = m.Start.Add(time.Duration(run.End.Seconds * float64(time.Second)))
@@ -83,6 +84,15 @@ func (r *Runner) blame(ctx context.Context, s fleet.Spec, err error) error {
 	return err
 }
 
+// driver is the one place where a fleet test's engine is chosen: today
+// every test is the native engine's, its client side run by the agent of
+// the test's first host (relayDriver) toward the second's. A fleet run of
+// another engine picks its driver here; the rest of Run (the stored run,
+// the measurement, the blame of a gone agent) does not change.
+func (r *Runner) driver(from, to string) *relayDriver {
+	return &relayDriver{agents: r.Agents, from: from, to: to}
+}
+
 // relayDriver is bench's driver of one relayed test: the run is a native
 // bench run in every respect but who runs its client.
 type relayDriver struct {
@@ -99,7 +109,10 @@ func (d *relayDriver) Run(ctx context.Context, p bench.Params, live func(result.
 		d.err = errors.New("a fleet's tests place their threads themselves")
 		return nil, d.err
 	}
-	cfg := agent.Config{Peer: d.to, Token: d.agents.Token, Test: p.Test}
+	// Apart: every test of a fleet places its threads by one rule, never
+	// both ends on one CPU where they share a kernel (a lab), so that the
+	// tests compare with each other.
+	cfg := agent.Config{Peer: d.to, Token: d.agents.Token, Test: p.Test, Apart: true}
 	if live != nil {
 		cfg.Progress = func(e result.Event) {
 			if iv, ok := e.Data.(*result.Interval); ok {
