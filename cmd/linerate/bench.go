@@ -272,7 +272,7 @@ func runOne(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFlags, t
 			n.Base.Progress = bench.ProbeTextProgress(env.stdout, f.verbose, c.Spec.Run.Probe)
 		}
 	} else if !f.json {
-		c.Reporter = bench.NewTextReporter(env.stdout, false)
+		c.Reporter = bench.NewTextReporter(env.stdout, false).ForProbe(c.Spec.Run.Probe)
 	}
 	_, outs, err := c.Run(ctx)
 	var failed *bench.FailedRun

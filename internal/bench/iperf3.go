@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +26,11 @@ type iperf3Doc struct {
 	Intervals []iperf3Interval `json:"intervals"`
 	End       iperf3End        `json:"end"`
 	Error     string           `json:"error"`
+
+	// What the server printed, asked for with --get-server-output: its
+	// -J document when it ran with -J, else its text.
+	ServerOutputJSON *iperf3Doc `json:"server_output_json"`
+	ServerOutputText string     `json:"server_output_text"`
 }
 
 type iperf3Start struct {
@@ -46,13 +53,15 @@ type iperf3Start struct {
 	SndbufActual  int `json:"sndbuf_actual"`
 	RcvbufActual  int `json:"rcvbuf_actual"`
 	TestStart     struct {
-		NumStreams int     `json:"num_streams"`
-		Blksize    int     `json:"blksize"`
-		Omit       float64 `json:"omit"`
-		Duration   float64 `json:"duration"`
-		Reverse    int     `json:"reverse"`
-		Bidir      int     `json:"bidir"`    // 3.13 and later
-		Interval   float64 `json:"interval"` // 3.17 and later
+		Protocol      string  `json:"protocol"` // "TCP" or "UDP"
+		TargetBitrate uint64  `json:"target_bitrate"`
+		NumStreams    int     `json:"num_streams"`
+		Blksize       int     `json:"blksize"`
+		Omit          float64 `json:"omit"`
+		Duration      float64 `json:"duration"`
+		Reverse       int     `json:"reverse"`
+		Bidir         int     `json:"bidir"`    // 3.13 and later
+		Interval      float64 `json:"interval"` // 3.17 and later
 	} `json:"test_start"`
 }
 
@@ -69,6 +78,15 @@ type iperf3Stream struct {
 	RTTVar        uint32  `json:"rttvar"`
 	Omitted       bool    `json:"omitted"`
 	Sender        bool    `json:"sender"`
+
+	// A UDP stream's (iperf3 -u): Packets are what the sender sent or,
+	// on the receiving side, the highest sequence number seen, so the
+	// datagrams that arrived are Packets - LostPackets.
+	Packets     int64   `json:"packets"`
+	JitterMS    float64 `json:"jitter_ms"`
+	LostPackets int64   `json:"lost_packets"`
+	LostPercent float64 `json:"lost_percent"`
+	OutOfOrder  int64   `json:"out_of_order"`
 }
 
 type iperf3Interval struct {
@@ -79,8 +97,9 @@ type iperf3Interval struct {
 
 type iperf3End struct {
 	Streams []struct {
-		Sender   iperf3Stream `json:"sender"`
-		Receiver iperf3Stream `json:"receiver"`
+		Sender   iperf3Stream  `json:"sender"`
+		Receiver iperf3Stream  `json:"receiver"`
+		UDP      *iperf3Stream `json:"udp"` // a UDP run's streams have this only
 	} `json:"streams"`
 	SumSent                 iperf3Stream  `json:"sum_sent"`
 	SumReceived             iperf3Stream  `json:"sum_received"`
@@ -177,6 +196,10 @@ func (d *iperf3Doc) event(name string, data json.RawMessage, onInterval func(res
 		err = json.Unmarshal(data, &d.End)
 	case "error":
 		err = json.Unmarshal(data, &d.Error)
+	case "server_output_json":
+		err = json.Unmarshal(data, &d.ServerOutputJSON)
+	case "server_output_text":
+		err = json.Unmarshal(data, &d.ServerOutputText)
 	}
 	if err != nil {
 		return fmt.Errorf("iperf3 --json-stream %q event: %w", name, err)
@@ -205,6 +228,9 @@ func (d *iperf3Doc) run() (*result.Result, error) {
 		Window: result.Window{Requested: d.Start.SockBufsize,
 			Granted: minPositive(d.Start.SndbufActual, d.Start.RcvbufActual)},
 	}
+	if d.udp() {
+		r.Start.Protocol, r.Start.Bitrate, r.Start.BlockSize = result.UDP, ts.TargetBitrate, ts.Blksize
+	}
 	if d.Start.Timestamp.Timesecs > 0 {
 		r.Start.Timestamp = time.Unix(d.Start.Timestamp.Timesecs, 0).UTC()
 	}
@@ -213,6 +239,9 @@ func (d *iperf3Doc) run() (*result.Result, error) {
 	}
 	for _, iv := range d.Intervals {
 		r.Intervals = append(r.Intervals, d.interval(iv))
+	}
+	if r.Start.Direction == result.Receive && !d.udp() {
+		d.serverRetransmits(r)
 	}
 	r.End = d.end()
 	d.iperf3Facts(r)
@@ -251,6 +280,7 @@ func (d *iperf3Doc) interval(iv iperf3Interval) result.Interval {
 		out.Streams = append(out.Streams, result.StreamInterval{
 			ID: ids[s.Socket], Sender: senderName(s.Sender), Bytes: s.Bytes, BitsPerSecond: s.BitsPerSecond,
 			RTTus: s.RTT, RTTVarUs: s.RTTVar, CwndBytes: s.SndCwnd, Retransmits: s.Retransmits,
+			Packets: uint64(max(s.Packets, 0)),
 		})
 	}
 	out.Sum = result.Sum{Bytes: iv.Sum.Bytes, BitsPerSecond: iv.Sum.BitsPerSecond, Retransmits: iv.Sum.Retransmits}
@@ -271,7 +301,135 @@ func senderName(clientSent bool) string {
 	return "server"
 }
 
+// serverRetransmits fills the retransmits of a -R run's intervals from
+// the server's output: the server sends, so only it counts them, and the
+// client's -J has none per interval (3.12 leaves the field out) while its
+// end has the server's total. Intervals match by their order, streams by
+// the order of their sockets at each end (both ends number the
+// connections as they were made). Nothing changes when the server's
+// output is missing or does not match the client's intervals.
+func (d *iperf3Doc) serverRetransmits(r *result.Result) {
+	var srv []serverInterval
+	switch {
+	case d.ServerOutputJSON != nil:
+		for _, iv := range d.ServerOutputJSON.Intervals {
+			si := serverInterval{Sum: iv.Sum.Retransmits}
+			socks := streamIDs(iv.Streams)
+			si.Streams = make([]uint64, len(iv.Streams))
+			for _, s := range iv.Streams {
+				si.Streams[socks[s.Socket]-1] = s.Retransmits
+			}
+			srv = append(srv, si)
+		}
+	case d.ServerOutputText != "":
+		srv = parseIperf3ServerText(d.ServerOutputText)
+	}
+	if len(srv) != len(r.Intervals) {
+		return
+	}
+	for i := range r.Intervals {
+		iv := &r.Intervals[i]
+		iv.Sum.Retransmits = srv[i].Sum
+		if len(srv[i].Streams) != len(iv.Streams) {
+			continue
+		}
+		for j := range iv.Streams {
+			if id := iv.Streams[j].ID; id >= 1 && id <= len(srv[i].Streams) {
+				iv.Streams[j].Retransmits = srv[i].Streams[id-1]
+			}
+		}
+	}
+}
+
+// serverInterval is one interval of an iperf3 server's report: its
+// retransmits in all and per stream, in socket order.
+type serverInterval struct {
+	Sum     uint64
+	Streams []uint64
+	sawSum  bool
+}
+
+// maxServerLines bounds the server text read: a peer's output is
+// untrusted, and a 1-second interval over a day is 86,400 lines per
+// stream.
+const maxServerLines = 1 << 20
+
+// parseIperf3ServerText reads the interval lines of an iperf3 3.x
+// server's text report as a sender (under -R):
+//
+//	[  5]   0.00-1.00   sec  2.09 GBytes  17.9 Gbits/sec    8    767 KBytes
+//	[SUM]   0.00-1.00   sec   954 MBytes  7.97 Gbits/sec    1
+//
+// The fifth field after "sec" is Retr. The summary lines at the end
+// (marked "sender" or "receiver") are not intervals. A line that does not
+// parse is skipped, as are a receiver's lines, whose seventh field is not
+// a count.
+func parseIperf3ServerText(text string) []serverInterval {
+	var out []serverInterval
+	last := ""        // the interval of the line before: a new one starts a new interval
+	var socks [][]int // per interval, the sockets in the order read
+	for n, line := range strings.Split(text, "\n") {
+		if n >= maxServerLines {
+			break
+		}
+		lb, closing := strings.IndexByte(line, '['), strings.IndexByte(line, ']')
+		if lb != 0 || closing < 0 {
+			continue
+		}
+		id, rest := strings.TrimSpace(line[1:closing]), strings.Fields(line[closing+1:])
+		// start-end, "sec", transfer and bitrate with their units, Retr.
+		if len(rest) < 7 || rest[1] != "sec" || slices.Contains(rest, "sender") || slices.Contains(rest, "receiver") {
+			continue
+		}
+		retr, err := strconv.ParseUint(rest[6], 10, 64)
+		if !strings.Contains(rest[0], "-") || err != nil {
+			continue
+		}
+		sock, err := strconv.Atoi(id)
+		if id != "SUM" && err != nil {
+			continue
+		}
+		// With -O the measured intervals start again at 0.00: a new
+		// interval is a new time span, or a stream or [SUM] seen again.
+		if n := len(out) - 1; rest[0] != last || n >= 0 && (id == "SUM" && out[n].sawSum || slices.Contains(socks[n], sock) && id != "SUM") {
+			last = rest[0]
+			out = append(out, serverInterval{})
+			socks = append(socks, nil)
+		}
+		i := len(out) - 1
+		if id == "SUM" {
+			out[i].Sum, out[i].sawSum = retr, true
+			continue
+		}
+		out[i].Streams = append(out[i].Streams, retr)
+		socks[i] = append(socks[i], sock)
+	}
+	for i := range out {
+		if len(socks[i]) == 1 {
+			out[i].Sum = out[i].Streams[0] // one stream: no [SUM] line
+		}
+		// socket order, as the client's stream IDs are numbered
+		ord := make([]int, len(socks[i]))
+		for j := range ord {
+			ord[j] = j
+		}
+		sort.SliceStable(ord, func(a, b int) bool { return socks[i][ord[a]] < socks[i][ord[b]] })
+		st := make([]uint64, len(ord))
+		for j, o := range ord {
+			st[j] = out[i].Streams[o]
+		}
+		out[i].Streams = st
+	}
+	return out
+}
+
+// udp reports whether the run was iperf3 -u.
+func (d *iperf3Doc) udp() bool { return strings.EqualFold(d.Start.TestStart.Protocol, "UDP") }
+
 func (d *iperf3Doc) end() result.End {
+	if d.udp() {
+		return d.udpEnd()
+	}
 	e := d.End
 	sent, recv := e.SumSent, e.SumReceived
 	out := result.End{
@@ -300,6 +458,67 @@ func (d *iperf3Doc) end() result.End {
 	}
 	// iperf3 reports each end's process CPU as a percentage of the test's
 	// wall time (getrusage); seconds are what the stored runs compare.
+	out.CPU = result.EndCPU{ClientSeconds: e.CPU.HostTotal / 100 * out.Seconds, ServerSeconds: e.CPU.RemoteTotal / 100 * out.Seconds}
+	return out
+}
+
+// udpEnd is a UDP run's end section as the native engine writes one:
+// the sender's count in sum_sent, the receiver's in sum_received, both
+// together in Sum (iperf3 -u's end.sum) and UDP (packets per second, what
+// the receiver counted, the target).
+func (d *iperf3Doc) udpEnd() result.End {
+	e := d.End
+	sent, recv := e.SumSent, e.SumReceived
+	out := result.End{
+		Seconds:     sent.Seconds,
+		SumSent:     result.Sum{Bytes: sent.Bytes, BitsPerSecond: sent.BitsPerSecond},
+		SumReceived: result.Received{Bytes: recv.Bytes, BitsPerSecond: recv.BitsPerSecond, Seconds: recv.Seconds},
+		Streams:     []result.StreamEnd{},
+	}
+	ts := d.Start.TestStart
+	// iperf3 3.12 writes no sum_received.out_of_order; the streams do.
+	var ooo int64
+	for _, s := range e.Streams {
+		if s.UDP != nil {
+			ooo += s.UDP.OutOfOrder
+		}
+	}
+	u := &result.UDPSum{
+		Bytes: sent.Bytes, BitsPerSecond: sent.BitsPerSecond, Packets: uint64(max(sent.Packets, 0)),
+		LostPackets: recv.LostPackets, LostPercent: recv.LostPercent, JitterMS: recv.JitterMS, OutOfOrder: uint64(max(ooo, 0)),
+		ReceivedPackets:       uint64(max(recv.Packets-recv.LostPackets, 0)),
+		ReceivedBitsPerSecond: recv.BitsPerSecond,
+		TargetBitsPerSecond:   float64(ts.TargetBitrate), Length: ts.Blksize,
+		// iperf3 3.12 hands the kernel one datagram per write(2).
+		Method: "write",
+	}
+	if sent.Seconds > 0 {
+		u.PacketsPerSecond = result.Round3(float64(u.Packets) / sent.Seconds)
+	}
+	out.UDP = u
+	out.Sum = &result.UDPStream{Start: 0, End: sent.Seconds, Seconds: sent.Seconds, Bytes: sent.Bytes, BitsPerSecond: sent.BitsPerSecond,
+		JitterMS: u.JitterMS, LostPackets: u.LostPackets, Packets: sent.Packets, LostPercent: u.LostPercent, OutOfOrder: ooo,
+		Sender: ts.Reverse == 0}
+	streams := make([]iperf3Stream, 0, len(e.Streams))
+	for _, s := range e.Streams {
+		if s.UDP != nil {
+			streams = append(streams, *s.UDP)
+		}
+	}
+	ids := streamIDs(streams)
+	for _, s := range streams {
+		st := result.UDPStream{Socket: ids[s.Socket], Start: s.Start, End: s.End, Seconds: s.Seconds, Bytes: s.Bytes,
+			BitsPerSecond: s.BitsPerSecond, JitterMS: s.JitterMS, LostPackets: s.LostPackets, Packets: s.Packets,
+			LostPercent: s.LostPercent, OutOfOrder: s.OutOfOrder, Sender: s.Sender}
+		// iperf3's per-stream UDP line carries the sender's bytes; the
+		// receiver's are in sum_received only, which one stream owns.
+		rb := uint64(0)
+		if len(streams) == 1 {
+			rb = recv.Bytes
+		}
+		out.Streams = append(out.Streams, result.StreamEnd{ID: ids[s.Socket], Sender: senderName(ts.Reverse == 0),
+			SentBytes: s.Bytes, ReceivedBytes: rb, UDP: &st})
+	}
 	out.CPU = result.EndCPU{ClientSeconds: e.CPU.HostTotal / 100 * out.Seconds, ServerSeconds: e.CPU.RemoteTotal / 100 * out.Seconds}
 	return out
 }

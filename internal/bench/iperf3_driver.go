@@ -12,7 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/cpulist"
+	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/hostfs"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/toolserver"
@@ -69,12 +71,17 @@ func (d *Iperf3) clientArgs(p Params) []string {
 	}
 	switch p.Direction {
 	case result.Receive:
-		a = append(a, "-R")
+		// The server sends, so only it counts retransmits per interval.
+		a = append(a, "-R", "--get-server-output")
 	case result.Bidir:
 		a = append(a, "--bidir")
 	}
 	if p.Window > 0 {
 		a = append(a, "-w", strconv.Itoa(p.Window))
+	}
+	if pr := p.Probe; pr != nil && pr.Kind == agent.ProbeUDP {
+		// -b 0 is unlimited for iperf3 -u, as a rate of 0 is for the engine.
+		a = append(a, "-u", "-b", strconv.FormatFloat(pr.Rate, 'f', 0, 64), "-l", strconv.Itoa(pr.Size))
 	}
 	if d.stream {
 		return append(a, "--json-stream")
@@ -87,6 +94,14 @@ func (d *Iperf3) clientArgs(p Params) []string {
 // choice.
 func (d *Iperf3) CheckParams(p Params) error {
 	pl := p.Pinning
+	if pr := p.Probe; pr != nil {
+		switch {
+		case pr.Kind != agent.ProbeUDP:
+			return errors.New("iperf3 runs no ping-pong: use --engine native or sockperf for --latency")
+		case pr.Method != "" && pr.Method != engine.UDPWrite:
+			return fmt.Errorf("iperf3 sends one datagram per write: the UDP send method %q is the native engine's", pr.Method)
+		}
+	}
 	switch {
 	case len(pl.Client) > 1 || len(pl.Server) > 1:
 		return errors.New("iperf3 -A pins each end to one CPU: give one CPU per side")
@@ -97,7 +112,7 @@ func (d *Iperf3) CheckParams(p Params) error {
 }
 
 func init() {
-	register(DriverInfo{Name: "iperf3", Rank: 1, New: func(h Hosts, _ TargetConfig) Driver { return &Iperf3{Hosts: h} }})
+	register(DriverInfo{Name: "iperf3", Rank: 1, Caps: Caps{UDPStream: true}, New: func(h Hosts, _ TargetConfig) Driver { return &Iperf3{Hosts: h} }})
 }
 
 // Run makes one iperf3 run.

@@ -87,6 +87,9 @@ func (p *TextReporter) RunDone(i, n int, id int64, r *result.Result) {
 	}
 	if l := r.End.Latency; l != nil {
 		p.println(fmt.Sprintf("run %d/%d: %s%s", i+1, n, latencyDone(l), stored))
+	} else if u := r.End.UDP; u != nil {
+		p.println(fmt.Sprintf("run %d/%d: %.2f Gbit/s received, lost %d/%d (%.2g%%), jitter %.3f ms%s", i+1, n, r.Gbps(),
+			u.LostPackets, u.Packets, u.LostPercent, u.JitterMS, stored))
 	} else {
 		p.println(fmt.Sprintf("run %d/%d: %.2f Gbit/s received, %d retransmits%s", i+1, n, r.Gbps(), r.End.SumSent.Retransmits, stored))
 	}

@@ -50,9 +50,18 @@ func TestUDPIntervalLines(t *testing.T) {
 		t.Errorf("line\n%q\nwant\n%q", got, want)
 	}
 	var live bytes.Buffer
-	NewTextReporter(&live, false).ForProbe(&agent.ProbeTest{Kind: agent.ProbeUDP, Size: 1470}).Interval(0, iv)
+	rep := NewTextReporter(&live, false).ForProbe(&agent.ProbeTest{Kind: agent.ProbeUDP, Size: 1470})
+	rep.Interval(0, iv)
 	if live.String() != want+"\n" {
 		t.Errorf("progress %q, want %q", live.String(), want+"\n")
+	}
+	// The run's line says what a UDP run measured: loss and jitter, not
+	// retransmits.
+	live.Reset()
+	rep.RunDone(0, 1, 3, &result.Result{End: result.End{Seconds: 1, SumReceived: result.Received{Bytes: 125_000_000, BitsPerSecond: 1e9},
+		UDP: &result.UDPSum{Packets: 85_000, LostPackets: 850, LostPercent: 1, JitterMS: 0.0123}}})
+	if got := live.String(); got != "run 1/1: 1.00 Gbit/s received, lost 850/85000 (1%), jitter 0.012 ms (stored as run 3)\n" {
+		t.Errorf("run line %q", got)
 	}
 
 	var b bytes.Buffer

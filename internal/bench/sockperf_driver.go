@@ -99,7 +99,11 @@ func (d *Sockperf) notYet(err error) bool {
 	return strings.Contains(e, "Connection refused") || strings.Contains(e, "connect socket") || strings.Contains(e, "No messages were received")
 }
 
-func (d *Sockperf) finish(*result.Result, Params, measured, ServerProc, float64) {}
+// finish records both processes' CPU time (getrusage of the client, the
+// server's as the tool server measured it): sockperf reports none.
+func (d *Sockperf) finish(r *result.Result, _ Params, m measured, _ ServerProc, serverCPU float64) {
+	r.End.CPU = result.EndCPU{ClientSeconds: m.clientCPU, ServerSeconds: serverCPU}
+}
 
 // measure runs sockperf's client once, sampling this host beside it; its
 // report comes at the end.
@@ -123,7 +127,7 @@ func (d *Sockperf) measure(ctx context.Context, p Params, args []string, _ tools
 	}
 	run := sockperfRun(sp, p)
 	sampledIntervals(run, p, samples, d.Hosts)
-	return measured{run: run, raw: out.String(), atEnd: true}, nil
+	return measured{run: run, raw: out.String(), atEnd: true, clientCPU: toolserver.ProcessCPU(cmd)}, nil
 }
 
 // sockperfRun turns sockperf's report into a run.

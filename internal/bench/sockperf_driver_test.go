@@ -73,6 +73,12 @@ func TestSockperfRun(t *testing.T) {
 	if c := r.Start.Connections; len(c) != 1 || c[0].ClientCPU != 0 || c[0].ServerCPU != 1 || r.End.Seconds != 1.548 {
 		t.Errorf("connections %+v, seconds %g", c, r.End.Seconds)
 	}
+	// sockperf reports no CPU time: the run carries both processes'
+	// (getrusage), not 0.
+	(&Sockperf{}).finish(r, p, measured{clientCPU: 1.53}, nil, 1.48)
+	if r.End.CPU.ClientSeconds != 1.53 || r.End.CPU.ServerSeconds != 1.48 {
+		t.Errorf("cpu %+v", r.End.CPU)
+	}
 }
 
 // TestNetperfDriver: the TCP_RR command line asks for the latencies the
