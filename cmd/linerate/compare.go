@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/linerate/linerate/internal/explain"
+	"github.com/linerate/linerate/internal/gap"
+	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
 )
 
@@ -80,7 +83,10 @@ type compareSide struct {
 	RunKind runKind   `json:"run_kind"`
 	Sample  []float64 `json:"sample_gbps"`
 	Median  float64   `json:"median_gbps"`
-	kinds   []kindGroup
+	// Gap is where the side's missing gigabits went, its runs' time
+	// added up (package gap); absent where they have no TCP account.
+	Gap   *result.Gap `json:"gap,omitempty"`
+	kinds []kindGroup
 }
 
 type compareDoc struct {
@@ -101,6 +107,8 @@ type compareDoc struct {
 	// ("peer lab:ux1 vs lab:ux2"); Warnings what --unlike let through.
 	Differences []string `json:"differences"`
 	Warnings    []string `json:"warnings,omitempty"`
+	// DominantChange says when A's dominant limit and B's differ.
+	DominantChange string `json:"dominant_change,omitempty"`
 }
 
 func runCompare(cmd *cobra.Command, env *cliEnv, a, b string, f compareFlags) error {
@@ -135,6 +143,7 @@ func runCompare(cmd *cobra.Command, env *cliEnv, a, b string, f compareFlags) er
 	// to matter.
 	doc.Regression = ch.Significant && ch.Relative*100 < -f.threshold
 	doc.Verdict = verdict(ch, f.threshold)
+	doc.DominantChange = explain.GapChange(doc.A.Gap, doc.B.Gap)
 	if f.json {
 		err = writeJSON(env.stdout, doc)
 	} else {
@@ -193,6 +202,7 @@ func resolve(ctx context.Context, db *store.Store, ref string, streams int) (com
 		side.RunIDs = append(side.RunIDs, r.ID)
 		side.Sample = append(side.Sample, r.Gbps)
 	}
+	side.Gap = gapOf(runs)
 	side.kinds = groupRuns(runs)
 	side.RunKind = side.kinds[0].kind
 	side.Engine, side.Streams = side.RunKind.Engine, side.RunKind.Streams
@@ -275,7 +285,26 @@ func writeCompare(w io.Writer, d compareDoc) error {
 	}
 	_, err := fmt.Fprintf(w, "%s%schange: %+.1f%% (Mann-Whitney U test over whole runs: p = %.3g, α = %.2f)\n%s%s\n",
 		side("A", d.A), side("B", d.B), 100*d.Change, d.PValue, d.Alpha, note, d.Verdict)
+	if err == nil && d.DominantChange != "" {
+		_, err = fmt.Fprintf(w, "Limit: %s.\n", d.DominantChange)
+	}
 	return err
+}
+
+// gapOf is the gap of a side's runs (package gap), from their documents
+// and the doctor reports stored with them.
+func gapOf(runs []store.Run) *result.Gap {
+	var rs []*result.Result
+	var docs []gap.Doctors
+	for _, sr := range runs {
+		var r result.Result
+		if json.Unmarshal(sr.Result, &r) != nil {
+			continue
+		}
+		rs = append(rs, &r)
+		docs = append(docs, gap.Doctors{Client: sr.ClientDoctor, Server: sr.ServerDoctor})
+	}
+	return gap.OfRuns(rs, docs)
 }
 
 func plural(n int) string {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/linerate/linerate/internal/result"
+	"github.com/linerate/linerate/internal/testutil"
 )
 
 // storedRun is `linerate history --run ID --json` of a lab run: the run
@@ -246,5 +247,26 @@ func TestNoAccountAndPoints(t *testing.T) {
 	}
 	if want := math.Round((r.Gbps()+r2.Gbps())/2*100) / 100; g.MeasuredGbps != want {
 		t.Errorf("measured %v, want the runs' mean %v", g.MeasuredGbps, want)
+	}
+}
+
+// A run with its gap, unknown ceiling and known, matches the schema.
+func TestSchema(t *testing.T) {
+	sch := testutil.Schema(t, "../../docs/schema/bench-v1.schema.json")
+	for _, name := range []string{"small-sndbuf.json", "small-rcvbuf.json", "busy-receiver.json", "shaped.json"} {
+		r, d := loadRun(t, name)
+		r.End.Gap = Of(r, d)
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testutil.Validate(t, sch, name, b)
+		d.Client = pciDoctor(t, "")
+		r.End.Gap = Of(r, d)
+		if r.End.Gap.CeilingGbps == nil {
+			t.Fatal("no ceiling")
+		}
+		b, _ = json.Marshal(r)
+		testutil.Validate(t, sch, name+" with a ceiling", b)
 	}
 }
