@@ -61,6 +61,7 @@
 package gap
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -582,15 +583,7 @@ func OfRuns(runs []*result.Result, docs []Doctors) *result.Gap {
 		g.Shares = append(g.Shares, s)
 		accounted += sh
 	}
-	slices.SortStableFunc(g.Shares, func(a, b result.GapShare) int {
-		switch {
-		case a.Share > b.Share:
-			return -1
-		case a.Share < b.Share:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(g.Shares, func(a, b result.GapShare) int { return cmp.Compare(b.Share, a.Share) })
 	g.UnaccountedShare = round(math.Max(0, 1-accounted), 3)
 	if len(g.Shares) > 0 {
 		g.Dominant = g.Shares[0].Cause
@@ -649,4 +642,77 @@ func bytesText(b float64) string {
 		return strings.TrimSuffix(fmt.Sprintf("%.1f", b/(1<<10)), ".0") + " KiB"
 	}
 	return fmt.Sprintf("%.0f B", b)
+}
+
+// Merge is the gap of runs whose gaps alone are known (a report holds
+// the runs' documents, not their doctor reports): each cause's share is
+// its mean over the gaps, a run weighing as much as another (OfRuns,
+// which weighs them by their stream time, is the same for runs of one
+// length); the ceiling and the fix are the first gap's that has them.
+// nil when no gap is given.
+func Merge(gaps []*result.Gap) *result.Gap {
+	var in []*result.Gap
+	for _, g := range gaps {
+		if g != nil {
+			in = append(in, g)
+		}
+	}
+	switch len(in) {
+	case 0:
+		return nil
+	case 1:
+		return in[0]
+	}
+	n := float64(len(in))
+	share := map[string]float64{}
+	evidence := map[string][]string{}
+	out := &result.Gap{Shares: []result.GapShare{}}
+	var measured, missing float64
+	for _, g := range in {
+		measured += g.MeasuredGbps
+		if g.MissingGbps != nil {
+			missing += *g.MissingGbps
+		}
+		if out.CeilingGbps == nil && g.CeilingGbps != nil {
+			c := *g.CeilingGbps
+			out.CeilingGbps = &c
+		}
+		for _, s := range g.Shares {
+			share[s.Cause] += s.Share / n
+			if evidence[s.Cause] == nil {
+				evidence[s.Cause] = s.Evidence
+			}
+		}
+	}
+	out.MeasuredGbps = round(measured/n, 2)
+	if out.CeilingGbps != nil {
+		m := round(math.Max(0, *out.CeilingGbps-out.MeasuredGbps), 2)
+		out.MissingGbps = &m
+	}
+	accounted := 0.0
+	for _, c := range Causes() {
+		sh := round(share[c], 3)
+		if sh == 0 {
+			continue
+		}
+		s := result.GapShare{Cause: c, Share: sh, Evidence: evidence[c]}
+		if out.MissingGbps != nil {
+			v := round(sh**out.MissingGbps, 2)
+			s.Gbps = &v
+		}
+		out.Shares = append(out.Shares, s)
+		accounted += sh
+	}
+	slices.SortStableFunc(out.Shares, func(a, b result.GapShare) int { return cmp.Compare(b.Share, a.Share) })
+	out.UnaccountedShare = round(math.Max(0, 1-accounted), 3)
+	if len(out.Shares) > 0 {
+		out.Dominant = out.Shares[0].Cause
+		for _, g := range in {
+			if g.Dominant == out.Dominant && g.Fix != "" {
+				out.Fix = g.Fix
+				break
+			}
+		}
+	}
+	return out
 }

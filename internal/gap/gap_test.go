@@ -270,3 +270,28 @@ func TestSchema(t *testing.T) {
 		testutil.Validate(t, sch, name+" with a ceiling", b)
 	}
 }
+
+// Merge of one run's gap is that gap; of two, the shares' means.
+func TestMerge(t *testing.T) {
+	r1, d1 := loadRun(t, "shaped.json")
+	r2, d2 := loadRun(t, "small-rcvbuf.json")
+	g1, g2 := Of(r1, d1), Of(r2, d2)
+	if Merge([]*result.Gap{nil, g1}) != g1 || Merge(nil) != nil {
+		t.Fatal("Merge of one gap is not that gap")
+	}
+	m := Merge([]*result.Gap{g1, g2})
+	if math.Abs(shareOf(m, PathRate)-(shareOf(g1, PathRate)+shareOf(g2, PathRate))/2) > 0.001 ||
+		math.Abs(shareOf(m, ReceiverWindow)-(shareOf(g1, ReceiverWindow)+shareOf(g2, ReceiverWindow))/2) > 0.001 {
+		t.Errorf("merged %+v of %+v and %+v", m, g1, g2)
+	}
+	if m.Dominant != PathRate || m.Fix != g1.Fix {
+		t.Errorf("dominant %s fix %q", m.Dominant, m.Fix)
+	}
+	// Runs of one length: Merge and OfRuns agree.
+	o := OfRuns([]*result.Result{r1, r2}, []Doctors{d1, d2})
+	for _, c := range Causes() {
+		if math.Abs(shareOf(o, c)-shareOf(m, c)) > 0.002 {
+			t.Errorf("%s: OfRuns %.3f, Merge %.3f", c, shareOf(o, c), shareOf(m, c))
+		}
+	}
+}

@@ -384,7 +384,7 @@ func addVeth(lab, from, to string, la netlink.LinkAttrs, peerMTU int) error {
 func settingsPlan(v [2]hostView, want spec) ([]change, error) {
 	var plan []change
 	for i, h := range hosts() {
-		p, err := hostSettings(v[i], h.Addr(), want.MTU[i], want.Rate, want.Sysctl[i])
+		p, err := hostSettings(v[i], h.Addr(), want.MTU[i], want.Rate[i], want.Sysctl[i])
 		if err != nil {
 			return nil, err
 		}
