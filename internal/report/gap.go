@@ -2,8 +2,7 @@ package report
 
 import (
 	"math"
-	"slices"
-	"strconv"
+		"strconv"
 	"strings"
 
 	"github.com/linerate/linerate/internal/explain"
@@ -106,15 +105,19 @@ func (b *builder) gapSection() (*section, error) {
 
 const gapIntro = "TCP's own account (TCP_INFO per stream and interval: time busy, limited by the receiver's window, limited by the send buffer) split by what the run's other evidence names: doctor's findings and qdisc on both ends, NIC and qdisc counters, the load of the threads' CPUs. Where the ceiling is known a bar is the ceiling, split into the measured goodput and the causes' shares of the missing gigabits; where it is not (a veth has no line rate) a bar is the run's time, split by cause."
 
-// gapClass is a cause's colour class.
+// gapClass is a cause's colour class, from the chart palette (k0, the
+// measured goodput's blue, left out), the waterfall's "lost" grey for
+// what is unaccounted.
 func gapClass(cause string) string {
-	if i := slices.Index(gap.Causes(), cause); i >= 0 && i < 8 {
-		return seriesClass(i)
+	switch cause {
+	case "":
+		return "lost"
+	case gap.AppLimited, gap.Pacing:
+		return "bar ceiling" // asked for: grey, not a fault
 	}
-	if cause == "" {
-		return "gap-unaccounted"
-	}
-	return "gap-other"
+	k := map[string]int{gap.SenderBuffer: 2, gap.ReceiverWindow: 1, gap.Network: 3, gap.PathRate: 6,
+		gap.SenderCPU: 4, gap.ReceiverCPU: 5, gap.NICDrops: 7}[cause]
+	return "swatch " + seriesClass(k)
 }
 
 // gapChart draws one stacked bar per row. With every row's ceiling known
@@ -161,7 +164,7 @@ func (b *builder) gapChart(id string, rows []gapRow) (*chart, error) {
 			if v <= 0 {
 				return
 			}
-			s.rect("gap-seg "+class, x.at(at), y, x.at(at+v)-x.at(at), barH, what)
+			s.rect(class, x.at(at), y, x.at(at+v)-x.at(at), barH, what)
 			at += v
 		}
 		if inGbps {
@@ -198,7 +201,7 @@ func (b *builder) gapChart(id string, rows []gapRow) (*chart, error) {
 	names := append(gap.Causes(), "")
 	lx, ly := left, bottom+46
 	if inGbps {
-		s.rect("gap-seg bar measured", lx, ly, 12, 12, "measured")
+		s.rect("bar measured", lx, ly, 12, 12, "measured")
 		s.text("legend", lx+16, ly+10, "start", "measured")
 		lx += 16 + 7*float64(len("measured")) + 14
 	}
@@ -214,7 +217,7 @@ func (b *builder) gapChart(id string, rows []gapRow) (*chart, error) {
 		if lx+w > chartW-right {
 			lx, ly = left, ly+18
 		}
-		s.rect("gap-seg "+gapClass(c), lx, ly, 12, 12, n)
+		s.rect(gapClass(c), lx, ly, 12, 12, n)
 		s.text("legend", lx+16, ly+10, "start", n)
 		lx += w
 	}
