@@ -2,7 +2,7 @@ package report
 
 import (
 	"math"
-		"strconv"
+	"strconv"
 	"strings"
 
 	"github.com/linerate/linerate/internal/explain"
