@@ -11,6 +11,7 @@ import (
 	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/gap"
 	"github.com/linerate/linerate/internal/lab"
+	"github.com/linerate/linerate/internal/testbin"
 	"github.com/linerate/linerate/internal/testutil"
 )
 
@@ -29,6 +30,7 @@ import (
 func TestLabGapNamesThePlantedLimit(t *testing.T) {
 	const name = "t-gap"
 	h := newLabOf(t, lab.Config{Name: name})
+	bin := testbin.Build(t, "../../cmd/linerate")
 	tests := []struct {
 		scenario lab.Scenario
 		busyLoop bool
@@ -70,7 +72,7 @@ func TestLabGapNamesThePlantedLimit(t *testing.T) {
 					Spec: Spec{Driver: "native", Peer: "lab:t-gap", Repeat: 1,
 						Run: Params{Test: agent.Test{Params: engine.Params{Streams: 1, Duration: 3 * time.Second, Interval: time.Second},
 							Pinning: agent.Pinning{Client: []int{0}, Server: []int{1}}}}},
-					Driver:       &Native{Lab: LabEngine{Name: "t-gap"}},
+					Driver:       &Native{Lab: LabEngine{Name: "t-gap", Self: bin}},
 					ClientDoctor: docs[0], ServerDoctor: docs[1], Iface: lab.Iface,
 				}
 				_, outs, err := c.Run(context.Background())

@@ -295,3 +295,47 @@ func TestMerge(t *testing.T) {
 		}
 	}
 }
+
+// FuzzOf: a doctor report is the peer's (relayed by its agent), so any
+// bytes in its place give a gap or nil, never a panic, and shares that
+// still sum to 1.
+func FuzzOf(f *testing.F) {
+	for _, name := range []string{"small-sndbuf.json", "shaped.json"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		var s storedRun
+		if err := json.Unmarshal(b, &s); err != nil {
+			f.Fatal(err)
+		}
+		f.Add([]byte(s.Doctor.Client))
+	}
+	f.Add([]byte(`{"nics": [{"interface": "lab0", "kind": "pci", "mtu": 1, "speed_mbps": -5, "qdisc": {"kind": "tbf", "rate_gbps": 2}}]}`))
+	f.Add([]byte(`{"findings": [{"id": "sysctl.socket_buffers_small", "evidence": {"below_need": {"net.ipv4.tcp_wmem": 1e308}}}]}`))
+	b, err := os.ReadFile(filepath.Join("testdata", "busy-receiver.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	var base storedRun
+	if err := json.Unmarshal(b, &base); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		r := base.Run
+		g := Of(&r, Doctors{Client: doc, Server: doc})
+		if g == nil {
+			t.Fatal("no gap for a run with TCP's account")
+		}
+		sum := g.UnaccountedShare
+		for _, s := range g.Shares {
+			sum += s.Share
+		}
+		if math.Abs(sum-1) > 0.01 {
+			t.Fatalf("shares sum to %v", sum)
+		}
+		if _, err := json.Marshal(g); err != nil {
+			t.Fatalf("gap does not marshal: %v", err)
+		}
+	})
+}
