@@ -318,8 +318,8 @@ func factsOf(r *result.Result, docs Doctors) (facts, bool) {
 		}
 		for _, s := range iv.Streams {
 			t := s.TCP
-			if t == nil {
-				continue
+			if t == nil || s.Sender != "" && s.Sender != f.senderSide {
+				continue // with --bidir, the client's streams: the doctor reports' sides are theirs
 			}
 			busy := math.Min(float64(t.BusyUs), span) // chrono stats tick in jiffies: a read may overshoot its interval
 			rwnd := math.Min(float64(t.RwndLimitedUs), busy)

@@ -215,6 +215,18 @@ func ptr(v float64) *float64 { return &v }
 func TestReverse(t *testing.T) {
 	r, d := loadRun(t, "small-sndbuf.json")
 	r.Start.Direction = result.Receive
+	for i := range r.Intervals {
+		for j := range r.Intervals[i].Streams {
+			r.Intervals[i].Streams[j].Sender = "server"
+		}
+	}
+	// A bidir run's gap is its client's streams': the server's are left out.
+	bidir, _ := loadRun(t, "small-sndbuf.json")
+	bidir.Start.Direction = result.Bidir
+	bidir.Intervals = append(bidir.Intervals, r.Intervals...)
+	if g, want := Of(bidir, d), Of(bidirless(t), d); g.Dominant != want.Dominant || g.Shares[0].Share != want.Shares[0].Share {
+		t.Errorf("bidir: %+v, want the client's streams' %+v", g, want)
+	}
 	r.Start.Placement.Client, r.Start.Placement.Server = r.Start.Placement.Server, r.Start.Placement.Client
 	r.End.Foreign.Client, r.End.Foreign.Server = r.End.Foreign.Server, r.End.Foreign.Client
 	if g := Of(r, d); shareOf(g, SenderBuffer) > 0.1 || strings.Contains(g.Fix, "64 KiB") {
@@ -224,6 +236,11 @@ func TestReverse(t *testing.T) {
 	if g := Of(r, d); g.Dominant != SenderBuffer || !strings.Contains(g.Fix, "(server)") {
 		t.Fatalf("reverse run, server's tcp_wmem small: %+v", g)
 	}
+}
+
+func bidirless(t *testing.T) *result.Result {
+	r, _ := loadRun(t, "small-sndbuf.json")
+	return r
 }
 
 // Runs without TCP's account have no gap; a point adds its runs' time.
