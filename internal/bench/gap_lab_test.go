@@ -22,7 +22,8 @@ import (
 // tcp_wmem max 64 KiB on the sender (small-sndbuf), tcp_rmem max 64 KiB
 // on the receiver (small-rcvbuf), a tbf at 2 Gbit/s on the sender's link
 // (shaped), and a busy loop pinned to the receiver's CPU 1 (healthy,
-// with the loop started here in host b).
+// with the loop started here in host b); and a run that asks a pacing
+// rate of 1 Gbit/s (--fq-rate) names pacing.
 //
 // The machine is shared: other work on both CPUs can, in one run, hold
 // the sockets longer than the planted limit does, so a case has two runs
@@ -34,18 +35,23 @@ func TestLabGapNamesThePlantedLimit(t *testing.T) {
 	tests := []struct {
 		scenario lab.Scenario
 		busyLoop bool
+		fqRate   uint64
 		want     string
 	}{
-		{lab.SmallSndbuf, false, gap.SenderBuffer},
-		{lab.SmallRcvbuf, false, gap.ReceiverWindow},
-		{lab.Shaped, false, gap.PathRate},
-		{lab.Healthy, true, gap.ReceiverCPU},
+		{lab.SmallSndbuf, false, 0, gap.SenderBuffer},
+		{lab.SmallRcvbuf, false, 0, gap.ReceiverWindow},
+		{lab.Shaped, false, 0, gap.PathRate},
+		{lab.Healthy, true, 0, gap.ReceiverCPU},
+		{lab.Healthy, false, 1e9, gap.Pacing},
 	}
 	sch := benchSchema(t)
 	for _, tt := range tests {
 		name := string(tt.scenario)
-		if tt.busyLoop {
+		switch {
+		case tt.busyLoop:
 			name = "busy-receiver"
+		case tt.fqRate > 0:
+			name = "pacing"
 		}
 		t.Run(name, func(t *testing.T) {
 			if _, err := lab.Up(context.Background(), lab.Config{Name: "t-gap", Scenario: tt.scenario}); err != nil {
@@ -70,7 +76,7 @@ func TestLabGapNamesThePlantedLimit(t *testing.T) {
 			for attempt := 1; attempt <= 2 && !ok; attempt++ {
 				c := &Campaign{
 					Spec: Spec{Driver: "native", Peer: "lab:t-gap", Repeat: 1,
-						Run: Params{Test: agent.Test{Params: engine.Params{Streams: 1, Duration: 3 * time.Second, Interval: time.Second},
+						Run: Params{Test: agent.Test{Params: engine.Params{Streams: 1, Duration: 3 * time.Second, Interval: time.Second, FQRate: tt.fqRate},
 							Pinning: agent.Pinning{Client: []int{0}, Server: []int{1}}}}},
 					Driver:       &Native{Lab: LabEngine{Name: "t-gap", Self: bin}},
 					ClientDoctor: docs[0], ServerDoctor: docs[1], Iface: lab.Iface,
