@@ -33,8 +33,10 @@
 //	           when the receiver's CPU was saturated by shared load as
 //	           above (a receiver that cannot run lets its socket backlog
 //	           overflow), network otherwise; sender_buffer when the
-//	           sender's buffer is below the need; sender_cpu when the
-//	           sender's CPU was saturated; unaccounted otherwise
+//	           sender's buffer is below the need, receiver_window when
+//	           the receiver's is (without loss the congestion window
+//	           grows until a buffer caps what is in flight); sender_cpu
+//	           when the sender's CPU was saturated; unaccounted otherwise
 //	idle     → sender_buffer when the sender's buffer is below the need
 //	           (a small buffer drains between two wake-ups of its
 //	           writer); app_limited when -b asked a rate; else the cause
@@ -52,12 +54,12 @@
 //
 // Worked numbers, from the lab on a 2-CPU machine shared with other
 // work: tcp_rmem max 64 KiB on the receiver, one stream, 3 s: busy 1788
-// ms of 3000, rwnd-limited 1360 ms, sndbuf-limited 0; the receiver's
-// doctor names tcp_rmem below need, so rwnd → receiver_window (0.453),
-// idle 1213 ms follows the busy time's dominant cause (rwnd, 76% of
-// busy) → receiver_window (0.404); inflight 428 ms, 55 retransmits of
-// 9 KB in 1.1 GB sent (0.04%, below 0.1%) → unaccounted (0.143).
-// Dominant receiver_window at 0.857, unaccounted 0.143.
+// ms of 3001, rwnd-limited 1360 ms, sndbuf-limited 0; the receiver's
+// doctor names tcp_rmem below need, so rwnd → receiver_window (0.453);
+// in flight 428 ms with 55 retransmits of 9 KB in 1.1 GB sent (0.04%,
+// below 0.1%) → receiver_window (0.143); idle 1213 ms follows the busy
+// time's dominant cause (rwnd and in flight, all of it) →
+// receiver_window (0.404). Dominant receiver_window at 1.0.
 package gap
 
 import (
@@ -462,6 +464,10 @@ func assign(f facts) account {
 		a.add(Network, inflight, inWhy, lossWhy)
 	case f.sndSmall:
 		a.add(SenderBuffer, inflight, inWhy, sndWhy)
+	case f.rcvSmall:
+		// Without loss the congestion window grows until something
+		// else caps what is in flight: here the receiver's small window.
+		a.add(ReceiverWindow, inflight, inWhy, lossWhy+": the receiver's window, not loss, capped what was in flight", rcvWhy)
 	case f.senderCPU.saturated():
 		a.add(SenderCPU, inflight, inWhy, "the sender's "+f.senderCPU.String())
 	default:

@@ -291,14 +291,14 @@ func TestSchema(t *testing.T) {
 // Merge of one run's gap is that gap; of two, the shares' means.
 func TestMerge(t *testing.T) {
 	r1, d1 := loadRun(t, "shaped.json")
-	r2, d2 := loadRun(t, "small-rcvbuf.json")
+	r2, d2 := loadRun(t, "small-sndbuf.json")
 	g1, g2 := Of(r1, d1), Of(r2, d2)
 	if Merge([]*result.Gap{nil, g1}) != g1 || Merge(nil) != nil {
 		t.Fatal("Merge of one gap is not that gap")
 	}
 	m := Merge([]*result.Gap{g1, g2})
 	if math.Abs(shareOf(m, PathRate)-(shareOf(g1, PathRate)+shareOf(g2, PathRate))/2) > 0.001 ||
-		math.Abs(shareOf(m, ReceiverWindow)-(shareOf(g1, ReceiverWindow)+shareOf(g2, ReceiverWindow))/2) > 0.001 {
+		math.Abs(shareOf(m, SenderBuffer)-(shareOf(g1, SenderBuffer)+shareOf(g2, SenderBuffer))/2) > 0.001 {
 		t.Errorf("merged %+v of %+v and %+v", m, g1, g2)
 	}
 	if m.Dominant != PathRate || m.Fix != g1.Fix {
