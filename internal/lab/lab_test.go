@@ -126,15 +126,17 @@ func TestScenarios(t *testing.T) {
 		name     string
 		c        Config
 		mtu      [2]int
-		rate     uint64 // bytes/s of the tbf on both ends, 0 for none
+		rate     [2]uint64 // bytes/s of the tbf on a and b, 0 for none
 		sysctlsB map[string]string
 	}{
-		{"t-healthy", Config{Scenario: Healthy}, [2]int{9000, 9000}, 0, defs},
-		{"t-capped", Config{Scenario: Capped10G}, [2]int{9000, 9000}, 1_250_000_000, defs},
-		{"t-mtu", Config{Scenario: MTUMismatch}, [2]int{9000, 1500}, 0, defs},
-		{"t-small", Config{Scenario: SmallBuffers}, [2]int{9000, 9000}, 0, small},
+		{"t-healthy", Config{Scenario: Healthy}, [2]int{9000, 9000}, [2]uint64{}, defs},
+		{"t-capped", Config{Scenario: Capped10G}, [2]int{9000, 9000}, [2]uint64{1_250_000_000, 1_250_000_000}, defs},
+		{"t-mtu", Config{Scenario: MTUMismatch}, [2]int{9000, 1500}, [2]uint64{}, defs},
+		{"t-small", Config{Scenario: SmallBuffers}, [2]int{9000, 9000}, [2]uint64{}, small},
 		// 40 Gbit/s is 5e9 B/s, past 32 bits: tbf needs TCA_TBF_RATE64.
-		{"t-rate", Config{Scenario: MTUMismatch, Rate: 40e9, MTU: 4000}, [2]int{4000, 1500}, 5_000_000_000, defs},
+		{"t-rate", Config{Scenario: MTUMismatch, Rate: 40e9, MTU: 4000}, [2]int{4000, 1500}, [2]uint64{5_000_000_000, 5_000_000_000}, defs},
+		// shaped: the sender's egress only, 2 Gbit/s.
+		{"t-shaped", Config{Scenario: Shaped}, [2]int{9000, 9000}, [2]uint64{250_000_000, 0}, defs},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.c.Scenario)+"/"+tt.name, func(t *testing.T) {
@@ -157,10 +159,10 @@ func TestScenarios(t *testing.T) {
 				}
 				tbf, isTbf := rb.qdisc.(*netlink.Tbf)
 				switch {
-				case tt.rate == 0 && !isDefaultQdisc(rb.qdisc):
+				case tt.rate[i] == 0 && !isDefaultQdisc(rb.qdisc):
 					t.Errorf("%s: root qdisc %v, want none", h, rb.qdisc)
-				case tt.rate != 0 && (!isTbf || tbf.Rate != tt.rate):
-					t.Errorf("%s: root qdisc %v, want tbf at %d B/s", h, rb.qdisc, tt.rate)
+				case tt.rate[i] != 0 && (!isTbf || tbf.Rate != tt.rate[i]):
+					t.Errorf("%s: root qdisc %v, want tbf at %d B/s", h, rb.qdisc, tt.rate[i])
 				}
 				want := defs
 				if h == B {
