@@ -56,6 +56,30 @@ func (b *builder) runList() []*Run {
 	return rs
 }
 
+// gapNote is what held the best result, and its fix, for the verdict
+// (" Limit: …" from its runs' gaps, merged); "" when its runs have none.
+func (b *builder) gapNote() string {
+	m := b.best()
+	if m == nil {
+		return ""
+	}
+	var gs []*result.Gap
+	for _, id := range m.runIDs {
+		if r := b.runs[id]; r != nil {
+			gs = append(gs, r.Result.End.Gap)
+		}
+	}
+	l := explain.GapLines(gap.Merge(gs))
+	if len(l) == 0 || !strings.HasPrefix(l[0], "Limit: ") || strings.HasPrefix(l[0], "Limit: none") {
+		return ""
+	}
+	note := " " + l[0]
+	if len(l) > 1 && strings.HasPrefix(l[1], "Fix: ") {
+		note += " " + l[1]
+	}
+	return note
+}
+
 // gapSection leads with each run's (and point's) dominant limit and its
 // fix, and draws the gap: the ceiling split into the measured goodput
 // and the causes' shares, or, where no ceiling is known, the run's time

@@ -73,6 +73,15 @@ func TestGapSection(t *testing.T) {
 			if strings.Index(sec, "Limit:") > strings.Index(sec, "<svg") {
 				t.Error("the section does not lead with the limits")
 			}
+			// The verdict names the best run's limit and its fix: run 1,
+			// the fastest, held by its send buffer.
+			m, err := Build(Dataset{Runs: runs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(m.Verdict, " Limit: "+runs[0].Result.End.Gap.Dominant) || (!tt.ceiling && !strings.Contains(m.Verdict, "Fix: net.ipv4.tcp_wmem")) {
+				t.Errorf("verdict %q", m.Verdict)
+			}
 			tab := parseTables(t, []byte(page))["gap-shares"]
 			if len(tab.rows) != len(runs) {
 				t.Fatalf("%d rows for %d runs", len(tab.rows), len(runs))
