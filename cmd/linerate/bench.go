@@ -316,6 +316,9 @@ func runOne(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFlags, t
 		fmt.Fprintf(env.stdout, "%s: %.2f Gbit/s received, %.2f Gbit/s sent, %d retransmits\n",
 			c.Driver.Name(), run.Gbps(), run.End.SumSent.BitsPerSecond/1e9, run.End.SumSent.Retransmits)
 	}
+	for _, l := range explain.GapLines(run.End.Gap) { // the explanation leads with the dominant limit
+		fmt.Fprintln(env.stdout, l)
+	}
 	if run.Fairness != nil {
 		fmt.Fprintf(env.stdout, "Streams: %s\n", run.Fairness.Explanation)
 	}

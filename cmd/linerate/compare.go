@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/linerate/linerate/internal/explain"
+	"github.com/linerate/linerate/internal/gap"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
 )
@@ -91,8 +93,11 @@ type compareSide struct {
 	// it (tcp, udp); metrics holds every kind's figures.
 	Sample []float64 `json:"sample_gbps,omitempty"`
 	Median float64   `json:"median_gbps,omitempty"`
-	kinds  []kindGroup
-	runs   []store.Run
+	// Gap is where the side's missing gigabits went, its runs' time
+	// added up (package gap); absent where they have no TCP account.
+	Gap   *result.Gap `json:"gap,omitempty"`
+	kinds []kindGroup
+	runs  []store.Run
 }
 
 // compareMetric is one figure of the runs' kind compared: goodput for
@@ -138,6 +143,8 @@ type compareDoc struct {
 	// ("peer lab:ux1 vs lab:ux2"); Warnings what --unlike let through.
 	Differences []string `json:"differences"`
 	Warnings    []string `json:"warnings,omitempty"`
+	// DominantChange says when A's dominant limit and B's differ.
+	DominantChange string `json:"dominant_change,omitempty"`
 }
 
 func runCompare(cmd *cobra.Command, env *cliEnv, a, b string, f compareFlags) error {
@@ -194,6 +201,7 @@ func runCompare(cmd *cobra.Command, env *cliEnv, a, b string, f compareFlags) er
 		}
 	}
 	doc.Verdict = strings.Join(verdicts, "\n")
+	doc.DominantChange = explain.GapChange(doc.A.Gap, doc.B.Gap)
 	if f.json {
 		err = writeJSON(env.stdout, doc)
 	} else {
@@ -346,6 +354,7 @@ func resolve(ctx context.Context, db *store.Store, ref string, streams int) (com
 		side.RunIDs = append(side.RunIDs, r.ID)
 	}
 	side.runs = runs
+	side.Gap = gapOf(runs)
 	side.kinds = groupRuns(runs)
 	side.RunKind = side.kinds[0].kind
 	side.Engine, side.Streams = side.RunKind.Engine, side.RunKind.Streams
@@ -462,7 +471,26 @@ func writeCompare(w io.Writer, d compareDoc) error {
 		side("A", d.A, func(m compareMetric) float64 { return m.MedianA }, func(m compareMetric) int { return len(m.SampleA) }),
 		side("B", d.B, func(m compareMetric) float64 { return m.MedianB }, func(m compareMetric) int { return len(m.SampleB) }),
 		changes, note, d.Verdict)
+	if err == nil && d.DominantChange != "" {
+		_, err = fmt.Fprintf(w, "Limit: %s.\n", d.DominantChange)
+	}
 	return err
+}
+
+// gapOf is the gap of a side's runs (package gap), from their documents
+// and the doctor reports stored with them.
+func gapOf(runs []store.Run) *result.Gap {
+	var rs []*result.Result
+	var docs []gap.Doctors
+	for _, sr := range runs {
+		var r result.Result
+		if json.Unmarshal(sr.Result, &r) != nil {
+			continue
+		}
+		rs = append(rs, &r)
+		docs = append(docs, gap.Doctors{Client: sr.ClientDoctor, Server: sr.ServerDoctor})
+	}
+	return gap.OfRuns(rs, docs)
 }
 
 func plural(n int) string {

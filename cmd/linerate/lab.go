@@ -64,7 +64,7 @@ func (f *labFlags) register(cmd *cobra.Command, scenario lab.Scenario) {
 	if scenario == "" {
 		return
 	}
-	cmd.Flags().StringVar(&f.scenario, "scenario", string(scenario), "healthy, capped-10g, mtu-mismatch or small-buffers")
+	cmd.Flags().StringVar(&f.scenario, "scenario", string(scenario), "healthy, capped-10g, mtu-mismatch, small-buffers, small-sndbuf, small-rcvbuf or shaped")
 	cmd.Flags().StringVar(&f.rate, "rate", "", "shape both ends with tbf at this rate, e.g. 25gbit, 400mbit")
 	cmd.Flags().IntVar(&f.mtu, "mtu", 0, "MTU of both ends (for mtu-mismatch: of host a)")
 	cmd.Flags().IntVar(&f.queues, "queues", 0, "TX/RX queues of each veth end, steered by RPS and XPS so that a flow's softirq runs on its threads' CPU; ask for one more than the CPUs (default: the kernel's)")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/explain"
+	"github.com/linerate/linerate/internal/gap"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
 )
@@ -195,6 +196,7 @@ func (c *Campaign) one(ctx context.Context, campaignID int64, seq, pi int, p Poi
 	}
 	explain.CompactTelemetry(r, explain.TopologyFromDoctor(c.ClientDoctor), explain.TopologyFromDoctor(c.ServerDoctor))
 	r.Fairness = explain.FairnessOf(r)
+	r.End.Gap = gap.Of(r, c.doctors())
 	out := explain.Outcome{Point: pi, Run: r}
 	if err := c.keep(ctx, &out, params, campaignID, seq); err != nil {
 		return out, err
@@ -330,7 +332,40 @@ func (c *Campaign) summary(campaignID int64, outs []explain.Outcome) *explain.Su
 	s := explain.Summarize(c.Spec.Design(), outs, explain.TopologyFromDoctor(c.ClientDoctor), explain.CeilingFromDoctor(c.ClientDoctor, c.Iface))
 	s.CampaignID = campaignID
 	s.Engine = c.Driver.Name()
+	c.pointGaps(s, outs)
 	return s
+}
+
+// doctors are the doctor reports of the campaign's two ends.
+func (c *Campaign) doctors() gap.Doctors {
+	return gap.Doctors{Client: c.ClientDoctor, Server: c.ServerDoctor}
+}
+
+// pointGaps sets each point's gap (its runs' time added up) and opens the
+// explanation with each point's dominant limit. The summary lists the
+// points that ran, in the design's order.
+func (c *Campaign) pointGaps(s *explain.Summary, outs []explain.Outcome) {
+	byPoint := map[int][]*result.Result{}
+	for _, o := range outs {
+		byPoint[o.Point] = append(byPoint[o.Point], o.Run)
+	}
+	k := 0
+	for i := range c.Spec.Design().Points {
+		runs := byPoint[i]
+		if len(runs) == 0 {
+			continue
+		}
+		if k == len(s.Points) {
+			break
+		}
+		docs := make([]gap.Doctors, len(runs))
+		for j := range docs {
+			docs[j] = c.doctors()
+		}
+		s.Points[k].Gap = gap.OfRuns(runs, docs)
+		k++
+	}
+	explain.LeadWithGaps(s)
 }
 
 func orEmpty(m map[string]result.CPUSample) map[string]result.CPUSample {

@@ -59,6 +59,9 @@ type PointSummary struct {
 	// absent otherwise; its Gbit/s fields above then count the ping-pong's
 	// bytes only, and its throughput buckets are left empty.
 	Latency *LatencyPoint `json:"latency,omitempty"`
+	// Gap is where the point's missing gigabits went, its runs' time
+	// added up (package gap); absent where its runs have no TCP account.
+	Gap *result.Gap `json:"gap,omitempty"`
 }
 
 // CPUCost is CPU seconds per Gbit on each end.

@@ -101,10 +101,17 @@ const (
 	Capped10G    Scenario = "capped-10g"
 	MTUMismatch  Scenario = "mtu-mismatch"
 	SmallBuffers Scenario = "small-buffers"
+	// The scenarios that each plant one limit of a run from host a to
+	// host b, for the gap model (end.gap) to name.
+	SmallSndbuf Scenario = "small-sndbuf"
+	SmallRcvbuf Scenario = "small-rcvbuf"
+	Shaped      Scenario = "shaped"
 )
 
 // Scenarios returns every scenario, the default first.
-func Scenarios() []Scenario { return []Scenario{Healthy, Capped10G, MTUMismatch, SmallBuffers} }
+func Scenarios() []Scenario {
+	return []Scenario{Healthy, Capped10G, MTUMismatch, SmallBuffers, SmallSndbuf, SmallRcvbuf, Shaped}
+}
 
 // ParseScenario accepts a scenario name.
 func ParseScenario(s string) (Scenario, error) {
@@ -113,7 +120,7 @@ func ParseScenario(s string) (Scenario, error) {
 			return sc, nil
 		}
 	}
-	names := make([]string, 0, 4)
+	names := make([]string, 0, len(Scenarios()))
 	for _, sc := range Scenarios() {
 		names = append(names, string(sc))
 	}
@@ -131,6 +138,12 @@ func (s Scenario) Summary() string {
 		return "MTU 9000 on a, 1500 on b"
 	case SmallBuffers:
 		return "tcp_rmem and tcp_wmem max 65536 in host b"
+	case SmallSndbuf:
+		return "tcp_wmem max 65536 in host a, the sender: the send buffer limits"
+	case SmallRcvbuf:
+		return "tcp_rmem max 65536 in host b, the receiver: the receive window limits"
+	case Shaped:
+		return "tbf at 2 Gbit/s on host a's egress only (--rate changes it): the path's rate limits"
 	}
 	return "unknown scenario"
 }
@@ -208,7 +221,8 @@ type Config struct {
 	// Scenario; "" means Healthy.
 	Scenario Scenario
 	// Rate, when not zero, shapes both ends with tbf at this rate,
-	// whatever the scenario (it replaces capped-10g's 10 Gbit/s).
+	// whatever the scenario (it replaces capped-10g's 10 Gbit/s); with
+	// shaped, host a's egress only.
 	Rate Rate
 	// BufferMax, when not zero, replaces small-buffers' 64 KiB as the
 	// tcp_rmem and tcp_wmem maximum of host b (at least 4096; other
@@ -284,13 +298,16 @@ func sysctlName(path string) string { return strings.ReplaceAll(path, "/", ".") 
 // spec is what a lab should look like; index 0 is host a, 1 host b.
 type spec struct {
 	MTU    [2]int
-	Rate   Rate // 0: no shaping
+	Rate   [2]Rate // each host's egress; 0: no shaping
 	Sysctl [2]map[string]string
 	Queues int // 1: the kernel's default
 }
 
-// The rate of capped-10g.
-const rate10G Rate = 10_000_000_000
+// The rates of capped-10g and shaped.
+const (
+	rate10G    Rate = 10_000_000_000
+	rateShaped Rate = 2_000_000_000
+)
 
 // The small-buffers maximum (64 KiB, docs/architecture.md), the bounds of
 // Config.BufferMax (tcp_rmem's minimum is 4096; a maximum past 1 GiB is no
@@ -309,7 +326,9 @@ func (c Config) spec() spec {
 	s.Sysctl[0], s.Sysctl[1] = kernelDefaults(), kernelDefaults()
 	switch c.Scenario {
 	case Capped10G:
-		s.Rate = rate10G
+		s.Rate = [2]Rate{rate10G, rate10G}
+	case Shaped:
+		s.Rate[0] = rateShaped
 	case MTUMismatch:
 		s.MTU[1] = plainMTU
 	case SmallBuffers:
@@ -321,9 +340,16 @@ func (c Config) spec() spec {
 		}
 		s.Sysctl[1][sysctlRmem] = fmt.Sprintf("4096 %d %d", limit, limit)
 		s.Sysctl[1][sysctlWmem] = fmt.Sprintf("4096 %d %d", min(16384, limit), limit)
+	case SmallSndbuf:
+		s.Sysctl[0][sysctlWmem] = fmt.Sprintf("4096 16384 %d", smallBufferMax)
+	case SmallRcvbuf:
+		s.Sysctl[1][sysctlRmem] = fmt.Sprintf("4096 %d %d", smallBufferMax, smallBufferMax)
 	}
-	if c.Rate != 0 {
-		s.Rate = c.Rate
+	switch {
+	case c.Rate != 0 && c.Scenario == Shaped:
+		s.Rate[0] = c.Rate
+	case c.Rate != 0:
+		s.Rate = [2]Rate{c.Rate, c.Rate}
 	}
 	if c.MTU != 0 {
 		s.MTU[0] = c.MTU
@@ -340,7 +366,17 @@ func (c Config) lineRate() Rate {
 	if c.Hosts != 0 {
 		return c.manySpec().rate
 	}
-	return c.spec().Rate
+	return c.spec().lineRate()
+}
+
+// lineRate is the rate s shapes both hosts' lab0 to alike, standing in
+// for a NIC's line rate; 0 when it shapes neither, or one end only (a
+// fault planted on a path, as the shaped scenario's).
+func (s spec) lineRate() Rate {
+	if s.Rate[0] == s.Rate[1] {
+		return s.Rate[0]
+	}
+	return 0
 }
 
 // requireRoot returns ErrNeedRoot unless the process runs as root.

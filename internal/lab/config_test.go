@@ -84,15 +84,17 @@ func TestSpec(t *testing.T) {
 	tests := []struct {
 		c      Config
 		mtu    [2]int
-		rate   Rate
+		rate   [2]Rate
 		smallB bool
 	}{
-		{Config{Scenario: Healthy}, [2]int{9000, 9000}, 0, false},
-		{Config{Scenario: Capped10G}, [2]int{9000, 9000}, 10e9, false},
-		{Config{Scenario: Capped10G, Rate: 25e9}, [2]int{9000, 9000}, 25e9, false},
-		{Config{Scenario: MTUMismatch}, [2]int{9000, 1500}, 0, false},
-		{Config{Scenario: MTUMismatch, MTU: 4000}, [2]int{4000, 1500}, 0, false},
-		{Config{Scenario: SmallBuffers, MTU: 1500, Rate: 1e9}, [2]int{1500, 1500}, 1e9, true},
+		{Config{Scenario: Healthy}, [2]int{9000, 9000}, [2]Rate{}, false},
+		{Config{Scenario: Capped10G}, [2]int{9000, 9000}, [2]Rate{10e9, 10e9}, false},
+		{Config{Scenario: Capped10G, Rate: 25e9}, [2]int{9000, 9000}, [2]Rate{25e9, 25e9}, false},
+		{Config{Scenario: MTUMismatch}, [2]int{9000, 1500}, [2]Rate{}, false},
+		{Config{Scenario: MTUMismatch, MTU: 4000}, [2]int{4000, 1500}, [2]Rate{}, false},
+		{Config{Scenario: SmallBuffers, MTU: 1500, Rate: 1e9}, [2]int{1500, 1500}, [2]Rate{1e9, 1e9}, true},
+		{Config{Scenario: Shaped}, [2]int{9000, 9000}, [2]Rate{2e9, 0}, false},
+		{Config{Scenario: Shaped, Rate: 5e9}, [2]int{9000, 9000}, [2]Rate{5e9, 0}, false},
 	}
 	for _, tt := range tests {
 		c, err := tt.c.withDefaults()
@@ -109,6 +111,41 @@ func TestSpec(t *testing.T) {
 		smallB := s.Sysctl[1][sysctlRmem] == "4096 65536 65536" && s.Sysctl[1][sysctlWmem] == "4096 16384 65536"
 		if smallB != tt.smallB {
 			t.Errorf("%+v: host b sysctls %v", tt.c, s.Sysctl[1])
+		}
+	}
+}
+
+// The gap scenarios each plant one buffer limit, on the sender (a) or
+// the receiver (b), and leave the other host at the kernel's defaults.
+func TestSpecBufferScenarios(t *testing.T) {
+	defs := kernelDefaults()
+	for _, tt := range []struct {
+		sc   Scenario
+		host int
+		key  string
+		want string
+	}{
+		{SmallSndbuf, 0, sysctlWmem, "4096 16384 65536"},
+		{SmallRcvbuf, 1, sysctlRmem, "4096 65536 65536"},
+	} {
+		c, err := Config{Scenario: tt.sc}.withDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := c.spec()
+		for h := range 2 {
+			for _, k := range managedSysctls() {
+				want := defs[k]
+				if h == tt.host && k == tt.key {
+					want = tt.want
+				}
+				if got := s.Sysctl[h][k]; got != want {
+					t.Errorf("%s: host %d %s = %q, want %q", tt.sc, h, k, got, want)
+				}
+			}
+		}
+		if s.Rate != [2]Rate{} {
+			t.Errorf("%s shapes %v", tt.sc, s.Rate)
 		}
 	}
 }

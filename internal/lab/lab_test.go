@@ -130,20 +130,28 @@ func TestScenarios(t *testing.T) {
 		name     string
 		c        Config
 		mtu      [2]int
-		rate     uint64 // bytes/s of the tbf on both ends, 0 for none
+		rate     [2]uint64 // bytes/s of the tbf on a and b, 0 for none
 		sysctlsB map[string]string
 	}{
-		{"t-healthy", Config{Scenario: Healthy}, [2]int{9000, 9000}, 0, defs},
-		{"t-capped", Config{Scenario: Capped10G}, [2]int{9000, 9000}, 1_250_000_000, defs},
-		{"t-mtu", Config{Scenario: MTUMismatch}, [2]int{9000, 1500}, 0, defs},
-		{"t-small", Config{Scenario: SmallBuffers}, [2]int{9000, 9000}, 0, small},
+		{"t-healthy", Config{Scenario: Healthy}, [2]int{9000, 9000}, [2]uint64{}, defs},
+		{"t-capped", Config{Scenario: Capped10G}, [2]int{9000, 9000}, [2]uint64{1_250_000_000, 1_250_000_000}, defs},
+		{"t-mtu", Config{Scenario: MTUMismatch}, [2]int{9000, 1500}, [2]uint64{}, defs},
+		{"t-small", Config{Scenario: SmallBuffers}, [2]int{9000, 9000}, [2]uint64{}, small},
 		// 40 Gbit/s is 5e9 B/s, past 32 bits: tbf needs TCA_TBF_RATE64.
-		{"t-rate", Config{Scenario: MTUMismatch, Rate: 40e9, MTU: 4000}, [2]int{4000, 1500}, 5_000_000_000, defs},
+		{"t-rate", Config{Scenario: MTUMismatch, Rate: 40e9, MTU: 4000}, [2]int{4000, 1500}, [2]uint64{5_000_000_000, 5_000_000_000}, defs},
+		// shaped: the sender's egress only, 2 Gbit/s.
+		{"t-shaped", Config{Scenario: Shaped}, [2]int{9000, 9000}, [2]uint64{250_000_000, 0}, defs},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.c.Scenario)+"/"+tt.name, func(t *testing.T) {
 			newLab(t, tt.name)
 			tt.c.Name = tt.name
+			// A rate both ends share is declared the line rate it stands
+			// in for; one end's alone is a planted fault, declared nothing.
+			var line uint64
+			if tt.rate[0] == tt.rate[1] {
+				line = tt.rate[0]
+			}
 			res := up(t, tt.c)
 			if !res.Created || res.Unchanged() {
 				t.Errorf("first up: created=%v changes=%v", res.Created, res.Changes)
@@ -161,14 +169,13 @@ func TestScenarios(t *testing.T) {
 				}
 				tbf, isTbf := rb.qdisc.(*netlink.Tbf)
 				switch {
-				case tt.rate == 0 && !isDefaultQdisc(rb.qdisc):
+				case tt.rate[i] == 0 && !isDefaultQdisc(rb.qdisc):
 					t.Errorf("%s: root qdisc %v, want none", h, rb.qdisc)
-				case tt.rate != 0 && (!isTbf || tbf.Rate != tt.rate):
-					t.Errorf("%s: root qdisc %v, want tbf at %d B/s", h, rb.qdisc, tt.rate)
+				case tt.rate[i] != 0 && (!isTbf || tbf.Rate != tt.rate[i]):
+					t.Errorf("%s: root qdisc %v, want tbf at %d B/s", h, rb.qdisc, tt.rate[i])
 				}
-				// The tbf is declared the line rate it stands in for.
-				if bps, ok := netdev.DeclaredLineRate(rb.alias); ok != (tt.rate != 0) || bps != tt.rate*8 {
-					t.Errorf("%s: alias %q declares %d bit/s; want %d", h, rb.alias, bps, tt.rate*8)
+				if bps, ok := netdev.DeclaredLineRate(rb.alias); ok != (line != 0) || bps != line*8 {
+					t.Errorf("%s: alias %q declares %d bit/s; want %d", h, rb.alias, bps, line*8)
 				}
 				want := defs
 				if h == B {
@@ -184,7 +191,7 @@ func TestScenarios(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := Rate(tt.rate * 8); want != 0 && st.Labs[0].LineRate != want.String() || want == 0 && st.Labs[0].LineRate != "" {
+			if want := Rate(line * 8); want != 0 && st.Labs[0].LineRate != want.String() || want == 0 && st.Labs[0].LineRate != "" {
 				t.Errorf("status line rate %q; want %v", st.Labs[0].LineRate, want)
 			}
 			// The link carries traffic between the two hosts.
@@ -256,13 +263,14 @@ func TestShapedCeiling(t *testing.T) {
 	for _, c := range []Config{{Name: name, Scenario: Capped10G}, {Name: name, Rate: 1_000_000_000, MTU: 1500}} {
 		up(t, c)
 		sp := c.spec()
+		rate := sp.Rate[0] // both ends alike: a's egress carries the test
 		frame, err := limits.TCPFrame(sp.MTU[0], limits.Stack{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		model := limits.Shaper{Rate: limits.Gbps(float64(sp.Rate) / 1e9), Overhead: limits.SkbOverhead}
+		model := limits.Shaper{Rate: limits.Gbps(float64(rate) / 1e9), Overhead: limits.SkbOverhead}
 		ceiling := float64(model.Goodput(frame))
-		burst := float64(netlink.Xmitsize(tbfFor(1, sp.Rate).Rate, tbfFor(1, sp.Rate).Buffer))
+		burst := float64(netlink.Xmitsize(tbfFor(1, rate).Rate, tbfFor(1, rate).Buffer))
 		const seconds = 3
 		before := tbfStats(t, name)
 		gbps := iperf3(t, name, seconds, 1)
@@ -270,11 +278,11 @@ func TestShapedCeiling(t *testing.T) {
 		bytes, packets := after.Bytes-before.Bytes, uint64(after.Packets-before.Packets)
 		perPacket := float64(bytes) / float64(packets)
 		// The bucket's depth is all a measured window can gain on the rate.
-		bound := ceiling * (1 + burst*8/(float64(sp.Rate)*seconds))
+		bound := ceiling * (1 + burst*8/(float64(rate)*seconds))
 		t.Logf("tbf %s, MTU %d: %.3f Gbit/s against a ceiling of %.3f (bound %.3f); the tbf counted %d bytes in %d packets, %.1f a packet (model %d)",
-			sp.Rate, sp.MTU[0], gbps, ceiling, bound, bytes, packets, perPacket, model.Counted(frame))
+			rate, sp.MTU[0], gbps, ceiling, bound, bytes, packets, perPacket, model.Counted(frame))
 		if gbps > bound {
-			t.Errorf("MTU %d, %s: iperf3 carried %.3f Gbit/s, above the model's ceiling %.3f (bound %.3f with the bucket)", sp.MTU[0], sp.Rate, gbps, ceiling, bound)
+			t.Errorf("MTU %d, %s: iperf3 carried %.3f Gbit/s, above the model's ceiling %.3f (bound %.3f with the bucket)", sp.MTU[0], rate, gbps, ceiling, bound)
 		}
 		// Some packets of the run are not full segments (the handshake,
 		// iperf3's control connection, the tail of a write that is not a

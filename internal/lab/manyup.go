@@ -277,7 +277,7 @@ func (v *manyView) settingsPlan(want manySpec) ([]change, error) {
 			return nil, fmt.Errorf("%s has no port %s after creating it", sw, HostN(i))
 		}
 		plan = append(plan, portSettings(sw, p, brIdx, v.sw.qdiscs[i], want.mtu)...)
-		hp, err := hostSettings(v.hosts[i], manyAddr(i), want.mtu, want.rate, kernelDefaults())
+		hp, err := hostSettings(v.hosts[i], manyAddr(i), want.mtu, want.rate, want.rate, kernelDefaults())
 		if err != nil {
 			return nil, err
 		}

@@ -386,7 +386,7 @@ func addVeth(lab, from, to string, la netlink.LinkAttrs, peerMTU int) error {
 func settingsPlan(v [2]hostView, want spec) ([]change, error) {
 	var plan []change
 	for i, h := range hosts() {
-		p, err := hostSettings(v[i], h.Addr(), want.MTU[i], want.Rate, want.Sysctl[i])
+		p, err := hostSettings(v[i], h.Addr(), want.MTU[i], want.Rate[i], want.lineRate(), want.Sysctl[i])
 		if err != nil {
 			return nil, err
 		}
@@ -398,7 +398,7 @@ func settingsPlan(v [2]hostView, want spec) ([]change, error) {
 
 // hostSettings brings one host's lab0 to MTU mtu, address addr, up, shaped
 // at rate (0: not shaped), and its managed sysctls to sysctls.
-func hostSettings(hv hostView, addrText string, mtu int, rate Rate, sysctls map[string]string) ([]change, error) {
+func hostSettings(hv hostView, addrText string, mtu int, rate, line Rate, sysctls map[string]string) ([]change, error) {
 	var plan []change
 	ns := hv.ns
 	if hv.state != nsPinned || hv.lab0 == nil || hv.lo == nil {
@@ -447,9 +447,11 @@ func hostSettings(hv hostView, addrText string, mtu int, rate Rate, sysctls map[
 			onLab0(func(c *conn, l netlink.Link) error { return c.nl.LinkSetUp(l) })})
 	}
 	// The alias says the tbf stands in for a NIC's line rate (doctor
-	// then takes it as the line rate); an unshaped link has none.
+	// then takes it as the line rate); an unshaped link has none, and
+	// neither has a link shaped as a fault (the shaped scenario's one
+	// end): that tbf is the limit a run should find, not its ceiling.
 	alias := ""
-	if rate != 0 {
+	if rate != 0 && rate == line {
 		alias = netdev.DeclareLineRate(uint64(rate))
 	}
 	if cur := hv.lab0.Attrs().Alias; cur != alias {

@@ -18,6 +18,7 @@ import (
 	"github.com/linerate/linerate/internal/cpulist"
 	"github.com/linerate/linerate/internal/doctor"
 	"github.com/linerate/linerate/internal/explain"
+	"github.com/linerate/linerate/internal/gap"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
 	"github.com/linerate/linerate/internal/tune"
@@ -240,6 +241,11 @@ func decodeRun(row *store.Run) (*storedRun, error) {
 		return nil, fmt.Errorf("run %d: its stored result has schema %q, not %s (written by another linerate version?)", row.ID, r.Schema, result.Schema)
 	}
 	r.RunID = row.ID // the store numbers runs; the document holds 0
+	if r.End.Gap == nil && r.Error == "" {
+		// A run stored before runs carried their gap: the model reads
+		// the document and the doctor reports stored beside it.
+		r.End.Gap = gap.Of(&r.Result, gap.Doctors{Client: row.ClientDoctor, Server: row.ServerDoctor})
+	}
 	if r.Label == "" {
 		r.Label = row.Label
 	}

@@ -123,7 +123,7 @@ func Build(ds Dataset) (*Model, error) {
 	m := &Model{Title: b.title(), Synthetic: ds.Synthetic, version: ds.Linerate, r: r}
 	m.Verdict = b.verdict()
 	for _, mk := range []func() (*section, error){
-		b.hostsSection, b.ceilingSection, b.findingsSection, b.resultsSection, b.rdmaSection, b.comparisonSection,
+		b.hostsSection, b.ceilingSection, b.gapSection, b.findingsSection, b.resultsSection, b.rdmaSection, b.comparisonSection,
 		b.varianceSection, b.latencySection, b.c2cSection, b.tuningSection, b.environmentSection, b.commandsSection,
 	} {
 		s, err := mk()

@@ -79,7 +79,7 @@ func (b *builder) bestOf(keep func(id int64) bool) *measured {
 // verdict is the report's first sentence (one per label when the report
 // holds several), and what tuning did when the data show runs before and
 // after it.
-func (b *builder) verdict() string { return b.verdictHead() + b.tuneNote() }
+func (b *builder) verdict() string { return b.verdictHead() + b.gapNote() + b.tuneNote() }
 
 // verdictHead is what was achieved against the ceiling, and what limits
 // it: for the whole data set, or — when the runs took different paths (two

@@ -276,6 +276,9 @@ type End struct {
 	// RDMA is an RDMA run's (perftest): both ends' RDMA counters and the
 	// result against the port and its PCIe link; nil otherwise.
 	RDMA *RDMA `json:"rdma,omitempty"`
+	// Gap is where the missing gigabits went (Gap); nil where the run
+	// has no TCP account (another engine, UDP, a transaction run).
+	Gap *Gap `json:"gap,omitempty"`
 }
 
 // HostForeign is the other load on each end; Notes say why an end's is
