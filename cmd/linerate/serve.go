@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -32,8 +34,14 @@ type serveFlags struct {
 	relayPeers    string
 	relayPort     int
 	nodeKey       string
+	check         bool
 	metrics       metricsFlags
 }
+
+// bindEnv gives serve's --bind when the flag is absent: a Kubernetes exec
+// probe does not expand $(POD_IP) in its command, but runs with the
+// container's environment.
+const bindEnv = "LINERATE_BIND"
 
 func newServeCmd(env *cliEnv) *cobra.Command {
 	var f serveFlags
@@ -102,6 +110,7 @@ nodes' network.`,
 	fl.BoolVar(&f.allowSockperf, "allow-sockperf", false, "start sockperf servers for clients (bench --latency --engine sockperf; they take no authentication)")
 	fl.StringVar(&f.relayPeers, "relay-peers", "", "take relayed tests (fleet runs) toward these agents only: networks or addresses, comma-separated (the fleet's hosts; fleet launchers pass them)")
 	fl.IntVar(&f.relayPort, "relay-port", 0, "the port of the agents relayed tests go to (default: this agent's --port)")
+	fl.BoolVar(&f.check, "check", false, "check that the agent at --bind and --port answers: authenticate with --token-file, leave at once (bye), exit 0 if it did (a readiness probe)")
 	addMetricsFlags(fl, &f.metrics)
 	return cmd
 }
@@ -133,6 +142,12 @@ func runServe(cmd *cobra.Command, env *cliEnv, f serveFlags) error {
 	}
 	if f.port < 1 || f.port > 65535 {
 		return fmt.Errorf("--port %d: must be 1 to 65535", f.port)
+	}
+	if f.bind == "" {
+		f.bind = os.Getenv(bindEnv)
+	}
+	if f.check {
+		return serveCheck(context.Background(), env, f)
 	}
 	if f.maxDuration <= 0 {
 		return errors.New("--max-duration must be positive, e.g. 10m or 1h")
@@ -179,10 +194,72 @@ func runServe(cmd *cobra.Command, env *cliEnv, f serveFlags) error {
 	if err := startMetrics(ctx, env, f.metrics); err != nil {
 		return err
 	}
+	log := slog.New(slog.NewTextHandler(env.stderr, nil))
+	prepareTools(log)
 	srv := &agent.Server{Token: token, MaxDuration: f.maxDuration, Once: f.once, RelayPeers: relayPeers, RelayPort: f.relayPort,
-		Logger: slog.New(slog.NewTextHandler(env.stderr, nil)),
+		Logger: log,
 		Tools:  toolserver.AgentTools{AllowPerftest: f.allowPerftest, AllowSockperf: f.allowSockperf}, Doctor: doctor.LiveReport, Annotate: annotateTune}
 	return srv.Serve(ctx, ln)
+}
+
+// prepareTools readies what the tool servers need before a client asks:
+// removes the credentials killed agents left, finds (or makes) the user
+// they run as, and says whether the installed iperf3 predates fixes of
+// its server.
+func prepareTools(log *slog.Logger) {
+	if n, err := toolserver.CleanStale(); err != nil {
+		log.Warn("cleaning iperf3 credentials left by killed agents", "reason", err.Error())
+	} else if n > 0 {
+		log.Info("removed iperf3 credentials left by killed agents", "directories", n)
+	}
+	if id, err := toolserver.ToolIdentity(); err != nil {
+		log.Warn("this agent will start no tool server", "reason", err.Error())
+	} else {
+		log.Info(id.Note)
+	}
+	if w := toolserver.Iperf3Advisory(); w != "" {
+		log.Warn(w)
+	}
+}
+
+// checkTimeout bounds serve --check: a readiness probe's default timeout
+// is 1 s, an authenticated handshake on a loaded host takes a few
+// milliseconds.
+const checkTimeout = 5 * time.Second
+
+// serveCheck authenticates to the agent at f's address and leaves (bye):
+// the agent logs nothing for it, unlike a bare TCP connection, which it
+// counts as a stranger that sent nothing.
+func serveCheck(ctx context.Context, env *cliEnv, f serveFlags) error {
+	if f.bind == "" {
+		return fmt.Errorf("serve --check needs the agent's address: --bind ADDR, or $%s", bindEnv)
+	}
+	bind, err := serveBind(f.bind)
+	if err != nil {
+		return err
+	}
+	switch { // an agent on every address answers on loopback
+	case bind.IsUnspecified() && bind.Is4():
+		bind = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	case bind.IsUnspecified():
+		bind = netip.IPv6Loopback()
+	}
+	if f.tokenFile == "" {
+		return errors.New("serve --check needs --token-file FILE: the agent's token or node key")
+	}
+	token, err := agent.ReadTokenFile(f.tokenFile)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	addr := net.JoinHostPort(bind.String(), strconv.Itoa(f.port))
+	host, err := agent.Probe(ctx, nil, addr, token)
+	if err != nil {
+		return fmt.Errorf("serve --check: %w", err)
+	}
+	fmt.Fprintf(env.stdout, "the agent at %s answered (host %s)\n", addr, host.Hostname)
+	return nil
 }
 
 // serveBind reads --bind: an IP address of this host, or 0.0.0.0 / :: for
