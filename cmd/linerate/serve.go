@@ -78,11 +78,20 @@ For 'linerate bench --engine iperf3|iperf2' it also starts the tool's server
 for an authenticated client: from a fixed list, with bounded arguments (never
 a command line), on ports 1024 and up, bound to the address the client reached
 this agent on, pinned to the CPUs asked for, and stopped when the client stops,
-5 s after the test's length, or when the agent dies. iperf3's server requires
-RSA authentication with a user and password made for that one client; iperf's
-requires a permit key made for it (iperf sends it in clear). perftest servers
-(ib_*_bw, ib_*_lat) have no authentication at all and listen on every address:
-serve starts them only with --allow-perftest. The agent samples this host beside
+5 s after the test's length, or when the agent dies. They run without
+privilege: as the system user linerate-tool (serve creates it with useradd
+--system when it is missing; nobody if it cannot), with no capability and
+no_new_privs, and with no token in their environment. iperf3's server requires
+RSA authentication with a user and password made for that one client, and
+serve warns at start when iperf3 is older than 3.18 (server fixes; your
+distribution may have backported them); iperf's requires a permit key made
+for it (iperf sends it in clear; the agent's log and tool_started show it
+redacted). perftest servers (ib_*_bw, ib_*_lat) have no authentication at all
+and listen on every address: serve starts them only with --allow-perftest.
+sockperf servers have none either, and over UDP answer any source address (a
+reflector while they run): only with --allow-sockperf, bound to the agent's
+address. 'serve --check' is a readiness probe: it authenticates to the agent
+at --bind (or $LINERATE_BIND) and --port and leaves, logged as nothing. The agent samples this host beside
 any tool, and hands authenticated clients this host's doctor report (within
 10 s), which bench stores with every run. Logs go to stderr.
 
@@ -99,7 +108,7 @@ nodes' network.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, env, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.bind, "bind", "", "listen on this address (required; 0.0.0.0 or :: for every address)")
+	fl.StringVar(&f.bind, "bind", "", "listen on this address (required, or $LINERATE_BIND; 0.0.0.0 or :: for every address)")
 	fl.IntVarP(&f.port, "port", "p", agent.DefaultPort, "TCP port for control and data")
 	fl.StringVar(&f.tokenFile, "token-file", "", "read the shared token from this file (mode 600; required)")
 	fl.StringVar(&f.newTokenFile, "new-token-file", "", "write a new random token to this file (mode 600, never overwritten) and exit")
@@ -107,7 +116,7 @@ nodes' network.`,
 	fl.BoolVar(&f.once, "once", false, "exit after one test")
 	fl.DurationVar(&f.maxDuration, "max-duration", agent.DefaultMaxDuration, "refuse tests longer than this")
 	fl.BoolVar(&f.allowPerftest, "allow-perftest", false, "start perftest servers for clients (they take no authentication)")
-	fl.BoolVar(&f.allowSockperf, "allow-sockperf", false, "start sockperf servers for clients (bench --latency --engine sockperf; they take no authentication)")
+	fl.BoolVar(&f.allowSockperf, "allow-sockperf", false, "start sockperf servers for clients (bench --latency --engine sockperf; they take no authentication, and over UDP answer any source address)")
 	fl.StringVar(&f.relayPeers, "relay-peers", "", "take relayed tests (fleet runs) toward these agents only: networks or addresses, comma-separated (the fleet's hosts; fleet launchers pass them)")
 	fl.IntVar(&f.relayPort, "relay-port", 0, "the port of the agents relayed tests go to (default: this agent's --port)")
 	fl.BoolVar(&f.check, "check", false, "check that the agent at --bind and --port answers: authenticate with --token-file, leave at once (bye), exit 0 if it did (a readiness probe)")
