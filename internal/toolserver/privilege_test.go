@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/testbin"
 )
@@ -321,5 +323,45 @@ func TestCleanStaleAuthDirs(t *testing.T) {
 			t.Fatalf("tool server %d outlived its agent by 5 s", pid)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestStartMemlock: a perftest server, which registers its buffers with
+// the RDMA device and so locks them, starts with no locked-memory limit
+// though it has no CAP_IPC_LOCK — where this process may raise limits
+// (CAP_SYS_RESOURCE; some sandboxes withhold it from root, and then the
+// server starts with the limit as it is); this process's own limit is
+// as it was.
+func TestStartMemlock(t *testing.T) {
+	testbin.NeedRoot(t, "raising RLIMIT_MEMLOCK")
+	var before unix.Rlimit
+	if err := unix.Prlimit(0, unix.RLIMIT_MEMLOCK, nil, &before); err != nil {
+		t.Fatal(err)
+	}
+	eff, _, err := capSets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	canRaise := eff&capBit(unix.CAP_SYS_RESOURCE) != 0
+	t.Logf("CAP_SYS_RESOURCE: %v; limit %+v", canRaise, before)
+	for _, memlock := range []bool{true, false} {
+		cmd := exec.Command("sleep", "10")
+		if err := startMemlock(cmd, memlock); err != nil {
+			t.Fatal(err)
+		}
+		var got unix.Rlimit
+		err := unix.Prlimit(cmd.Process.Pid, unix.RLIMIT_MEMLOCK, nil, &got)
+		cmd.Process.Kill()
+		cmd.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if unlimited := got.Cur == unix.RLIM_INFINITY && got.Max == unix.RLIM_INFINITY; unlimited != (memlock && canRaise || before.Cur == unix.RLIM_INFINITY) {
+			t.Errorf("memlock %v: the child's limit is %+v (this process's: %+v)", memlock, got, before)
+		}
+	}
+	var after unix.Rlimit
+	if err := unix.Prlimit(0, unix.RLIMIT_MEMLOCK, nil, &after); err != nil || after != before {
+		t.Errorf("this process's limit went from %+v to %+v (%v)", before, after, err)
 	}
 }

@@ -206,7 +206,9 @@ var forkMu sync.Mutex
 // bandwidth test's buffers. Resource limits belong to the process, not the
 // thread, and os/exec has no hook between fork and exec: this process's
 // limit is raised across the fork (root is not bound by it) and put back
-// after, so only the child keeps it.
+// after, so only the child keeps it. Without CAP_SYS_RESOURCE it cannot
+// be raised, and the server starts with the limit as it is (perftest then
+// says it could not register its memory).
 func startMemlock(cmd *exec.Cmd, memlock bool) error {
 	if !memlock {
 		return cmd.Start()
