@@ -178,7 +178,7 @@ func capSets() (eff, perm uint64, err error) {
 }
 
 // unprivileged makes cmd run as id, with supplementary groups dropped, the
-// parent-death signal set, and an environment without tokens.
+// parent-death signal set, an environment without tokens, in /.
 func unprivileged(cmd *exec.Cmd, id Identity) {
 	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if id.Switch {
@@ -186,6 +186,9 @@ func unprivileged(cmd *exec.Cmd, id Identity) {
 	}
 	cmd.SysProcAttr = attr
 	cmd.Env = Environ()
+	// Not the agent's working directory (root's home, say), which the
+	// server's user may not enter and has no business in.
+	cmd.Dir = "/"
 }
 
 // dropThreadPrivileges sets no_new_privs on the calling thread and empties

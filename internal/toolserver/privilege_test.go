@@ -95,6 +95,9 @@ func TestToolServerUnprivileged(t *testing.T) {
 	if s["NoNewPrivs"] != "1" || s["Groups"] != "" {
 		t.Errorf("NoNewPrivs %q, Groups %q", s["NoNewPrivs"], s["Groups"])
 	}
+	if cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd"); err != nil || cwd != "/" {
+		t.Errorf("the server works in %q (%v), want /", cwd, err)
+	}
 	env, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	if strings.Contains(string(env), "LINERATE_TOKEN") {
 		t.Error("the tool server inherited LINERATE_TOKEN")
