@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -189,6 +190,9 @@ func redacted(s string, c toolCreds) string {
 func CleanStale() (int, error) {
 	tmp := os.TempDir()
 	ents, err := os.ReadDir(tmp)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil // no temporary directory (a distroless image): nothing left in it
+	}
 	if err != nil {
 		return 0, fmt.Errorf("reading %s: %w", tmp, err)
 	}

@@ -84,12 +84,14 @@ func findIdentity(find func() (Identity, error)) (Identity, error) {
 		return Identity{}, fmt.Errorf("tool servers must not run with this process's capabilities (permitted %#x), and without CAP_SETUID and CAP_SETGID it cannot change their user: run serve as root, or with no capability at all", perm)
 	}
 	uid, gid := uint32(os.Geteuid()), uint32(os.Getegid())
-	name := "uid " + strconv.Itoa(int(uid))
+	id := Identity{UID: uid, GID: gid, Name: "uid " + strconv.Itoa(int(uid))}
+	who := id.Name
 	if u, err := user.LookupId(strconv.Itoa(int(uid))); err == nil {
-		name = u.Username
+		id.Name = u.Username
+		who = fmt.Sprintf("%s (uid %d)", u.Username, uid)
 	}
-	return Identity{UID: uid, GID: gid, Name: name,
-		Note: fmt.Sprintf("tool servers run as this process's own user %s (uid %d): it cannot change user, and holds no capability", name, uid)}, nil
+	id.Note = fmt.Sprintf("tool servers run as this process's own user, %s: it cannot change user, and holds no capability", who)
+	return id, nil
 }
 
 // lookupOrCreate finds ToolUser, making it as a system user with a

@@ -368,3 +368,12 @@ func TestStartMemlock(t *testing.T) {
 		t.Errorf("this process's limit went from %+v to %+v (%v)", before, after, err)
 	}
 }
+
+// TestCleanStaleNoTmp: an image without a temporary directory (distroless,
+// as on Kubernetes) has nothing to clean, and that is no error to log.
+func TestCleanStaleNoTmp(t *testing.T) {
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "none"))
+	if n, err := CleanStale(); n != 0 || err != nil {
+		t.Errorf("CleanStale without a temporary directory: %d, %v", n, err)
+	}
+}
