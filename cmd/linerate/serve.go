@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -32,9 +34,15 @@ type serveFlags struct {
 	relayPeers    string
 	relayPort     int
 	nodeKey       string
+	check         bool
 	metrics       metricsFlags
 	mesh          meshServeFlags
 }
+
+// bindEnv gives serve's --bind when the flag is absent: a Kubernetes exec
+// probe does not expand $(POD_IP) in its command, but runs with the
+// container's environment.
+const bindEnv = "LINERATE_BIND"
 
 func newServeCmd(env *cliEnv) *cobra.Command {
 	var f serveFlags
@@ -71,11 +79,20 @@ For 'linerate bench --engine iperf3|iperf2' it also starts the tool's server
 for an authenticated client: from a fixed list, with bounded arguments (never
 a command line), on ports 1024 and up, bound to the address the client reached
 this agent on, pinned to the CPUs asked for, and stopped when the client stops,
-5 s after the test's length, or when the agent dies. iperf3's server requires
-RSA authentication with a user and password made for that one client; iperf's
-requires a permit key made for it (iperf sends it in clear). perftest servers
-(ib_*_bw, ib_*_lat) have no authentication at all and listen on every address:
-serve starts them only with --allow-perftest. The agent samples this host beside
+5 s after the test's length, or when the agent dies. They run without
+privilege: as the system user linerate-tool (serve creates it with useradd
+--system when it is missing; nobody if it cannot), with no capability and
+no_new_privs, and with no token in their environment. iperf3's server requires
+RSA authentication with a user and password made for that one client, and
+serve warns at start when iperf3 is older than 3.18 (server fixes; your
+distribution may have backported them); iperf's requires a permit key made
+for it (iperf sends it in clear; the agent's log and tool_started show it
+redacted). perftest servers (ib_*_bw, ib_*_lat) have no authentication at all
+and listen on every address: serve starts them only with --allow-perftest.
+sockperf servers have none either, and over UDP answer any source address (a
+reflector while they run): only with --allow-sockperf, bound to the agent's
+address. 'serve --check' is a readiness probe: it authenticates to the agent
+at --bind (or $LINERATE_BIND) and --port and leaves, logged as nothing. The agent samples this host beside
 any tool, and hands authenticated clients this host's doctor report (within
 10 s), which bench stores with every run. Logs go to stderr.
 
@@ -105,7 +122,7 @@ the metrics (--metrics) add linerate_mesh_*.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, env, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.bind, "bind", "", "listen on this address (required; 0.0.0.0 or :: for every address)")
+	fl.StringVar(&f.bind, "bind", "", "listen on this address (required, or $LINERATE_BIND; 0.0.0.0 or :: for every address)")
 	fl.IntVarP(&f.port, "port", "p", agent.DefaultPort, "TCP port for control and data")
 	fl.StringVar(&f.tokenFile, "token-file", "", "read the shared token from this file (mode 600; required)")
 	fl.StringVar(&f.newTokenFile, "new-token-file", "", "write a new random token to this file (mode 600, never overwritten) and exit")
@@ -113,9 +130,10 @@ the metrics (--metrics) add linerate_mesh_*.`,
 	fl.BoolVar(&f.once, "once", false, "exit after one test")
 	fl.DurationVar(&f.maxDuration, "max-duration", agent.DefaultMaxDuration, "refuse tests longer than this")
 	fl.BoolVar(&f.allowPerftest, "allow-perftest", false, "start perftest servers for clients (they take no authentication)")
-	fl.BoolVar(&f.allowSockperf, "allow-sockperf", false, "start sockperf servers for clients (bench --latency --engine sockperf; they take no authentication)")
+	fl.BoolVar(&f.allowSockperf, "allow-sockperf", false, "start sockperf servers for clients (bench --latency --engine sockperf; they take no authentication, and over UDP answer any source address)")
 	fl.StringVar(&f.relayPeers, "relay-peers", "", "take relayed tests (fleet runs) toward these agents only: networks or addresses, comma-separated (the fleet's hosts; fleet launchers pass them)")
 	fl.IntVar(&f.relayPort, "relay-port", 0, "the port of the agents relayed tests go to (default: this agent's --port)")
+	fl.BoolVar(&f.check, "check", false, "check that the agent at --bind and --port answers: authenticate with --token-file, leave at once (bye), exit 0 if it did (a readiness probe)")
 	addMetricsFlags(fl, &f.metrics)
 	addMeshServeFlags(fl, &f.mesh)
 	return cmd
@@ -148,6 +166,12 @@ func runServe(cmd *cobra.Command, env *cliEnv, f serveFlags) error {
 	}
 	if f.port < 1 || f.port > 65535 {
 		return fmt.Errorf("--port %d: must be 1 to 65535", f.port)
+	}
+	if f.bind == "" {
+		f.bind = os.Getenv(bindEnv)
+	}
+	if f.check {
+		return serveCheck(context.Background(), env, f)
 	}
 	if f.maxDuration <= 0 {
 		return errors.New("--max-duration must be positive, e.g. 10m or 1h")
@@ -195,13 +219,75 @@ func runServe(cmd *cobra.Command, env *cliEnv, f serveFlags) error {
 	fmt.Fprintf(env.stdout, "%s%s (one test at a time; Ctrl-C stops)\n", agent.ListeningPrefix, ln.Addr())
 	ctx, stop := interruptible(cmd)
 	defer stop()
+	log := slog.New(slog.NewTextHandler(env.stderr, nil))
+	prepareTools(log)
 	srv := &agent.Server{Token: token, MaxDuration: f.maxDuration, Once: f.once, RelayPeers: relayPeers, RelayPort: f.relayPort, Mesh: meshCfg,
-		Logger: slog.New(slog.NewTextHandler(env.stderr, nil)),
+		Logger: log,
 		Tools:  toolserver.AgentTools{AllowPerftest: f.allowPerftest, AllowSockperf: f.allowSockperf}, Doctor: doctor.LiveReport, Annotate: annotateTune}
 	if err := startMetrics(ctx, env, f.metrics, srv.MeshFigures); err != nil {
 		return err
 	}
 	return srv.Serve(ctx, ln)
+}
+
+// prepareTools readies what the tool servers need before a client asks:
+// removes the credentials killed agents left, finds (or makes) the user
+// they run as, and says whether the installed iperf3 predates fixes of
+// its server.
+func prepareTools(log *slog.Logger) {
+	if n, err := toolserver.CleanStale(); err != nil {
+		log.Warn("cleaning iperf3 credentials left by killed agents", "reason", err.Error())
+	} else if n > 0 {
+		log.Info("removed iperf3 credentials left by killed agents", "directories", n)
+	}
+	if id, err := toolserver.ToolIdentity(); err != nil {
+		log.Warn("this agent will start no tool server", "reason", err.Error())
+	} else {
+		log.Info(id.Note)
+	}
+	if w := toolserver.Iperf3Advisory(); w != "" {
+		log.Warn(w)
+	}
+}
+
+// checkTimeout bounds serve --check: a readiness probe's default timeout
+// is 1 s, an authenticated handshake on a loaded host takes a few
+// milliseconds.
+const checkTimeout = 5 * time.Second
+
+// serveCheck authenticates to the agent at f's address and leaves (bye):
+// the agent logs nothing for it, unlike a bare TCP connection, which it
+// counts as a stranger that sent nothing.
+func serveCheck(ctx context.Context, env *cliEnv, f serveFlags) error {
+	if f.bind == "" {
+		return fmt.Errorf("serve --check needs the agent's address: --bind ADDR, or $%s", bindEnv)
+	}
+	bind, err := serveBind(f.bind)
+	if err != nil {
+		return err
+	}
+	switch { // an agent on every address answers on loopback
+	case bind.IsUnspecified() && bind.Is4():
+		bind = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	case bind.IsUnspecified():
+		bind = netip.IPv6Loopback()
+	}
+	if f.tokenFile == "" {
+		return errors.New("serve --check needs --token-file FILE: the agent's token or node key")
+	}
+	token, err := agent.ReadTokenFile(f.tokenFile)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	addr := net.JoinHostPort(bind.String(), strconv.Itoa(f.port))
+	host, err := agent.Probe(ctx, nil, addr, token)
+	if err != nil {
+		return fmt.Errorf("serve --check: %w", err)
+	}
+	fmt.Fprintf(env.stdout, "the agent at %s answered (host %s)\n", addr, host.Hostname)
+	return nil
 }
 
 // serveBind reads --bind: an IP address of this host, or 0.0.0.0 / :: for

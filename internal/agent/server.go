@@ -289,6 +289,13 @@ func (s *Server) handle(ctx context.Context, p *pending) (ran bool) {
 	}
 	sess, busy := s.claim(c, hs.keys, host, log)
 	if busy != nil {
+		// A client that only checks that the agent answers (serve
+		// --check, a readiness probe every 10 s) says bye at once: no
+		// refusal to log, however long the test it found running. A
+		// client that wants a test asks at once too, and is told busy.
+		if typ, _, err := c.recv(byeWait); err == nil && typ == msgBye {
+			return false
+		}
 		s.refused.note(p.src, kindBusy, "busy: "+busy.Error())
 		c.send(errorMsg{Type: msgBusy, Reason: busy.Error()}, handshakeTimeout)
 		return false
@@ -325,6 +332,10 @@ func refusalKind(p *pending, err error) string {
 }
 
 // claim makes c's session the running test, unless one runs.
+// byeWait is how long a busy agent waits for an authenticated client's
+// first message to tell a check (bye) from a client refused.
+const byeWait = time.Second
+
 func (s *Server) claim(c *conn, keys sessionKeys, host result.HostInfo, log *slog.Logger) (*session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

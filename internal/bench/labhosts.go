@@ -58,26 +58,25 @@ func (l *LabHosts) Facts() (result.HostInfo, result.HostInfo) {
 	return c, c
 }
 
-// StartServer starts t in host b, pinned with taskset(1) when it names
-// CPUs (lab.Start forks from a thread of its own, so the thread-affinity
-// way StartToolServer pins does not reach the child here).
+// StartServer starts t in host b as the agent starts it — pinned,
+// without privilege (toolserver.StartIn) — from a thread that entered
+// host b and lasts as long as the server, so the server dies with this
+// process.
 func (l *LabHosts) StartServer(ctx context.Context, t toolserver.ToolServer, _ time.Duration) (ServerProc, []string, error) {
 	argv, err := t.Argv()
 	if err != nil {
 		return nil, nil, err
 	}
-	argv = pinned(t.CPUs, argv)
-	// No Pdeathsig: lab.Start forks from a thread that ends right after,
-	// which would kill the server at once. A server left by a killed bench
-	// ends with its lab (lab down), or, for iperf3 -1, after one test.
-	s, err := toolserver.Launch(argv, func(cmd *exec.Cmd, started chan<- error) {
-		err := lab.Start(l.Name, lab.B, cmd)
-		started <- err
-		if err == nil {
-			cmd.Wait()
+	s, err := toolserver.StartIn(t, func() error {
+		if err := lab.Enter(l.Name, lab.B); err != nil {
+			return fmt.Errorf("%w (run 'linerate lab up --name %s')", err, l.Name)
 		}
+		return nil
 	})
-	return s, argv, err
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, argv, nil
 }
 
 // Doctor returns the linerate.doctor/v1 report of lab host h, for its

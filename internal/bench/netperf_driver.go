@@ -102,7 +102,7 @@ func (d *Netperf) finish(*result.Result, Params, measured, ServerProc, float64) 
 
 // measure runs netperf's client once; its report comes at the end.
 func (d *Netperf) measure(ctx context.Context, p Params, args []string, _ toolserver.ClientAuth, _ func(result.Interval)) (measured, error) {
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd := toolserver.Command(ctx, args)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	smp := sample(d.FS, d.Hosts, p)

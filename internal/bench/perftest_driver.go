@@ -119,7 +119,7 @@ func (d *Perftest) notYet(err error) bool { return strings.Contains(err.Error(),
 // test, the client's load its last telemetry sample.
 func (d *Perftest) measure(ctx context.Context, p Params, args []string, _ toolserver.ClientAuth, _ func(result.Interval)) (measured, error) {
 	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd := toolserver.Command(ctx, args)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	rdma := d.beginRDMA(p)
 	smp := sample(d.FS, d.Hosts, p)

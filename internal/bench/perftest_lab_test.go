@@ -28,6 +28,13 @@ func TestLabStandInTools(t *testing.T) {
 	const name = "t-perfnic"
 	h := newLab(t, name)
 	bin := t.TempDir()
+	// The stand-in servers run as the tool servers' own user, which must
+	// reach them: t.TempDir's root is root's, mode 0700.
+	for _, d := range []string{filepath.Dir(bin), bin} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	standIn := func(tool, client string) {
 		script := "#!/bin/sh\n" +
 			"# " + tool + " stand-in: the client (an argument is the server's address) prints a capture; the server waits\n" +

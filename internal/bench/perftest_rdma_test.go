@@ -34,13 +34,7 @@ func (localHosts) StartServer(_ context.Context, t toolserver.ToolServer, _ time
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := toolserver.Launch(argv, func(cmd *exec.Cmd, started chan<- error) {
-		err := cmd.Start()
-		started <- err
-		if err == nil {
-			cmd.Wait()
-		}
-	})
+	p, err := toolserver.Start(t)
 	return p, argv, err
 }
 
@@ -96,6 +90,13 @@ func (e rdmaEnd) becomeAfter() string {
 func standInPerftest(t *testing.T, tool, pre, capture string) {
 	t.Helper()
 	bin := t.TempDir()
+	// The stand-in server runs as the tool servers' own user, which must
+	// reach it: t.TempDir's root is root's, mode 0700.
+	for _, d := range []string{filepath.Dir(bin), bin} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	abs, err := filepath.Abs(filepath.Join("testdata", capture))
 	if err != nil {
 		t.Fatal(err)

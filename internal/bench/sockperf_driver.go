@@ -108,7 +108,7 @@ func (d *Sockperf) finish(r *result.Result, _ Params, m measured, _ ServerProc, 
 // measure runs sockperf's client once, sampling this host beside it; its
 // report comes at the end.
 func (d *Sockperf) measure(ctx context.Context, p Params, args []string, _ toolserver.ClientAuth, _ func(result.Interval)) (measured, error) {
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd := toolserver.Command(ctx, args)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	smp := sample(d.FS, d.Hosts, p)

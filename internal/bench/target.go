@@ -130,7 +130,7 @@ func toolDriver(cfg TargetConfig, h Hosts) Driver {
 
 func agentTarget(ctx context.Context, cfg TargetConfig) (*Target, error) {
 	if len(cfg.Token) == 0 {
-		return nil, fmt.Errorf("no token: pass --token-file FILE or set %s (the agent printed its token when it started)", agent.TokenEnv)
+		return nil, fmt.Errorf("no token: pass --token-file FILE or set %s, with the token the agent was started with (its --token-file; make one with 'linerate serve --new-token-file FILE')", agent.TokenEnv)
 	}
 	peer := withDefaultPort(cfg.Peer, cfg.Port)
 	t := &Target{}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/agent"
+	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/testutil"
 	"github.com/linerate/linerate/internal/toolserver"
 )
@@ -143,7 +145,7 @@ func TestAgentIperf2PermitKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Stop()
-	if !strings.Contains(strings.Join(argv, " "), "--permit-key=") {
+	if !strings.Contains(strings.Join(argv, " "), "--permit-key=REDACTED") {
 		t.Fatalf("the agent's iperf server: %v", argv)
 	}
 	client := []string{"iperf", "-c", "127.0.0.1", "-p", strconv.Itoa(port), "-t", "1", "-y", "C"}
@@ -162,6 +164,39 @@ func TestAgentIperf2PermitKey(t *testing.T) {
 	}
 }
 
+// permitKey matches an iperf permit key as the agent makes them.
+var permitKey = regexp.MustCompile(`permit-key=[0-9a-f]{32}`)
+
+// TestAgentIperf2KeyNotKept: a whole iperf2 run through an agent keeps
+// the permit key out of the agent's log (tool started), the server's
+// command line it reported (tool_started) and the run as stored or
+// printed with --json; the client still ran with it. Before, all three
+// held it in clear.
+func TestAgentIperf2KeyNotKept(t *testing.T) {
+	needTool(t, "iperf")
+	addr, logs := loopbackAgent(t, toolserver.AgentTools{})
+	d := &Iperf2{Hosts: &AgentHosts{Peer: addr, Token: benchToken, Interval: time.Second}}
+	r, err := d.Run(context.Background(), Params{Test: agent.Test{Params: engine.Params{Streams: 2, Duration: time.Second, Interval: time.Second}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "tool started") || !strings.Contains(strings.Join(r.Tool.Server, " "), "--permit-key=REDACTED") {
+		t.Errorf("no redacted key where expected: server %q, log:\n%s", r.Tool.Server, logs.String())
+	}
+	for what, text := range map[string]string{"the agent's log": logs.String(), "the stored run": string(doc)} {
+		if k := permitKey.FindString(text); k != "" {
+			t.Errorf("%s holds the permit key: %s", what, k)
+		}
+	}
+	if r.End.SumReceived.Bytes == 0 {
+		t.Errorf("the run moved nothing: %+v", r.End)
+	}
+}
+
 // TestAgentPerftestNeedsAllow: perftest servers take no authentication,
 // so an agent starts them only when its operator allowed it.
 func TestAgentPerftestNeedsAllow(t *testing.T) {
@@ -170,5 +205,15 @@ func TestAgentPerftestNeedsAllow(t *testing.T) {
 	_, _, err := hosts.StartServer(context.Background(), toolserver.ToolServer{Tool: "ib_write_bw"}, 5*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "--allow-perftest") {
 		t.Errorf("perftest without --allow-perftest: %v", err)
+	}
+}
+
+// TestAgentTargetTokenHint: without a token, bench says where the token
+// comes from (the agent's --token-file), not that the agent printed it:
+// it never does.
+func TestAgentTargetTokenHint(t *testing.T) {
+	_, err := NewTarget(context.Background(), TargetConfig{Peer: "127.0.0.1", Driver: "iperf3"})
+	if err == nil || strings.Contains(err.Error(), "printed") || !strings.Contains(err.Error(), "--new-token-file") {
+		t.Errorf("no token: %v", err)
 	}
 }

@@ -155,6 +155,8 @@ func TestKubernetesManifests(t *testing.T) {
 		{"agent-daemonset.yaml", string(ds), "- --token-file\n            - /etc/linerate/node.key"},
 		{"agent-daemonset.yaml", string(ds), "hostPath:\n            path: /etc/linerate"},
 		{"agent-daemonset.yaml", string(ds), "- --relay-peers\n            - $(RELAY_PEERS)"},
+		{"agent-daemonset.yaml", string(ds), "exec:\n              command:\n                - linerate\n                - serve\n                - --check"},
+		{"agent-daemonset.yaml", string(ds), "- name: LINERATE_BIND\n              valueFrom:\n                fieldRef:\n                  fieldPath: status.podIP"},
 		{"agent-service.yaml", string(svc), "clusterIP: None"},
 		{"agent-service.yaml", string(svc), "name: linerate-agents"},
 		{"agent-service.yaml", string(svc), "component: agent"},
@@ -167,6 +169,11 @@ func TestKubernetesManifests(t *testing.T) {
 	}
 	// No agent holds a secret that opens the others: the DaemonSet
 	// mounts no Secret (one Secret is the same on every node).
+	// The readiness probe authenticates: a bare TCP probe is logged by
+	// every agent as a refused stranger every 10 s.
+	if strings.Contains(string(ds), "tcpSocket:") {
+		t.Error("agent-daemonset.yaml probes with tcpSocket: the agent logs it as a refused connection")
+	}
 	if strings.Contains(string(ds), "secretName:") {
 		t.Error("agent-daemonset.yaml mounts a Secret: every node would hold the same key")
 	}

@@ -65,7 +65,11 @@ func (a AgentTools) StartTool(req agent.ToolRequest) (agent.ToolProc, agent.Tool
 	if err != nil {
 		return nil, agent.ToolStart{}, err
 	}
-	extra, auth, dir, err := serverAuth(t.Tool, creds)
+	id, err := ToolIdentity()
+	if err != nil {
+		return nil, agent.ToolStart{}, err
+	}
+	extra, auth, dir, err := serverAuth(t.Tool, creds, id)
 	if err != nil {
 		return nil, agent.ToolStart{}, err
 	}
@@ -75,17 +79,21 @@ func (a AgentTools) StartTool(req agent.ToolRequest) (agent.ToolProc, agent.Tool
 		if dir != "" {
 			os.RemoveAll(dir)
 		}
-		return nil, agent.ToolStart{}, err
+		return nil, agent.ToolStart{}, errors.New(redacted(err.Error(), creds))
 	}
 	argv, _ = t.Argv()
-	return authedProc{p, dir}, agent.ToolStart{Argv: argv, Auth: auth}, nil
+	for i := range argv {
+		argv[i] = redacted(argv[i], creds)
+	}
+	return authedProc{p, dir, creds}, agent.ToolStart{Argv: argv, Auth: auth}, nil
 }
 
 // authedProc is a tool server with its credential files, removed when it
-// stops.
+// stops, and its output without the permit key (iperf prints it).
 type authedProc struct {
 	*Proc
-	dir string
+	dir   string
+	creds toolCreds
 }
 
 func (p authedProc) Stop() (float64, string, error) {
@@ -93,5 +101,5 @@ func (p authedProc) Stop() (float64, string, error) {
 	if p.dir != "" {
 		os.RemoveAll(p.dir)
 	}
-	return cpu, out, err
+	return cpu, redacted(out, p.creds), err
 }

@@ -12,11 +12,16 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // One-time credentials of the tool servers an agent starts. Both ends of
@@ -92,13 +97,30 @@ func agentRSAKey() (*rsa.PrivateKey, error) {
 	return iperf3Key, iperf3KeyErr
 }
 
+// permitKeyWindow is how long iperf's server takes keyed clients after
+// it starts (--permit-key-timeout): the client connects right after the
+// agent says the server runs, retrying for 5 s, so 10 s is ample; after
+// it the server takes nobody new and exits once its client is done. The
+// window replaces a connection count (-P): iperf counts a stranger's
+// connect-and-close as one of those, which would let a stranger end the
+// server under the client.
+const permitKeyWindow = "10"
+
+// authDirPrefix names the directories of iperf3 servers' credentials:
+// authDirPrefix, the PID of the agent that made it, "-", a random suffix
+// (CleanStale reads the PID back).
+const authDirPrefix = "linerate-iperf3-auth-p"
+
 // serverAuth prepares the files an authenticated tool server reads, in a
-// directory of its own (mode 0700), and returns the server's extra
-// arguments, what the client gets, and the directory to remove after.
-func serverAuth(tool string, c toolCreds) (args []string, auth json.RawMessage, dir string, err error) {
+// directory of its own, and returns the server's extra arguments, what
+// the client gets, and the directory to remove after. The directory is
+// this process's (mode 0750, group id.GID), the files the server's user's
+// (mode 0400): the server reads them as that user, and only this process
+// removes them.
+func serverAuth(tool string, c toolCreds, id Identity) (args []string, auth json.RawMessage, dir string, err error) {
 	switch tool {
 	case "iperf":
-		return []string{"--permit-key=" + c.permitKey}, nil, "", nil
+		return []string{"--permit-key=" + c.permitKey, "--permit-key-timeout", permitKeyWindow}, nil, "", nil
 	case "iperf3":
 	default:
 		return nil, nil, "", nil
@@ -115,14 +137,17 @@ func serverAuth(tool string, c toolCreds) (args []string, auth json.RawMessage, 
 	if err != nil {
 		return nil, nil, "", err
 	}
-	dir, err = os.MkdirTemp("", "linerate-iperf3-auth-")
+	dir, err = os.MkdirTemp("", authDirPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("making iperf3's credentials: %w", err)
 	}
 	keyPath, usersPath := filepath.Join(dir, "private.pem"), filepath.Join(dir, "users.csv")
 	err = errors.Join(
-		os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: priv}), 0o600),
-		os.WriteFile(usersPath, []byte(c.authorizedUser()), 0o600))
+		writeOwned(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: priv}), id),
+		writeOwned(usersPath, []byte(c.authorizedUser()), id))
+	if err == nil && id.Switch {
+		err = errors.Join(os.Chown(dir, os.Geteuid(), int(id.GID)), os.Chmod(dir, 0o750))
+	}
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, "", fmt.Errorf("writing iperf3's credentials: %w", err)
@@ -133,6 +158,68 @@ func serverAuth(tool string, c toolCreds) (args []string, auth json.RawMessage, 
 		return nil, nil, "", err
 	}
 	return []string{"--rsa-private-key-path", keyPath, "--authorized-users-path", usersPath}, auth, dir, nil
+}
+
+// writeOwned writes a new file readable by id's user only.
+func writeOwned(path string, b []byte, id Identity) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o400)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil && id.Switch {
+		err = f.Chown(int(id.UID), int(id.GID))
+	}
+	return errors.Join(err, f.Close())
+}
+
+// redacted is argv, or a server's output, with the iperf permit key
+// replaced: the client derives the key itself, so it never needs to read
+// it, and the agent's log, tool_started and stored runs must not hold it.
+func redacted(s string, c toolCreds) string {
+	if c.permitKey == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, c.permitKey, "REDACTED")
+}
+
+// CleanStale removes the iperf3 credential directories of agents of this
+// user that are gone (killed before they could remove them): directories
+// of this process's user only, not links, whose agent's PID no longer
+// runs. It returns how many it removed.
+func CleanStale() (int, error) {
+	tmp := os.TempDir()
+	ents, err := os.ReadDir(tmp)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil // no temporary directory (a distroless image): nothing left in it
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading %s: %w", tmp, err)
+	}
+	n := 0
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), authDirPrefix)
+		if !ok {
+			continue
+		}
+		spid, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(spid)
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		path := filepath.Join(tmp, e.Name())
+		var st unix.Stat_t
+		if unix.Lstat(path, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() {
+			continue
+		}
+		if err := unix.Kill(pid, 0); !errors.Is(err, unix.ESRCH) {
+			continue // that agent still runs (or the PID is another's now: left alone)
+		}
+		if os.RemoveAll(path) == nil {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // ClientAuth is what a tool's client needs to use a server the agent
@@ -177,13 +264,12 @@ func ClientAuthFor(tool string, secret []byte, auth json.RawMessage) (ClientAuth
 }
 
 // Command is the client's command: args, then the credentials'
-// arguments, with the credentials' environment.
+// arguments, with the credentials' environment added to this process's
+// without its tokens (Environ).
 func (a ClientAuth) Command(ctx context.Context, args []string) *exec.Cmd {
 	full := append(slices.Clip(args), a.args...)
 	cmd := exec.CommandContext(ctx, full[0], full[1:]...)
-	if len(a.env) > 0 {
-		cmd.Env = append(os.Environ(), a.env...)
-	}
+	cmd.Env = append(Environ(), a.env...)
 	return cmd
 }
 
@@ -193,4 +279,10 @@ func (a ClientAuth) Close() error {
 		return nil
 	}
 	return os.RemoveAll(a.dir)
+}
+
+// Command is the command of a tool's client that needs no credentials:
+// args, with this process's environment without its tokens (Environ).
+func Command(ctx context.Context, args []string) *exec.Cmd {
+	return ClientAuth{}.Command(ctx, args)
 }

@@ -13,13 +13,16 @@ type Proc struct {
 	cmd  *exec.Cmd
 	out  *tailBuffer
 	done chan struct{}
+	// endsItself: the server exits by itself when its client is done,
+	// so Stop waits a moment before interrupting it.
+	endsItself bool
 }
 
-// Launch starts argv through run, which starts the command,
+// launch starts argv through run, which starts the command,
 // says on started whether that worked, and if it did waits for it to end
 // (run goes on a goroutine of its own: the thread that forks a child may
 // have to last as long as the child).
-func Launch(argv []string, run func(cmd *exec.Cmd, started chan<- error)) (*Proc, error) {
+func launch(argv []string, run func(cmd *exec.Cmd, started chan<- error)) (*Proc, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	out := &tailBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -38,10 +41,14 @@ func Launch(argv []string, run func(cmd *exec.Cmd, started chan<- error)) (*Proc
 // Stop waits a moment for a server that ends by itself, then interrupts
 // it, then kills it.
 func (s *Proc) Stop() (float64, string, error) {
-	for _, step := range []struct {
+	steps := []struct {
 		sig  os.Signal
 		wait time.Duration
-	}{{nil, time.Second}, {os.Interrupt, time.Second}, {os.Kill, 5 * time.Second}} {
+	}{{nil, time.Second}, {os.Interrupt, time.Second}, {os.Kill, 5 * time.Second}}
+	if !s.endsItself {
+		steps = steps[1:]
+	}
+	for _, step := range steps {
 		if step.sig != nil {
 			s.cmd.Process.Signal(step.sig)
 		}

@@ -7,7 +7,7 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
-	"syscall"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -48,7 +48,11 @@ func (t ToolServer) Argv() ([]string, error) {
 	}
 	switch {
 	case t.Tool == "iperf3":
-		return append(t.withNet([]string{"iperf3", "-s", "-1"}, "-p", "-B"), t.extra...), nil
+		// No -1: iperf3 counts a connection that closes before sending
+		// its parameters as its one test and exits, so any stranger could
+		// end it before the client comes. It serves until the agent stops
+		// it.
+		return append(t.withNet([]string{"iperf3", "-s"}, "-p", "-B"), t.extra...), nil
 	case t.Tool == "iperf":
 		return append(t.withNet([]string{"iperf", "-s"}, "-p", "-B"), t.extra...), nil
 	case t.Tool == "netserver":
@@ -126,21 +130,36 @@ func validDevice(s string) bool {
 	return true
 }
 
-// Start starts t on this host, pinned to t.CPUs: what the agent
-// does for a remote client. The server dies with the agent (Pdeathsig), so
-// a killed agent leaves no port open. That signal comes when the thread
-// that forked the server ends, so the fork happens on a thread held for
-// the server's whole life — its affinity set first, for the child to
-// inherit — and thrown away after, so that no other goroutine inherits
-// the pinning.
-func Start(t ToolServer) (*Proc, error) {
+// Start starts t on this host, pinned to t.CPUs, without privilege
+// (privilege.go): what the agent does for a remote client.
+func Start(t ToolServer) (*Proc, error) { return StartIn(t, nil) }
+
+// StartIn is Start in the namespaces enter moves the calling thread into
+// (a lab host); nil enter: this host's. The server dies with this process
+// (Pdeathsig), so a killed agent or bench leaves no port open. That signal
+// comes when the thread that forked the server ends, so the fork happens
+// on a thread held for the server's whole life — in the namespaces, with
+// its affinity, no_new_privs and bounding set made for the child to
+// inherit — and thrown away after, so that no other goroutine runs with
+// any of it.
+func StartIn(t ToolServer, enter func() error) (*Proc, error) {
 	argv, err := t.Argv()
 	if err != nil {
 		return nil, err
 	}
-	return Launch(argv, func(cmd *exec.Cmd, started chan<- error) {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	id, err := ToolIdentity()
+	if err != nil {
+		return nil, err
+	}
+	p, err := launch(argv, func(cmd *exec.Cmd, started chan<- error) {
+		unprivileged(cmd, id)
 		osthread.Throwaway(func() error {
+			if enter != nil {
+				if err := enter(); err != nil {
+					started <- err
+					return nil
+				}
+			}
 			if len(t.CPUs) > 0 {
 				var set unix.CPUSet
 				for _, c := range t.CPUs {
@@ -151,7 +170,11 @@ func Start(t ToolServer) (*Proc, error) {
 					return nil
 				}
 			}
-			err := cmd.Start()
+			if err := dropThreadPrivileges(); err != nil {
+				started <- err
+				return nil
+			}
+			err := startMemlock(cmd, slices.Contains(PerftestTools, t.Tool))
 			started <- err
 			if err == nil {
 				cmd.Wait()
@@ -159,4 +182,45 @@ func Start(t ToolServer) (*Proc, error) {
 			return nil
 		})
 	})
+	if p != nil {
+		p.endsItself = t.endsItself()
+	}
+	return p, err
+}
+
+// endsItself reports whether the tool's server exits by itself once its
+// client is done (perftest's, iperf's once its permit key has expired),
+// so that stopping it first waits a moment for that.
+func (t ToolServer) endsItself() bool {
+	return t.Tool == "iperf" || slices.Contains(PerftestTools, t.Tool)
+}
+
+// forkMu keeps one perftest server's raised memory-lock limit from being
+// lowered under another's fork.
+var forkMu sync.Mutex
+
+// startMemlock starts cmd; with memlock, under an unlimited RLIMIT_MEMLOCK.
+// perftest registers its buffers with the RDMA device, which pins them
+// against the locked-memory limit unless the process has CAP_IPC_LOCK — a
+// server without privilege has not, and the usual 8 MiB is less than a
+// bandwidth test's buffers. Resource limits belong to the process, not the
+// thread, and os/exec has no hook between fork and exec: this process's
+// limit is raised across the fork (root is not bound by it) and put back
+// after, so only the child keeps it. Without CAP_SYS_RESOURCE it cannot
+// be raised, and the server starts with the limit as it is (perftest then
+// says it could not register its memory).
+func startMemlock(cmd *exec.Cmd, memlock bool) error {
+	if !memlock {
+		return cmd.Start()
+	}
+	forkMu.Lock()
+	defer forkMu.Unlock()
+	var old unix.Rlimit
+	inf := unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY}
+	raised := unix.Prlimit(0, unix.RLIMIT_MEMLOCK, &inf, &old) == nil
+	err := cmd.Start()
+	if raised {
+		unix.Prlimit(0, unix.RLIMIT_MEMLOCK, &old, nil)
+	}
+	return err
 }

@@ -20,6 +20,9 @@ func TestMain(m *testing.M) {
 	if port := os.Getenv("TOOLSERVER_TEST_PORT"); port != "" {
 		os.Exit(toolServerHolder(port))
 	}
+	if port := os.Getenv("TOOLSERVER_TEST_AUTH_PORT"); port != "" {
+		os.Exit(authHolder(port))
+	}
 	os.Exit(m.Run())
 }
 
@@ -41,7 +44,7 @@ func TestToolServerAllowlist(t *testing.T) {
 		t    ToolServer
 		want string
 	}{
-		{ToolServer{Tool: "iperf3", Port: 5201, Bind: "198.18.0.2"}, "iperf3 -s -1 -p 5201 -B 198.18.0.2"},
+		{ToolServer{Tool: "iperf3", Port: 5201, Bind: "198.18.0.2"}, "iperf3 -s -p 5201 -B 198.18.0.2"},
 		{ToolServer{Tool: "iperf"}, "iperf -s"},
 		{ToolServer{Tool: "ib_write_bw", Streams: 4, Perftest: PerftestParams{Device: "mlx5_0", GID: 3}},
 			"ib_write_bw --report_gbits -s 1048576 -n 5000 -q 4 -d mlx5_0 -x 3"},
@@ -128,7 +131,7 @@ func TestAgentToolsRefuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Stop()
-	if got := strings.Join(st.Argv, " "); !strings.HasPrefix(got, "iperf3 -s -1 -p 5299 -B 127.0.0.1 --rsa-private-key-path ") {
+	if got := strings.Join(st.Argv, " "); !strings.HasPrefix(got, "iperf3 -s -p 5299 -B 127.0.0.1 --rsa-private-key-path ") {
 		t.Errorf("argv %q: the tool must bind where the agent listens, with credentials", got)
 	}
 }

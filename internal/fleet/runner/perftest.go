@@ -32,12 +32,10 @@ func (p *LabPerftest) Run(ctx context.Context, s fleet.Spec) (fleet.Measurement,
 	if strings.HasSuffix(pp.Test, "_lat") {
 		return fleet.Measurement{}, fmt.Errorf("%s: a fleet's perftest tests measure bandwidth (ib_write_bw, ib_read_bw, ib_send_bw)", pp.Test)
 	}
-	srv, err := toolserver.Launch(toolserver.PerftestArgs(pp, s.Streams, 0), func(cmd *exec.Cmd, started chan<- error) {
-		err := lab.Start(p.Lab, lab.Host(s.To.Name), cmd)
-		started <- err
-		if err == nil {
-			cmd.Wait()
-		}
+	// Started as the agent starts tool servers: without privilege, from a
+	// thread that entered the receiving host.
+	srv, err := toolserver.StartIn(toolserver.ToolServer{Tool: pp.Test, Perftest: pp, Streams: s.Streams}, func() error {
+		return lab.Enter(p.Lab, lab.Host(s.To.Name))
 	})
 	if err != nil {
 		return fleet.Measurement{}, &fleet.HostDownError{Host: s.To.Name, Err: err}

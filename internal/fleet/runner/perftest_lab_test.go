@@ -40,6 +40,13 @@ func TestFleetPerftestLab(t *testing.T) {
 		t.Fatalf("no h03 in %v", members)
 	}
 	bin := t.TempDir()
+	// The stand-in servers run as the tool servers' own user, which must
+	// reach them: t.TempDir's root is root's, mode 0700.
+	for _, d := range []string{filepath.Dir(bin), bin} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	table := func(gbps string) string {
 		f := filepath.Join(bin, gbps+".txt")
 		out := "#bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n" +
