@@ -58,6 +58,9 @@ type benchFlags struct {
 	udpRate   string
 	udpLen    int
 	omitGiven bool
+
+	// Transactions, many flows on few threads, the receiver's copy.
+	txnFlags
 }
 
 func newBenchCmd(env *cliEnv) *cobra.Command {
@@ -162,6 +165,7 @@ Exit status: 0 it ran, 2 it could not.`,
 	fl.StringVar(&f.rate, "rate", "", "--latency: round trips per second, e.g. 10000 or 10k (default: as fast as replies come)")
 	fl.StringVarP(&f.udpRate, "bitrate", "b", "1M", "--udp: target bits per second, e.g. 1G or 500M; 0 unlimited")
 	fl.IntVarP(&f.udpLen, "length", "l", 1460, "--udp: datagram payload bytes (16 to 65507)")
+	addTxnFlags(cmd, &f.txnFlags)
 	fl.BoolVar(&f.labClient, bench.LabClientFlag, false, "the client of a lab run: read the test on stdin (linerate runs itself so in a lab host)")
 	fl.MarkHidden(bench.LabClientFlag)
 	return cmd
@@ -239,7 +243,7 @@ func runCampaign(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFla
 	if f.json {
 		progress = env.stderr // stdout holds the document only
 	}
-	c.Reporter = bench.NewTextReporter(progress, isTerminal(progress)).ForProbe(c.Spec.Run.Probe)
+	c.Reporter = bench.NewTextReporter(progress, isTerminal(progress)).ForProbe(c.Spec.Run.Probe).ForMode(c.Spec.Run.Mode)
 	sum, _, err := c.Run(ctx)
 	if err != nil {
 		if sum != nil && len(sum.Points) > 0 && !f.json {
@@ -327,11 +331,17 @@ func runOne(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFlags, t
 // them as they are.
 func (f benchFlags) spec(cmd *cobra.Command, peer string) (bench.Spec, error) {
 	f.omitGiven = cmd.Flags().Changed("omit")
+	if err := f.checkTxn(cmd); err != nil {
+		return bench.Spec{}, err
+	}
 	if err := f.checkProbe(cmd); err != nil {
 		return bench.Spec{}, err
 	}
 	p, err := f.params()
 	if err != nil {
+		return bench.Spec{}, err
+	}
+	if err := f.txnParams(cmd, &p); err != nil {
 		return bench.Spec{}, err
 	}
 	if f.repeat < 1 || f.repeat > 10000 {
@@ -345,6 +355,16 @@ func (f benchFlags) spec(cmd *cobra.Command, peer string) (bench.Spec, error) {
 	}
 	if f.sweep != "" && f.streams != 1 {
 		return s, errors.New("-P and --sweep-streams: give the stream counts in --sweep-streams only")
+	}
+	if f.sweepFlows != "" {
+		if s.Streams, err = bench.ParseFlows(f.sweepFlows); err != nil {
+			return s, err
+		}
+	}
+	if f.engine == "native" {
+		if err := checkShape(s); err != nil {
+			return s, err
+		}
 	}
 	if f.noStore && (f.db != "" || f.label != "") {
 		return s, errors.New("--no-store keeps nothing: drop --db and --label, or --no-store")
@@ -388,6 +408,8 @@ func (f benchFlags) checkEngine(p bench.Params) error {
 		return nil
 	case p.ZeroCopy != "":
 		return fmt.Errorf("--zerocopy is the native engine's: drop it for --engine %s", f.engine)
+	case p.Mode != result.Stream || p.Threads != 0 || p.SkipRxCopy != result.RxCopy:
+		return fmt.Errorf("--rr, --crr, --threads and --skip-rx-copy are the native engine's: drop them for --engine %s", f.engine)
 	case p.Congestion != "" || p.FQRate != 0:
 		return fmt.Errorf("--congestion and --fq-rate are the native engine's: drop them for --engine %s", f.engine)
 	}
@@ -428,8 +450,12 @@ func (f benchFlags) params() (bench.Params, error) {
 	case f.bidir:
 		p.Direction = result.Bidir
 	}
-	if f.streams < 1 || f.streams > engine.MaxStreams {
-		return p, fmt.Errorf("-P %d: must be 1 to %d", f.streams, engine.MaxStreams)
+	maxP := engine.MaxStreams
+	if f.threads > 0 && f.threads < f.streams {
+		maxP = engine.MaxFlows // flows that share threads are bounded as connections
+	}
+	if f.streams < 1 || f.streams > maxP {
+		return p, fmt.Errorf("-P %d: must be 1 to %d (up to %d with --threads fewer than the streams)", f.streams, maxP, engine.MaxFlows)
 	}
 	// Checked here, before any connection: the agent would refuse them
 	// only once the test is set up.
