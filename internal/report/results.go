@@ -37,7 +37,7 @@ func (b *builder) resultsSection() (*section, error) {
 	// percentiles do not.
 	var loose []*Run
 	for i := range b.ds.Runs {
-		if r := &b.ds.Runs[i]; !inCampaign[r.Result.RunID] && r.Result.End.Latency == nil {
+		if r := &b.ds.Runs[i]; !inCampaign[r.Result.RunID] && r.Result.End.Latency == nil && r.Result.End.Transactions == nil {
 			loose = append(loose, r)
 		}
 	}
@@ -81,6 +81,10 @@ func (b *builder) campaignResults(s *section, ci int, c *Campaign) error {
 		// Round trips: a ping-pong's bytes over time say nothing its
 		// percentiles do not.
 		s.addTable(latencyPointsTable(ci, c))
+		return nil
+	}
+	if isTransactions(c) {
+		s.addTable(transactionsPointsTable(ci, c))
 		return nil
 	}
 	s.addTable(b.pointsTable(ci, c))
