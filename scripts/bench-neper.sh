@@ -16,13 +16,16 @@
 #     1 thread, a connection per transaction; transactions/s);
 #   - stream: linerate bench lab:neper -P 100 --threads 2 against neper
 #     tcp_stream -F 100 -T 2 (the receiver's Gbit/s).
-# Placement: linerate pins thread i of each end to CPU i (mod the CPUs it
-# picks; on one machine a transaction's two ends share a CPU); neper runs
-# with --pin-cpu (-U), which pins its thread i to allowed CPU i on each
-# end: the same placement. NEPER_UNPINNED=1 leaves neper's threads to the
-# scheduler (its default) instead. It prints a Markdown table: medians,
-# ratios and every run, with CPU per transaction of both ends (user and
-# system time of both processes over the transactions).
+# Placement: both tools run pinned the same way, as linerate places
+# these tests by itself on this machine: linerate with -A CLIENT,SERVER
+# (its thread i on the i-th CPU of each end's list), neper under taskset
+# with those CPUs and --pin-cpu (-U: its thread i on the i-th allowed
+# CPU). rr: both ends on CPUs 0-1 (a flow's two ends share a CPU); crr:
+# both ends on CPU 0; stream: the senders on CPU 0, the receivers on CPU 1.
+# NEPER_UNPINNED=1 leaves neper's threads to the scheduler (its default)
+# instead. It prints a Markdown table: medians, ratios and every run, with
+# the cost of both ends (user and system time of both processes: CPU µs per
+# transaction, CPU s per Gbit).
 #
 # --engine-level runs the engine-level comparison instead (cmd/benchengine
 # -mode neper: linerate through package agent, without the CLI).
@@ -75,11 +78,9 @@ trap '"$lr" lab down --name neper >/dev/null; rm -rf "$work"' EXIT
 nsa="lr-neper-a"
 nsb="lr-neper-b"
 addr=198.18.0.2
-pin=(-U)
-placement="neper --pin-cpu (thread i on CPU i, each end), as linerate places its threads"
+placement="both pinned alike: linerate -A CLIENT,SERVER; neper under taskset -c with those CPUs and --pin-cpu"
 if [ "${NEPER_UNPINNED:-}" = 1 ]; then
-	pin=()
-	placement="neper's threads left to the scheduler (its default); linerate pinned"
+	placement="linerate pinned (-A); neper's threads left to the scheduler (its default)"
 fi
 
 # linerate_run KIND ARGS…: one run through the CLI; prints "value cpu_us"
@@ -100,15 +101,30 @@ linerate_run() {
 # neper_key FILE KEY: KEY=value from neper's output.
 neper_key() { sed -n "s/^$2=//p" "$1" | head -1; }
 
-# neper_run KIND PROG ARGS…: one run of neper, server in host b, client
-# in host a; prints "value cpu" as linerate_run does.
+# pinned CPUS: the command prefix that pins neper's threads to CPUS, one
+# thread a CPU in turn (none with NEPER_UNPINNED=1).
+pinned() {
+	if [ "${NEPER_UNPINNED:-}" = 1 ]; then
+		echo env
+	else
+		echo "taskset -c $1"
+	fi
+}
+
+# neper_run KIND PLACEMENT PROG ARGS…: one run of neper, server in host
+# b, client in host a, pinned as PLACEMENT (CLIENT,SERVER); prints "value
+# cpu" as linerate_run does.
 neper_run() {
-	local kind=$1 prog=$2
-	shift 2
-	ip netns exec $nsb "$NEPER_DIR/$prog" --nolog -l "$secs" "${pin[@]}" "$@" >"$work/ns.out" 2>&1 &
+	local kind=$1 place=$2 prog=$3
+	shift 3
+	local pin=()
+	[ "${NEPER_UNPINNED:-}" = 1 ] || pin=(-U)
+	# shellcheck disable=SC2046 # pinned prints a command and its arguments
+	ip netns exec $nsb $(pinned "${place#*,}") "$NEPER_DIR/$prog" --nolog -l "$secs" "${pin[@]}" "$@" >"$work/ns.out" 2>&1 &
 	local srv=$!
 	sleep 0.5
-	ip netns exec $nsa "$NEPER_DIR/$prog" --nolog -c -H $addr -l "$secs" "${pin[@]}" "$@" >"$work/nc.out" 2>&1 || { cat "$work/nc.out" >&2; kill $srv; return 1; }
+	# shellcheck disable=SC2046
+	ip netns exec $nsa $(pinned "${place%,*}") "$NEPER_DIR/$prog" --nolog -c -H $addr -l "$secs" "${pin[@]}" "$@" >"$work/nc.out" 2>&1 || { cat "$work/nc.out" >&2; kill $srv; return 1; }
 	wait $srv || true
 	local cpu=0 f
 	for f in "$work/nc.out" "$work/ns.out"; do
@@ -123,7 +139,7 @@ neper_run() {
 }
 
 compare() {
-	local what=$1 kind=$2 lrargs=$3 prog=$4 nargs=$5
+	local what=$1 kind=$2 place=$3 lrargs=$4 prog=$5 nargs=$6
 	local lv=() nv=() lc=() nc=() i
 	for ((i = 0; i < pairs; i++)); do
 		local first=lr
@@ -131,7 +147,7 @@ compare() {
 		for side in "$first" "$([ "$first" = lr ] && echo neper || echo lr)"; do
 			local v
 			# shellcheck disable=SC2086 # the argument lists are word lists
-			if [ "$side" = lr ]; then v=$(linerate_run "$kind" $lrargs); else v=$(neper_run "$kind" "$prog" $nargs); fi
+			if [ "$side" = lr ]; then v=$(linerate_run "$kind" -A "$place" $lrargs); else v=$(neper_run "$kind" "$place" "$prog" $nargs); fi
 			if [ "$side" = lr ]; then lv+=("$(cut -f1 <<<"$v")"); lc+=("$(cut -f2 <<<"$v")"); else nv+=("$(cut -f1 <<<"$v")"); nc+=("$(cut -f2 <<<"$v")"); fi
 		done
 	done
@@ -151,8 +167,8 @@ echo "placement: $placement; $pairs pairs of $secs s, alternating which goes fir
 echo
 echo "| comparison | linerate (median) | neper (median) | ratio | linerate runs | neper runs | cost, both ends (medians) |"
 echo "|---|---|---|---|---|---|---|"
-compare "rr: --rr --flows 10 --threads 2 vs tcp_rr -F 10 -T 2, transactions/s" rr "--rr --flows 10 --threads 2" tcp_rr "-F 10 -T 2"
-compare "crr: --crr vs tcp_crr (1 flow, 1 thread), transactions/s" crr "--crr" tcp_crr ""
-compare "stream: -P 100 --threads 2 vs tcp_stream -F 100 -T 2, receiver's Gbit/s" stream "-P 100 --threads 2" tcp_stream "-F 100 -T 2"
+compare "rr: --rr --flows 10 --threads 2 vs tcp_rr -F 10 -T 2, CPUs 0-1,0-1, transactions/s" rr 0-1,0-1 "--rr --flows 10 --threads 2" tcp_rr "-F 10 -T 2"
+compare "crr: --crr vs tcp_crr (1 flow, 1 thread), CPUs 0,0, transactions/s" crr 0,0 "--crr" tcp_crr ""
+compare "stream: -P 100 --threads 2 vs tcp_stream -F 100 -T 2, CPUs 0,1, receiver's Gbit/s" stream 0,1 "-P 100 --threads 2" tcp_stream "-F 100 -T 2"
 echo
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
