@@ -21,7 +21,8 @@
 # (its thread i on the i-th CPU of each end's list), neper under taskset
 # with those CPUs and --pin-cpu (-U: its thread i on the i-th allowed
 # CPU). rr: both ends on CPUs 0-1 (a flow's two ends share a CPU); crr:
-# both ends on CPU 0; stream: the senders on CPU 0, the receivers on CPU 1.
+# both ends on CPU 0; stream: the senders on CPU 0, the receivers on CPU 1,
+# and again on CPUs 0-1 at both ends (as neper --pin-cpu alone places it).
 # NEPER_UNPINNED=1 leaves neper's threads to the scheduler (its default)
 # instead. It prints a Markdown table: medians, ratios and every run, with
 # the cost of both ends (user and system time of both processes: CPU µs per
@@ -170,5 +171,6 @@ echo "|---|---|---|---|---|---|---|"
 compare "rr: --rr --flows 10 --threads 2 vs tcp_rr -F 10 -T 2, CPUs 0-1,0-1, transactions/s" rr 0-1,0-1 "--rr --flows 10 --threads 2" tcp_rr "-F 10 -T 2"
 compare "crr: --crr vs tcp_crr (1 flow, 1 thread), CPUs 0,0, transactions/s" crr 0,0 "--crr" tcp_crr ""
 compare "stream: -P 100 --threads 2 vs tcp_stream -F 100 -T 2, CPUs 0,1, receiver's Gbit/s" stream 0,1 "-P 100 --threads 2" tcp_stream "-F 100 -T 2"
+compare "stream, as neper --pin-cpu places itself: CPUs 0-1,0-1, receiver's Gbit/s" stream 0-1,0-1 "-P 100 --threads 2" tcp_stream "-F 100 -T 2"
 echo
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
