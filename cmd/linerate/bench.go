@@ -95,6 +95,13 @@ holds min, p25, p50, p90, p99, p99.9, p99.99, max, mean and stdev in µs.
 --udp alone sends UDP at -b bits per second (-l bytes per datagram) and
 reports loss, jitter and packets per second as iperf3 -u does.
 
+--rr makes request/response transactions as fast as they go over --flows
+connections on --threads threads per end (epoll), --size bytes each way
+(default 1), --depth outstanding per flow; --crr a new connection per
+transaction. end.transactions holds transactions/s, latency per transaction
+and each end's CPU per transaction. -P N --threads T carries N streams on
+T threads; --skip-rx-copy receives without copying (MSG_TRUNC).
+
 PEER is HOST or HOST:PORT, where 'linerate serve' runs (it also starts the
 iperf3/iperf2/perftest server there, pinned as asked), or lab:NAME to run
 between the two hosts of a lab ('linerate lab up --name NAME').
@@ -125,7 +132,10 @@ Exit status: 0 it ran, 2 it could not.`,
   linerate bench lab:demo -t 10 --reverse
   linerate bench 192.168.15.102 --latency --rate 10k -A 6,6 -t 10
   linerate bench 192.168.15.102 --latency --udp --engine sockperf -A 6,6
-  linerate bench 192.168.15.102 --udp -b 1G -l 1472`,
+  linerate bench 192.168.15.102 --udp -b 1G -l 1472
+  linerate bench lab:demo --rr --flows 10 --threads 2
+  linerate bench 192.168.15.102 --crr --sweep-flows 1,10,100 --repeat 3
+  linerate bench 192.168.15.102 -P 100 --threads 2 --skip-rx-copy`,
 		Args: exactArgs("PEER"),
 		RunE: func(cmd *cobra.Command, args []string) error { return run(cmd, args[0], f) },
 	}
@@ -161,7 +171,7 @@ Exit status: 0 it ran, 2 it could not.`,
 	fl.IntVar(&f.perftest.GID, "gid-index", 0, "RoCE GID index for perftest (-x)")
 	fl.BoolVar(&f.latency, "latency", false, "measure round trips: a ping-pong of one message at a time (TCP_NODELAY, or UDP with --udp), end.latency")
 	fl.BoolVarP(&f.udp, "udp", "u", false, "UDP: with --latency a UDP ping-pong; alone a UDP stream at -b (loss, jitter, packets per second, as iperf3 -u)")
-	fl.IntVar(&f.size, "size", 64, "--latency: message bytes (14 to 65507)")
+	fl.IntVar(&f.size, "size", 64, "--latency: message bytes (14 to 65507); --rr/--crr: request and response bytes (default 1, up to 1M)")
 	fl.StringVar(&f.rate, "rate", "", "--latency: round trips per second, e.g. 10000 or 10k (default: as fast as replies come)")
 	fl.StringVarP(&f.udpRate, "bitrate", "b", "1M", "--udp: target bits per second, e.g. 1G or 500M; 0 unlimited")
 	fl.IntVarP(&f.udpLen, "length", "l", 1460, "--udp: datagram payload bytes (16 to 65507)")
