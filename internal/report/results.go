@@ -241,6 +241,9 @@ func (b *builder) runsTable() *table {
 		case res.End.Latency != nil: // its bytes are round trips, not goodput
 			rate, share = "p50 "+usText(res.End.Latency.RTTUs.P50)+" µs (latency)", "—"
 			cl, sv = "—", "—" // CPU per Gbit of a few kbit/s means nothing
+		case res.End.Transactions != nil: // its bytes are requests and responses, not goodput
+			rate, share = strconv.FormatFloat(res.End.Transactions.PerSecond, 'f', 0, 64)+" transactions/s", "—"
+			cl, sv = "—", "—" // its CPU is per transaction, in the Transactions section
 		}
 		if res.Start.Protocol == result.UDP { // UDP retransmits nothing: its loss is in the UDP table
 			retr = "—"

@@ -86,6 +86,9 @@ func TestTransactionsSection(t *testing.T) {
 	if pt == nil || len(pt.Rows) != len(outs) || !strings.Contains(strings.Join(pt.Classes, " "), "best") {
 		t.Fatalf("campaign table %+v: want a row per rr run, one best", pt)
 	}
+	if rt := tableOf(m, "runs"); rt == nil || len(rt.Rows) == 0 || !strings.HasSuffix(rt.Rows[0][5], " transactions/s") || rt.Rows[0][8] != "— / —" {
+		t.Errorf("every run's table: %+v; want transactions/s, not Gbit/s or CPU per Gbit", rt)
+	}
 	if !strings.HasPrefix(m.Verdict, "Transactions, not throughput, were measured: the most is a median of ") {
 		t.Errorf("verdict of transactions alone: %q", m.Verdict)
 	}
