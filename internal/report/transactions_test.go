@@ -62,7 +62,7 @@ func TestTransactionsSection(t *testing.T) {
 	}
 	for i, row := range tab.Rows {
 		x := runs[i].Result.End.Transactions
-		if row[0] != runs[i].Label || row[1] != string(x.Mode) || row[2] != strconv.Itoa(x.Flows)+" on "+strconv.Itoa(x.Threads) ||
+		if row[0] != runName(&runs[i]) || row[1] != string(x.Mode) || row[2] != strconv.Itoa(x.Flows)+" on "+strconv.Itoa(x.Threads) ||
 			row[6] != strconv.FormatFloat(x.PerSecond, 'f', 0, 64) || row[7] == "–" || row[11] == "–" || row[12] == "–" {
 			t.Errorf("row %q: want the run's mode, flows on threads, rate, p50 and CPU per transaction of both ends (%+v)", row, x)
 		}
