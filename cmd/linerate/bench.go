@@ -58,6 +58,9 @@ type benchFlags struct {
 	udpRate   string
 	udpLen    int
 	omitGiven bool
+
+	// Transactions, many flows on few threads, the receiver's copy.
+	txnFlags
 }
 
 func newBenchCmd(env *cliEnv) *cobra.Command {
@@ -92,6 +95,13 @@ holds min, p25, p50, p90, p99, p99.9, p99.99, max, mean and stdev in µs.
 --udp alone sends UDP at -b bits per second (-l bytes per datagram) and
 reports loss, jitter and packets per second as iperf3 -u does.
 
+--rr makes request/response transactions as fast as they go over --flows
+connections on --threads threads per end (epoll), --size bytes each way
+(default 1), --depth outstanding per flow; --crr a new connection per
+transaction. end.transactions holds transactions/s, latency per transaction
+and each end's CPU per transaction. -P N --threads T carries N streams on
+T threads; --skip-rx-copy receives without copying (MSG_TRUNC).
+
 PEER is HOST or HOST:PORT, where 'linerate serve' runs (it also starts the
 iperf3/iperf2/perftest server there, pinned as asked), or lab:NAME to run
 between the two hosts of a lab ('linerate lab up --name NAME').
@@ -122,7 +132,10 @@ Exit status: 0 it ran, 2 it could not.`,
   linerate bench lab:demo -t 10 --reverse
   linerate bench 192.168.15.102 --latency --rate 10k -A 6,6 -t 10
   linerate bench 192.168.15.102 --latency --udp --engine sockperf -A 6,6
-  linerate bench 192.168.15.102 --udp -b 1G -l 1472`,
+  linerate bench 192.168.15.102 --udp -b 1G -l 1472
+  linerate bench lab:demo --rr --flows 10 --threads 2
+  linerate bench 192.168.15.102 --crr --sweep-flows 1,10,100 --repeat 3
+  linerate bench 192.168.15.102 -P 100 --threads 2 --skip-rx-copy`,
 		Args: exactArgs("PEER"),
 		RunE: func(cmd *cobra.Command, args []string) error { return run(cmd, args[0], f) },
 	}
@@ -158,10 +171,11 @@ Exit status: 0 it ran, 2 it could not.`,
 	fl.IntVar(&f.perftest.GID, "gid-index", 0, "RoCE GID index for perftest (-x)")
 	fl.BoolVar(&f.latency, "latency", false, "measure round trips: a ping-pong of one message at a time (TCP_NODELAY, or UDP with --udp), end.latency")
 	fl.BoolVarP(&f.udp, "udp", "u", false, "UDP: with --latency a UDP ping-pong; alone a UDP stream at -b (loss, jitter, packets per second, as iperf3 -u)")
-	fl.IntVar(&f.size, "size", 64, "--latency: message bytes (14 to 65507)")
+	fl.IntVar(&f.size, "size", 64, "--latency: message bytes (14 to 65507); --rr/--crr: request and response bytes (default 1, up to 1M)")
 	fl.StringVar(&f.rate, "rate", "", "--latency: round trips per second, e.g. 10000 or 10k (default: as fast as replies come)")
 	fl.StringVarP(&f.udpRate, "bitrate", "b", "1M", "--udp: target bits per second, e.g. 1G or 500M; 0 unlimited")
 	fl.IntVarP(&f.udpLen, "length", "l", 1460, "--udp: datagram payload bytes (16 to 65507)")
+	addTxnFlags(cmd, &f.txnFlags)
 	fl.BoolVar(&f.labClient, bench.LabClientFlag, false, "the client of a lab run: read the test on stdin (linerate runs itself so in a lab host)")
 	fl.MarkHidden(bench.LabClientFlag)
 	// -P's long name is --streams in every command; iperf3's --parallel
@@ -242,7 +256,7 @@ func runCampaign(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFla
 	if f.json {
 		progress = env.stderr // stdout holds the document only
 	}
-	c.Reporter = bench.NewTextReporter(progress, isTerminal(progress)).ForProbe(c.Spec.Run.Probe)
+	c.Reporter = bench.NewTextReporter(progress, isTerminal(progress)).ForProbe(c.Spec.Run.Probe).ForMode(c.Spec.Run.Mode)
 	sum, _, err := c.Run(ctx)
 	if err != nil {
 		if sum != nil && len(sum.Points) > 0 && !f.json {
@@ -333,11 +347,17 @@ func runOne(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFlags, t
 // them as they are.
 func (f benchFlags) spec(cmd *cobra.Command, peer string) (bench.Spec, error) {
 	f.omitGiven = cmd.Flags().Changed("omit")
+	if err := f.checkTxn(cmd); err != nil {
+		return bench.Spec{}, err
+	}
 	if err := f.checkProbe(cmd); err != nil {
 		return bench.Spec{}, err
 	}
 	p, err := f.params()
 	if err != nil {
+		return bench.Spec{}, err
+	}
+	if err := f.txnParams(cmd, &p); err != nil {
 		return bench.Spec{}, err
 	}
 	if f.repeat < 1 || f.repeat > 10000 {
@@ -351,6 +371,16 @@ func (f benchFlags) spec(cmd *cobra.Command, peer string) (bench.Spec, error) {
 	}
 	if f.sweep != "" && f.streams != 1 {
 		return s, errors.New("-P and --sweep-streams: give the stream counts in --sweep-streams only")
+	}
+	if f.sweepFlows != "" {
+		if s.Streams, err = bench.ParseFlows(f.sweepFlows); err != nil {
+			return s, err
+		}
+	}
+	if f.engine == "native" {
+		if err := checkShape(s); err != nil {
+			return s, err
+		}
 	}
 	if f.noStore && (f.db != "" || f.label != "") {
 		return s, errors.New("--no-store keeps nothing: drop --db and --label, or --no-store")
@@ -394,6 +424,8 @@ func (f benchFlags) checkEngine(p bench.Params) error {
 		return nil
 	case p.ZeroCopy != "":
 		return fmt.Errorf("--zerocopy is the native engine's: drop it for --engine %s", f.engine)
+	case p.Mode != result.Stream || p.Threads != 0 || p.SkipRxCopy != result.RxCopy:
+		return fmt.Errorf("--rr, --crr, --threads and --skip-rx-copy are the native engine's: drop them for --engine %s", f.engine)
 	case p.Congestion != "" || p.FQRate != 0:
 		return fmt.Errorf("--congestion and --fq-rate are the native engine's: drop them for --engine %s", f.engine)
 	}
@@ -434,8 +466,12 @@ func (f benchFlags) params() (bench.Params, error) {
 	case f.bidir:
 		p.Direction = result.Bidir
 	}
-	if f.streams < 1 || f.streams > engine.MaxStreams {
-		return p, fmt.Errorf("-P %d: must be 1 to %d", f.streams, engine.MaxStreams)
+	maxP := engine.MaxStreams
+	if f.threads > 0 && f.threads < f.streams {
+		maxP = engine.MaxFlows // flows that share threads are bounded as connections
+	}
+	if f.streams < 1 || f.streams > maxP {
+		return p, fmt.Errorf("-P %d: must be 1 to %d (up to %d with --threads fewer than the streams)", f.streams, maxP, engine.MaxFlows)
 	}
 	// Checked here, before any connection: the agent would refuse them
 	// only once the test is set up.

@@ -16,8 +16,8 @@ func (f benchFlags) checkProbe(cmd *cobra.Command) error {
 	fl := cmd.Flags()
 	if !f.latency && !f.udp {
 		for _, n := range []string{"size", "rate", "bitrate", "length"} {
-			if fl.Changed(n) {
-				return fmt.Errorf("--%s is for --latency or --udp", n)
+			if fl.Changed(n) && !(n == "size" && (f.rr || f.crr)) {
+				return fmt.Errorf("--%s is for --latency or --udp%s", n, map[bool]string{true: " (and --size for --rr/--crr)"}[n == "size"])
 			}
 		}
 		return nil

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/linerate/linerate/internal/bench"
+	"github.com/linerate/linerate/internal/result"
 )
 
 // parseBench parses a `linerate bench` command line with the CLI's own
@@ -87,6 +88,12 @@ func TestReproduceRoundTrip(t *testing.T) {
 		"10.0.0.2 --latency --size 128 --rate 10k -A 3,4 --repeat 3",
 		"10.0.0.2 --latency --udp -O 0.2 --placements '0,0;0,1'",
 		"10.0.0.2 --udp -b 500M -l 1200 -t 3",
+		// Transactions, many flows on few threads, the receiver's copy.
+		"10.0.0.2 --rr --flows 10 --threads 2 --size 100 --depth 4 -A 0,1",
+		"10.0.0.2 --crr --sweep-flows 1,10,100 --threads 2 --repeat 2",
+		"lab:demo --rr --repeat 3 -t 3",
+		"10.0.0.2 -P 100 --threads 2 --skip-rx-copy",
+		"10.0.0.2 -P 4 --skip-rx-copy=zerocopy_receive -R",
 		// The other engines.
 		"10.0.0.2 --engine iperf3 -P 2 -A 1,2 --repeat 2",
 		"10.0.0.2 --engine iperf2 --sweep-streams 1,8 -R",
@@ -108,6 +115,7 @@ func TestReproduceRoundTrip(t *testing.T) {
 				want.Repeat, want.Streams, want.Placements = 1, nil, nil
 				if spec.Run.Probe == nil {
 					want.Run.Streams = p.Streams
+					want.Run.Params = bench.CapThreads(want.Run.Params)
 				}
 				want.Run.Pinning = p.Pinning
 				if !reflect.DeepEqual(got, want) {
@@ -115,5 +123,61 @@ func TestReproduceRoundTrip(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBenchTxnFlags: the transaction and many-flow flags reach the run's
+// parameters, and combinations that mean nothing are refused before
+// anything connects, each with a line that names the flag.
+func TestBenchTxnFlags(t *testing.T) {
+	s := parseBench(t, []string{"h", "--crr", "--flows", "30", "--threads", "2"})
+	if r := s.Run; r.Mode != result.CRR || r.Streams != 30 || r.Threads != 2 || r.Size != 1 || r.Depth != 0 {
+		t.Errorf("--crr --flows 30 --threads 2: %+v", r.Params)
+	}
+	s = parseBench(t, []string{"h", "-P", "100", "--threads", "2", "--skip-rx-copy"})
+	if r := s.Run; r.Mode != result.Stream || r.Streams != 100 || r.Threads != 2 || r.SkipRxCopy != result.MsgTrunc {
+		t.Errorf("-P 100 --threads 2 --skip-rx-copy: %+v", r.Params)
+	}
+	s = parseBench(t, []string{"h", "--rr", "--sweep-flows", "1,10,1000"})
+	if !reflect.DeepEqual(s.Streams, []int{1, 10, 1000}) || s.Run.Mode != result.RR {
+		t.Errorf("--rr --sweep-flows 1,10,1000: streams %v, mode %q", s.Streams, s.Run.Mode)
+	}
+	for _, tc := range []struct{ args, want string }{
+		{"--rr --crr", "pick one"},
+		{"--rr --latency", "pick one"},
+		{"--rr -P 4", "--parallel is for TCP streams"},
+		{"--crr --skip-rx-copy", "--skip-rx-copy is for TCP streams"},
+		{"--flows 4", "--flows is for --rr or --crr"},
+		{"--depth 2", "--depth is for --rr or --crr"},
+		{"--size 100", "--size is for --latency or --udp (and --size for --rr/--crr)"},
+		{"--crr --depth 2", "depth 2"},
+		{"--rr --depth 65", "--depth 65"},
+		{"--rr --flows 5000", "--flows 5000"},
+		{"--rr --flows 4 --threads 8", "8 threads for 4 flows"},
+		{"--rr --size 0", "--size 0"}, {"--crr --size 2000000", "--size 2000000"},
+		{"--rr --flows 4 --sweep-flows 1,2", "--sweep-flows only"},
+		{"--rr --sweep-flows 1,9999", "not a flow count"},
+		{"-P 200", "-P 200: must be 1 to 128"},
+		{"-P 5000 --threads 2", "-P 5000: must be 1 to 4096"},
+		{"--threads 0", "--threads 0"},
+		{"--latency --threads 2", "not --latency or --udp"},
+		{"--skip-rx-copy=copy", "unknown receive method"},
+		{"-P 4 --threads 2 --zerocopy=msg_zerocopy", "msg_zerocopy needs a thread per stream"},
+		{"--rr --engine iperf3", "native engine's"},
+		{"-P 4 --threads 2 --engine iperf3", "native engine's"},
+	} {
+		cmd := benchCommand(func(cmd *cobra.Command, peer string, f benchFlags) error {
+			spec, err := f.spec(cmd, peer)
+			if err == nil {
+				err = f.checkEngine(spec.Run)
+			}
+			return err
+		})
+		cmd.SetArgs(append([]string{"h"}, strings.Fields(tc.args)...))
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("bench h %s: %v; want an error naming %q", tc.args, err, tc.want)
+		}
 	}
 }

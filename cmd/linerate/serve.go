@@ -28,6 +28,7 @@ type serveFlags struct {
 	tokenFile     string
 	newTokenFile  string
 	once          bool
+	maxClients    int
 	maxDuration   time.Duration
 	allowPerftest bool
 	allowSockperf bool
@@ -52,7 +53,8 @@ func newServeCmd(env *cliEnv) *cobra.Command {
 		Long: `serve is the other end of 'linerate bench': it authenticates clients with a
 shared token (HMAC challenge-response both ways; the token never crosses the
 wire, and every message after the handshake carries a MAC under a key of that
-session), runs their tests one at a time (others are told "busy"), and sends
+session), runs their tests one at a time (others are told "busy"; --max-clients N runs
+N clients' tests at once, each with its own result), and sends
 back per-interval telemetry of this host: per-CPU busy, irq and softirq load,
 NET_RX/NET_TX softirqs and the interrupts of the NIC under test.
 
@@ -128,6 +130,7 @@ the metrics (--metrics) add linerate_mesh_*.`,
 	fl.StringVar(&f.newTokenFile, "new-token-file", "", "write a new random token to this file (mode 600, never overwritten) and exit")
 	fl.StringVar(&f.nodeKey, "node-key", "", "with --new-token-file and --token-file FLEET-SECRET: write node NAME's key, derived from the fleet's secret, instead of a new token")
 	fl.BoolVar(&f.once, "once", false, "exit after one test")
+	fl.IntVar(&f.maxClients, "max-clients", 1, fmt.Sprintf("run this many clients' tests at once (fan-in), 1 to %d; others are told busy", agent.MaxClientsLimit))
 	fl.DurationVar(&f.maxDuration, "max-duration", agent.DefaultMaxDuration, "refuse tests longer than this")
 	fl.BoolVar(&f.allowPerftest, "allow-perftest", false, "start perftest servers for clients (they take no authentication)")
 	fl.BoolVar(&f.allowSockperf, "allow-sockperf", false, "start sockperf servers for clients (bench --latency --engine sockperf; they take no authentication, and over UDP answer any source address)")
@@ -176,6 +179,9 @@ func runServe(cmd *cobra.Command, env *cliEnv, f serveFlags) error {
 	if f.maxDuration <= 0 {
 		return errors.New("--max-duration must be positive, e.g. 10m or 1h")
 	}
+	if f.maxClients < 1 || f.maxClients > agent.MaxClientsLimit {
+		return fmt.Errorf("--max-clients %d: must be 1 to %d", f.maxClients, agent.MaxClientsLimit)
+	}
 	meshCfg, err := f.mesh.config()
 	if err != nil {
 		return err
@@ -216,12 +222,16 @@ func runServe(cmd *cobra.Command, env *cliEnv, f serveFlags) error {
 	if bind.IsUnspecified() {
 		fmt.Fprintf(env.stderr, "linerate: listening on every address of this host (--bind %s): any network that reaches it reaches the agent\n", bind)
 	}
-	fmt.Fprintf(env.stdout, "%s%s (one test at a time; Ctrl-C stops)\n", agent.ListeningPrefix, ln.Addr())
+	at := "one test at a time"
+	if f.maxClients > 1 {
+		at = fmt.Sprintf("up to %d tests at once", f.maxClients)
+	}
+	fmt.Fprintf(env.stdout, "%s%s (%s; Ctrl-C stops)\n", agent.ListeningPrefix, ln.Addr(), at)
 	ctx, stop := interruptible(cmd)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(env.stderr, nil))
 	prepareTools(log)
-	srv := &agent.Server{Token: token, MaxDuration: f.maxDuration, Once: f.once, RelayPeers: relayPeers, RelayPort: f.relayPort, Mesh: meshCfg,
+	srv := &agent.Server{Token: token, MaxDuration: f.maxDuration, Once: f.once, MaxClients: f.maxClients, RelayPeers: relayPeers, RelayPort: f.relayPort, Mesh: meshCfg,
 		Logger: log,
 		Tools:  toolserver.AgentTools{AllowPerftest: f.allowPerftest, AllowSockperf: f.allowSockperf}, Doctor: doctor.LiveReport, Annotate: annotateTune}
 	if err := startMetrics(ctx, env, f.metrics, srv.MeshFigures); err != nil {

@@ -239,6 +239,9 @@ func (c *client) totals(em *endMsg) result.End {
 	}
 	e.Unread = result.HostUnread{Client: c.smp.Unread(), Server: em.Unread}
 	c.otherLoad(&e, em)
+	if em.Shared {
+		e.Foreign.Notes = append(e.Foreign.Notes, SharedNote)
+	}
 	if c.p.Mode != result.Stream {
 		e.Transactions = c.transactions(e, em)
 	} else {
@@ -309,6 +312,10 @@ func (c *client) rxCopy(em *endMsg, rcvClient, rcvServer uint64) *result.RxCopyR
 	}
 	return r
 }
+
+// SharedNote is end.foreign.notes' line for a test the agent ran beside
+// another client's (serve --max-clients).
+const SharedNote = "server: another client's test ran on the agent at the same time (serve --max-clients): the server's CPU time is this test's threads' only, and the other test's load is in neither end's other load"
 
 // otherLoad puts both ends' other load on the end: with both ends on one
 // machine, each end's report counts the other end's threads and process

@@ -50,7 +50,7 @@ func (ms *meshSession) runTput(p *meshPeer) {
 	ms.node.busy.Store(true)
 	defer ms.node.busy.Store(false)
 	srv.mu.Lock()
-	active := srv.active != nil
+	active := len(srv.active) > 0
 	srv.mu.Unlock()
 	log := ms.node.log.With("peer", p.name)
 	if active {

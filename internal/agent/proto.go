@@ -386,11 +386,15 @@ type endMsg struct {
 	// What the agent's receivers did of the copy (engine.Side.RxCopy):
 	// the method used, why it is not the one asked, the bytes a zerocopy
 	// receiver mapped and copied, the receiving threads' CPU seconds.
-	RxMethod    result.SkipRxCopy `json:"rx_method,omitempty"`
-	RxNote      string            `json:"rx_note,omitempty"`
-	RxMapped    uint64            `json:"rx_mapped,omitempty"`
-	RxCopied    uint64            `json:"rx_copied,omitempty"`
-	RxThreadCPU float64           `json:"rx_thread_cpu_seconds,omitempty"`
+	RxMethod result.SkipRxCopy `json:"rx_method,omitempty"`
+	// Shared says another client's test ran on the agent beside this
+	// one: CPUSeconds is then this test's threads' CPU time, not the
+	// process's, and the split into user and system time is absent.
+	Shared      bool    `json:"shared,omitempty"`
+	RxNote      string  `json:"rx_note,omitempty"`
+	RxMapped    uint64  `json:"rx_mapped,omitempty"`
+	RxCopied    uint64  `json:"rx_copied,omitempty"`
+	RxThreadCPU float64 `json:"rx_thread_cpu_seconds,omitempty"`
 }
 
 // check bounds an end of a test of n connections.

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,14 +25,24 @@ import (
 // it accepts connections ("Listening on 198.18.0.2:5301").
 const ListeningPrefix = "Listening on "
 
+// MaxClientsLimit bounds Server.MaxClients: each test may hold
+// engine.MaxFlows connections and a thread per CPU.
+const MaxClientsLimit = 64
+
 // Server is the peer agent (`linerate serve`): it authenticates clients
-// and runs their tests, one at a time.
+// and runs their tests, MaxClients of them at once.
 type Server struct {
 	// Token is the shared secret clients must prove they hold.
 	Token []byte
 	// MaxDuration bounds a test's duration and warm-up; 0 means
 	// DefaultMaxDuration.
 	MaxDuration time.Duration
+	// MaxClients is how many clients' tests run at once (serve
+	// --max-clients); 0 means 1. A client beyond them is told "busy".
+	// Each test has its own session, data connections and result; a
+	// test that ran beside another reports its own threads' CPU time
+	// rather than the process's (endMsg.Shared).
+	MaxClients int
 	// Once makes Serve return after the first test that started, however
 	// it ended (a refused request does not count), as iperf3 -1 does.
 	Once bool
@@ -84,7 +96,7 @@ type Server struct {
 	mesh    atomic.Pointer[meshNode]
 
 	mu        sync.Mutex
-	active    *session // the test running, if any
+	active    map[*session]bool // the tests running
 	nonces    nonceLog
 	doctoring atomic.Bool // a Doctor call is running
 	gate      *gate
@@ -331,22 +343,49 @@ func refusalKind(p *pending, err error) string {
 	return kindGarbage
 }
 
-// claim makes c's session the running test, unless one runs.
 // byeWait is how long a busy agent waits for an authenticated client's
 // first message to tell a check (bye) from a client refused.
 const byeWait = time.Second
 
+// claim makes c's session one of the running tests, unless MaxClients
+// run; a stalled one gives way (giveWay).
 func (s *Server) claim(c *conn, keys sessionKeys, host result.HostInfo, log *slog.Logger) (*session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.meshBusy(); err != nil {
 		return nil, err
 	}
-	if s.active != nil && !s.active.giveWay(log) {
-		return nil, fmt.Errorf("a test from %s is running", s.active.ctrl.c.RemoteAddr())
+	if s.active == nil {
+		s.active = map[*session]bool{}
 	}
-	s.active = &session{srv: s, ctrl: c, keys: keys, host: host, log: log, yield: newYielding()}
-	return s.active, nil
+	if len(s.active) >= max(s.MaxClients, 1) {
+		var from []string
+		for ss := range s.active {
+			if ss.giveWay(log) {
+				delete(s.active, ss)
+				break
+			}
+			from = append(from, ss.ctrl.c.RemoteAddr().String())
+		}
+		if len(s.active) >= max(s.MaxClients, 1) {
+			slices.Sort(from)
+			if len(from) == 1 {
+				return nil, fmt.Errorf("a test from %s is running", from[0])
+			}
+			return nil, fmt.Errorf("%d tests are running (from %s), as many as serve --max-clients allows", len(from), strings.Join(from, ", "))
+		}
+	}
+	ss := &session{srv: s, ctrl: c, keys: keys, host: host, log: log, yield: newYielding()}
+	if len(s.active) > 0 {
+		// Each running test, and this one, shares the process with
+		// another from now on.
+		ss.shared.Store(true)
+		for o := range s.active {
+			o.shared.Store(true)
+		}
+	}
+	s.active[ss] = true
+	return ss, nil
 }
 
 // free ends the session's claim on the agent. Sessions call it before
@@ -358,9 +397,7 @@ func (ss *session) free() { ss.srv.release(ss) }
 func (s *Server) release(sess *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.active == sess {
-		s.active = nil
-	}
+	delete(s.active, sess)
 }
 
 // handleData reads a data connection's preamble and hands it to the test
@@ -383,8 +420,14 @@ func (s *Server) handleData(p *pending, first []byte) {
 		return
 	}
 	s.mu.Lock()
-	sess := s.active
-	if sess == nil || sess.testID == nil || !h.proves(sess.keys.data, sess.testID) {
+	var sess *session
+	for ss := range s.active {
+		if ss.testID != nil && h.proves(ss.keys.data, ss.testID) {
+			sess = ss
+			break
+		}
+	}
+	if sess == nil {
 		err = errors.New("unknown test or wrong proof (no test expects it)")
 	} else {
 		s.gate.leave(p)
@@ -421,6 +464,10 @@ type session struct {
 	data   chan dataConn
 
 	yield yielding // a stalled test gives way to a new client (fault.go)
+	// shared is set once another client's test ran at the same time as
+	// this one (Server.MaxClients above 1): the process's CPU time is
+	// then not this test's alone.
+	shared atomic.Bool
 
 	// ticket is the relay ticket the client authenticated with, if any:
 	// it allows the one test it was issued for.

@@ -29,6 +29,8 @@ type TextReporter struct {
 	// udp says the campaign sends UDP datagrams: its intervals are told
 	// in datagrams, without TCP's retransmits.
 	udp bool
+	// mode is a transaction campaign's (rr, crr): its points count flows.
+	mode result.Mode
 
 	mu     sync.Mutex
 	status string
@@ -53,11 +55,22 @@ func (p *TextReporter) ForProbe(probe *agent.ProbeTest) *TextReporter {
 	return p
 }
 
+// ForMode makes the status lines of a transaction campaign (mode rr or
+// crr) count flows instead of streams. It returns p.
+func (p *TextReporter) ForMode(mode result.Mode) *TextReporter {
+	p.mode = mode
+	return p
+}
+
 // RunStarting shows which run begins and the campaign's ETA.
 func (p *TextReporter) RunStarting(i, n int, pt Point, eta time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	line := fmt.Sprintf("run %d/%d · %d stream%s · placement %s · ETA %s", i+1, n, pt.Streams, plural(pt.Streams), pt.Pinning, clock(eta))
+	what := "stream"
+	if p.mode != result.Stream {
+		what = string(p.mode) + " flow"
+	}
+	line := fmt.Sprintf("run %d/%d · %d %s%s · placement %s · ETA %s", i+1, n, pt.Streams, what, plural(pt.Streams), pt.Pinning, clock(eta))
 	if p.tty {
 		p.status = line
 		p.redraw()
@@ -68,6 +81,10 @@ func (p *TextReporter) RunStarting(i, n int, pt Point, eta time.Duration) {
 
 // Interval prints one interval of the run in progress.
 func (p *TextReporter) Interval(i int, iv result.Interval) {
+	if iv.Transactions != nil {
+		p.println(TxnIntervalLine(iv))
+		return
+	}
 	if p.pingPong > 0 {
 		p.println(PingPongIntervalLine(iv, p.pingPong))
 		return
@@ -90,6 +107,8 @@ func (p *TextReporter) RunDone(i, n int, id int64, r *result.Result) {
 	} else if u := r.End.UDP; u != nil {
 		p.println(fmt.Sprintf("run %d/%d: %.2f Gbit/s received, lost %d/%d (%.2g%%), jitter %.3f ms%s", i+1, n, r.Gbps(),
 			u.LostPackets, u.Packets, u.LostPercent, u.JitterMS, stored))
+	} else if t := r.End.Transactions; t != nil {
+		p.println(fmt.Sprintf("run %d/%d: %s%s", i+1, n, txnDone(t), stored))
 	} else {
 		p.println(fmt.Sprintf("run %d/%d: %.2f Gbit/s received, %d retransmits%s", i+1, n, r.Gbps(), r.End.SumSent.Retransmits, stored))
 	}

@@ -59,6 +59,29 @@ func ParseStreams(s string) ([]int, error) {
 	return out, nil
 }
 
+// ParseFlows reads --sweep-flows: flow counts of a transaction test
+// (--rr, --crr) separated by commas.
+func ParseFlows(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 || n > engine.MaxFlows {
+			return nil, fmt.Errorf("--sweep-flows: %q is not a flow count from 1 to %d", f, engine.MaxFlows)
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--sweep-flows %q names no flow count (e.g. 1,10,100)", s)
+	}
+	return out, nil
+}
+
 // Params are one run's settings, as the CLI builds them once: the test as
 // the agent's client runs it (agent.Test: the engine's parameters, the -A
 // pinning, a probe), and what the external drivers take beside it. A
@@ -185,7 +208,17 @@ func (s Spec) Design() explain.Design {
 func (s Spec) params(p Point) Params {
 	r := s.Run
 	r.Streams, r.Pinning = p.Streams, p.Pinning
+	r.Params = CapThreads(r.Params)
 	return r.withDefaults()
+}
+
+// CapThreads gives p at most a thread per connection: a sweep's points of
+// fewer flows than --threads run on a thread each.
+func CapThreads(p engine.Params) engine.Params {
+	if p.Threads > 0 {
+		p.Threads = min(p.Threads, p.Connections())
+	}
+	return p
 }
 
 // Command returns the command line that reproduces one point of the
@@ -214,6 +247,10 @@ func (s Spec) CampaignCommand() string {
 // writes back to the same spec: TestReproduceRoundTrip).
 func (s Spec) commandLine(streams []int, places []agent.Pinning, repeat int, alwaysP bool) string {
 	r := s.Run.withDefaults()
+	if len(streams) == 1 {
+		r.Streams = streams[0]
+		r.Params = CapThreads(r.Params)
+	}
 	args := []string{"linerate", "bench", ShellQuote(s.Peer)}
 	if s.Driver != "" && s.Driver != "native" {
 		args = append(args, "--engine", s.Driver)
@@ -225,16 +262,21 @@ func (s Spec) commandLine(streams []int, places []agent.Pinning, repeat int, alw
 	if r.Interval != time.Second {
 		args = append(args, "-i", durationArg(r.Interval))
 	}
+	countFlag, sweepFlag := "-P", "--sweep-streams"
+	if r.Mode != result.Stream {
+		countFlag, sweepFlag = "--flows", "--sweep-flows"
+		args = append(args, "--"+string(r.Mode))
+	}
 	switch {
 	case len(streams) > 1:
 		parts := make([]string, len(streams))
 		for i, n := range streams {
 			parts[i] = strconv.Itoa(n)
 		}
-		args = append(args, "--sweep-streams", strings.Join(parts, ","))
+		args = append(args, sweepFlag, strings.Join(parts, ","))
 	case r.Probe != nil: // one stream, and -P is refused beside --latency and --udp
 	case alwaysP || streams[0] > 1:
-		args = append(args, "-P", strconv.Itoa(streams[0]))
+		args = append(args, countFlag, strconv.Itoa(streams[0]))
 	}
 	switch {
 	case len(places) > 1:
@@ -284,6 +326,18 @@ func engineArgs(r Params) []string {
 	}
 	if r.FQRate > 0 {
 		a = append(a, "--fq-rate", strconv.FormatUint(r.FQRate, 10))
+	}
+	if r.Threads > 0 {
+		a = append(a, "--threads", strconv.Itoa(r.Threads))
+	}
+	if r.Mode != result.Stream {
+		a = append(a, "--size", strconv.Itoa(r.Size))
+		if r.Depth > 0 {
+			a = append(a, "--depth", strconv.Itoa(r.Depth))
+		}
+	}
+	if r.SkipRxCopy != result.RxCopy {
+		a = append(a, "--skip-rx-copy="+string(r.SkipRxCopy))
 	}
 	return a
 }
@@ -338,7 +392,11 @@ func RunCommand(r *result.Result, label string) string {
 	var p Params
 	p.Params = engine.Params{Streams: st.Streams, Duration: secondsOf(st.DurationS), Omit: secondsOf(st.OmitS),
 		Interval: secondsOf(st.IntervalS), Direction: st.Direction, Window: st.Window.Requested,
-		ZeroCopy: st.ZeroCopy, Congestion: st.Congestion, FQRate: st.FQRate}
+		ZeroCopy: st.ZeroCopy, Congestion: st.Congestion, FQRate: st.FQRate,
+		Mode: st.Mode, Size: st.Size, Depth: st.Depth, SkipRxCopy: st.SkipRxCopy}
+	if st.Threads > 0 && (st.Mode != result.Stream || st.Threads < st.Streams) {
+		p.Threads = st.Threads // shared threads; a thread per stream is the default
+	}
 	if strings.Contains(st.Placement.Source, "user") {
 		p.Pinning = agent.Pinning{Client: st.Placement.Client, Server: st.Placement.Server}
 	}

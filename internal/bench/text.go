@@ -39,8 +39,16 @@ func ProbeTextProgress(w io.Writer, verbose bool, probe *agent.ProbeTest) func(r
 		switch d := e.Data.(type) {
 		case *result.Start:
 			st = *d
+			if d.Mode != result.Stream {
+				writeTxnStart(w, d)
+				return
+			}
 			writeStart(w, d, size > 0)
 		case *result.Interval:
+			if st.Mode != result.Stream {
+				writeTxnInterval(w, d, &st, verbose)
+				return
+			}
 			if size > 0 {
 				writePingPongInterval(w, d, &st, size, verbose)
 				return
@@ -51,7 +59,14 @@ func ProbeTextProgress(w io.Writer, verbose bool, probe *agent.ProbeTest) func(r
 			}
 			writeInterval(w, d, &st, verbose)
 		case *result.End:
-			writeEnd(w, d)
+			if d.Transactions != nil {
+				writeTxnEnd(w, d)
+			} else {
+				writeEnd(w, d)
+			}
+			if l := RxCopyLine(d.RxCopy); l != "" {
+				fmt.Fprintln(w, l)
+			}
 			writeOtherLoad(w, &result.Result{Start: st, End: *d})
 		}
 	}
@@ -96,6 +111,7 @@ func writeStart(w io.Writer, s *result.Start, pingPong bool) {
 	for _, n := range s.Notes {
 		fmt.Fprintf(w, "Note: %s\n", n)
 	}
+	writeFlowsLine(w, s)
 	fmt.Fprint(w, sharedCPUsNote(s))
 	if pingPong {
 		fmt.Fprintln(w, "[ ID] Interval           Round trips   per second   p50 µs   p99 µs")

@@ -531,6 +531,19 @@ func (s *Side) RxCopy() (method result.SkipRxCopy, note string, mapped, copied u
 	return s.rx, s.rxNote, mapped, copied, result.Round3(float64(ns) / 1e9)
 }
 
+// ThreadCPU is the CPU time (s) of this end's stream threads over the
+// measured window, by their own clocks: what this test cost when the
+// process runs others beside it (MeasuredCPU counts the whole process).
+func (s *Side) ThreadCPU() float64 {
+	var ns int64
+	for _, w := range s.workers {
+		if w.cpuLast > w.cpuOmit {
+			ns += w.cpuLast - w.cpuOmit
+		}
+	}
+	return result.Round3(float64(ns) / 1e9)
+}
+
 // ZeroCopy sums the MSG_ZEROCOPY counters of this end's senders.
 func (s *Side) ZeroCopy() (sends, completions, copied uint64) {
 	for _, st := range s.streams {

@@ -62,6 +62,10 @@ type PointSummary struct {
 	// Gap is where the point's missing gigabits went, its runs' time
 	// added up (package gap); absent where its runs have no TCP account.
 	Gap *result.Gap `json:"gap,omitempty"`
+	// Transactions is a transaction campaign's (bench --rr/--crr),
+	// absent otherwise; its Gbit/s fields above then count the
+	// requests' and responses' bytes only.
+	Transactions *TransactionsPoint `json:"transactions,omitempty"`
 }
 
 // CPUCost is CPU seconds per Gbit on each end.
@@ -96,6 +100,9 @@ type Best struct {
 	// for throughput campaigns).
 	MedianP50Us *float64 `json:"median_p50_us,omitempty"`
 	MedianP99Us *float64 `json:"median_p99_us,omitempty"`
+	// MedianPerSecond is the best transaction point's transactions per
+	// second, the figure it is best by (absent for other campaigns).
+	MedianPerSecond *float64 `json:"median_per_second,omitempty"`
 }
 
 // BucketName names bucket i of n, as a point's buckets are listed: from
@@ -197,9 +204,23 @@ func Summarize(d Design, outs []Outcome, topo Topology, ceiling *float64) *Summa
 		// The lowest p50; points without one come last.
 		best = max(LowestP50(len(s.Points), func(i int) *LatencyPoint { return s.Points[i].Latency }), 0)
 	}
+	if isTransactionsSummary(s) {
+		for i, p := range s.Points {
+			if p.Transactions.MedianPerSecond > s.Points[best].Transactions.MedianPerSecond {
+				best = i
+			}
+		}
+	}
 	bp := s.Points[best]
 	s.Best = &Best{Streams: bp.Streams, Placement: bp.Placement, MedianGbps: bp.MedianGbps,
 		Command: commandOf(points, bp)}
+	if t := bp.Transactions; t != nil {
+		v := t.MedianPerSecond
+		s.Best.MedianPerSecond = &v
+		s.Explanation = append(s.Explanation, fmt.Sprintf("Most transactions per second: %d flows, placement %s (%.0f/s): %s",
+			bp.Streams, bp.Placement, v, s.Best.Command))
+		return s
+	}
 	if pingPong {
 		s.Best.MedianP50Us, s.Best.MedianP99Us = bp.Latency.MedianP50Us, bp.Latency.MedianP99Us
 		s.Explanation = append(s.Explanation, compareLatencyPoints(d, s, runsOf, best, topo)...)
@@ -261,6 +282,11 @@ func summarizePoint(p Point, outs []Outcome, topo Topology, ceiling *float64, pi
 	}
 	ps.CPUPerGbit = cpuCost(outs)
 	name := fmt.Sprintf("%d stream%s, placement %s", p.Streams, plural(p.Streams), ps.Placement)
+	if ps.Transactions = SummarizeTransactions(outs); ps.Transactions != nil {
+		// A transaction's bytes follow from its count: its variance is
+		// told in transactions per second, not in Gbit/s buckets.
+		return ps, append(explainNICPoint(name, runs(outs)), transactionsSentence(&ps))
+	}
 	if pingPong {
 		// A ping-pong's bytes follow from its round trips: its variance is
 		// told in µs, by the runs' p50s, not in Gbit/s buckets.

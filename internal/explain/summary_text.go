@@ -15,6 +15,12 @@ func WriteSummary(w io.Writer, s *Summary) error {
 	if s.CampaignID != 0 {
 		fmt.Fprintf(&b, "campaign %d: %s to %s\n", s.CampaignID, s.Engine, s.Peer)
 	}
+	if isTransactionsSummary(s) {
+		writeTransactionsSummary(&b, s)
+		writeExplanation(&b, s)
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
 	if isLatencySummary(s) {
 		writeLatencySummary(&b, s)
 		writeExplanation(&b, s)

@@ -483,6 +483,9 @@ func campaignFrom(c *store.Campaign, sum *explain.Summary, have map[int64]*store
 			if sp.Latency != nil {
 				p.Latency = explain.SummarizeLatency(outcomesOf(ids, have))
 			}
+			if sp.Transactions != nil {
+				p.Transactions = explain.SummarizeTransactions(outcomesOf(ids, have))
+			}
 		}
 		if ci := p.CI95Gbps; ci != nil && !(known(ci[0]) && known(ci[1]) && ci[1] > 0) {
 			p.CI95Gbps = nil // none when the campaign had too few runs for one
@@ -513,6 +516,8 @@ func campaignFrom(c *store.Campaign, sum *explain.Summary, have map[int64]*store
 	switch {
 	case isPingPong(&out):
 		out.Best = bestLatency(out.Points)
+	case isTransactions(&out):
+		out.Best = bestTransactions(out.Points)
 	case len(kept) == len(total) && sum.Best != nil:
 		out.Best = &Best{Streams: sum.Best.Streams, Placement: sum.Best.Placement, MedianGbps: sum.Best.MedianGbps}
 	default:

@@ -124,7 +124,7 @@ func Build(ds Dataset) (*Model, error) {
 	m.Verdict = b.verdict()
 	for _, mk := range []func() (*section, error){
 		b.hostsSection, b.ceilingSection, b.gapSection, b.findingsSection, b.resultsSection, b.rdmaSection, b.comparisonSection,
-		b.varianceSection, b.latencySection, b.c2cSection, b.tuningSection, b.environmentSection, b.commandsSection,
+		b.varianceSection, b.latencySection, b.transactionsSection, b.c2cSection, b.tuningSection, b.environmentSection, b.commandsSection,
 	} {
 		s, err := mk()
 		if err != nil {

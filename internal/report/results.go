@@ -37,7 +37,7 @@ func (b *builder) resultsSection() (*section, error) {
 	// percentiles do not.
 	var loose []*Run
 	for i := range b.ds.Runs {
-		if r := &b.ds.Runs[i]; !inCampaign[r.Result.RunID] && r.Result.End.Latency == nil {
+		if r := &b.ds.Runs[i]; !inCampaign[r.Result.RunID] && r.Result.End.Latency == nil && r.Result.End.Transactions == nil {
 			loose = append(loose, r)
 		}
 	}
@@ -81,6 +81,10 @@ func (b *builder) campaignResults(s *section, ci int, c *Campaign) error {
 		// Round trips: a ping-pong's bytes over time say nothing its
 		// percentiles do not.
 		s.addTable(latencyPointsTable(ci, c))
+		return nil
+	}
+	if isTransactions(c) {
+		s.addTable(transactionsPointsTable(ci, c))
 		return nil
 	}
 	s.addTable(b.pointsTable(ci, c))
@@ -237,6 +241,9 @@ func (b *builder) runsTable() *table {
 		case res.End.Latency != nil: // its bytes are round trips, not goodput
 			rate, share = "p50 "+usText(res.End.Latency.RTTUs.P50)+" µs (latency)", "—"
 			cl, sv = "—", "—" // CPU per Gbit of a few kbit/s means nothing
+		case res.End.Transactions != nil: // its bytes are requests and responses, not goodput
+			rate, share = strconv.FormatFloat(res.End.Transactions.PerSecond, 'f', 0, 64)+" transactions/s", "—"
+			cl, sv = "—", "—" // its CPU is per transaction, in the Transactions section
 		}
 		if res.Start.Protocol == result.UDP { // UDP retransmits nothing: its loss is in the UDP table
 			retr = "—"

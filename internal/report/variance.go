@@ -47,7 +47,7 @@ func (b *builder) campaignVariance(s *section, ci int, c *Campaign) error {
 		s.Blocks = append(s.Blocks, block{Items: items})
 	}
 	groups := b.campaignGroups(c)
-	if !isPingPong(c) { // a ping-pong's spread is in its explanation and table, in µs, not Gbit/s
+	if !isPingPong(c) && !isTransactions(c) { // their spread is in their explanation and table, in µs or per second, not Gbit/s
 		s.addTable(b.bucketTable(ci, c))
 		dc, err := b.dotsChart(fmt.Sprintf("dots-c%d", ci+1), groups)
 		if err != nil {

@@ -46,7 +46,7 @@ func (b *builder) bestOf(keep func(id int64) bool) *measured {
 	for ci := range b.ds.Campaigns {
 		for pi := range b.ds.Campaigns[ci].Points {
 			p := &b.ds.Campaigns[ci].Points[pi]
-			if kept(p.RunIDs) && p.Latency == nil { // a ping-pong's bytes are no throughput
+			if kept(p.RunIDs) && p.Latency == nil && p.Transactions == nil { // a ping-pong's or a transaction's bytes are no throughput
 				better(&measured{gbps: p.MedianGbps, runIDs: p.RunIDs, point: p,
 					what: fmt.Sprintf("median of %d run%s, %d stream%s, placement %s", len(p.RunIDs), plural(len(p.RunIDs)), p.Streams, plural(p.Streams), orDash(p.Placement))})
 			}
@@ -55,7 +55,7 @@ func (b *builder) bestOf(keep func(id int64) bool) *measured {
 	if m == nil {
 		for i := range b.ds.Runs {
 			r := &b.ds.Runs[i]
-			if r.Result.Error != "" || r.Result.End.Latency != nil { // cut short, or a ping-pong: no throughput result
+			if r.Result.Error != "" || r.Result.End.Latency != nil || r.Result.End.Transactions != nil { // cut short, a ping-pong or transactions: no throughput result
 				continue
 			}
 			if ids := []int64{r.Result.RunID}; kept(ids) {
@@ -91,6 +91,9 @@ func (b *builder) verdictHead() string {
 		m := b.best()
 		if l := b.latencyVerdict(); m == nil && l != "" {
 			return l
+		}
+		if t := b.transactionsVerdict(); m == nil && t != "" {
+			return t
 		}
 		return verdictSentence(b.verdictFacts(m, b.path))
 	}
