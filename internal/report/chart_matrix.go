@@ -35,6 +35,38 @@ func newMatrixGeom(n, longest int) matrixGeom {
 	return g
 }
 
+// labels writes the hosts' names along the rows and the columns, every
+// name when the cells are large enough and every n-th one otherwise, the
+// marked ones always and in the blamed style (a fleet's outliers, a
+// mesh's suspects), and the axes' title below the grid.
+func (g matrixGeom) labels(s *scene, names []string, rowMark, colMark map[int]bool, title string) {
+	n := len(names)
+	every := 1
+	if g.cell < 13 {
+		every = int(math.Ceil(13 / g.cell))
+	}
+	for i := 0; i < n; i++ {
+		y := g.top + float64(i)*g.cell
+		x := g.left + float64(i)*g.cell
+		rowClass, colClass := "tick", "tick"
+		if rowMark[i] {
+			rowClass = "tick fl-blamed"
+		}
+		if colMark[i] {
+			colClass = "tick fl-blamed"
+		}
+		if i%every == 0 || rowMark[i] || colMark[i] {
+			s.text(rowClass, g.left-6, y+g.cell/2+4, "end", names[i])
+			if g.vertical {
+				s.vtext(colClass, x+g.cell/2+4, g.top-8-labelW(len([]rune(names[i])))/2, names[i])
+			} else {
+				s.text(colClass, x+g.cell/2, g.top-8, "middle", names[i])
+			}
+		}
+	}
+	s.text("axis-title", g.left, g.top+float64(n)*g.cell+18, "start", title)
+}
+
 // matrixChart draws the fleet's matrix: rows send, columns receive, the
 // fill of a cell its Gbit/s against the best test's; slow tests are
 // outlined, failed ones crossed; an outlier host's row (send side) or
@@ -91,30 +123,7 @@ func (fb *fleetBuilder) matrixChart() (*chart, error) {
 
 	g := newMatrixGeom(n, longest)
 	s := &scene{}
-	every := 1
-	if g.cell < 13 {
-		every = int(math.Ceil(13 / g.cell)) // label every n-th host when cells are small
-	}
-	for i := 0; i < n; i++ {
-		y := g.top + float64(i)*g.cell
-		x := g.left + float64(i)*g.cell
-		rowClass, colClass := "tick", "tick"
-		if sendOut[i] {
-			rowClass = "tick fl-blamed"
-		}
-		if recvOut[i] {
-			colClass = "tick fl-blamed"
-		}
-		if i%every == 0 || sendOut[i] || recvOut[i] {
-			s.text(rowClass, g.left-6, y+g.cell/2+4, "end", names[i])
-			if g.vertical {
-				s.vtext(colClass, x+g.cell/2+4, g.top-8-labelW(len([]rune(names[i])))/2, names[i])
-			} else {
-				s.text(colClass, x+g.cell/2, g.top-8, "middle", names[i])
-			}
-		}
-	}
-	s.text("axis-title", g.left, g.top+float64(n)*g.cell+18, "start", "rows send, columns receive")
+	g.labels(s, names, sendOut, recvOut, "rows send, columns receive")
 	for i := 0; i < n; i++ {
 		for j := 0; j < n; j++ {
 			x, y := g.left+float64(j)*g.cell, g.top+float64(i)*g.cell

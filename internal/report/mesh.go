@@ -127,30 +127,7 @@ func (mb *meshBuilder) heatmap(k meshMetric) (*chart, error) {
 	}
 	g := newMatrixGeom(n, longest)
 	s := &scene{}
-	every := 1
-	if g.cell < 13 {
-		every = int(math.Ceil(13 / g.cell))
-	}
-	for i := 0; i < n; i++ {
-		y := g.top + float64(i)*g.cell
-		x := g.left + float64(i)*g.cell
-		rowClass, colClass := "tick", "tick"
-		if sendSus[i] {
-			rowClass = "tick fl-blamed"
-		}
-		if recvSus[i] {
-			colClass = "tick fl-blamed"
-		}
-		if i%every == 0 || sendSus[i] || recvSus[i] {
-			s.text(rowClass, g.left-6, y+g.cell/2+4, "end", names[i])
-			if g.vertical {
-				s.vtext(colClass, x+g.cell/2+4, g.top-8-labelW(len([]rune(names[i])))/2, names[i])
-			} else {
-				s.text(colClass, x+g.cell/2, g.top-8, "middle", names[i])
-			}
-		}
-	}
-	s.text("axis-title", g.left, g.top+float64(n)*g.cell+18, "start", "rows probe, columns are probed")
+	g.labels(s, names, sendSus, recvSus, "rows probe, columns are probed")
 	for i := 0; i < n; i++ {
 		for j := 0; j < n; j++ {
 			x, y := g.left+float64(j)*g.cell, g.top+float64(i)*g.cell
