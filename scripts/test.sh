@@ -40,12 +40,15 @@ go test "${flags[@]}" -exec /bin/true ./... >"$logdir/compile" 2>&1 || { cat "$l
 # at a time within a lane (a lab test's figures are compared with a
 # reference measured at the same moment, so a neighbour slows both sides
 # alike, but two lab tests of one package would share its fixed lab names).
-# The lanes hold disjoint lab names: internal/lab and cmd/linerate share
-# t-mtu, so they are in one lane. Every other package (parsers, models,
-# captured trees) runs in the third lane. LINERATE_TEST_LANES=1 runs
-# everything in one lane, one package at a time, as CI does: on a busy
-# shared runner a slower run is worth more than a flaky one.
-lane1=(./cmd/linerate ./internal/lab ./internal/bench ./internal/engine ./internal/report)
+# The lanes hold disjoint lab names: cmd/linerate and internal/lab share
+# t-mtu and t-many, internal/lab and internal/doctor t-shaped, so those
+# three are in one lane; internal/ethtool and internal/nicstats share
+# lr-optics0 in the third. Every other package (parsers, models, captured
+# trees) runs in the third lane beside bench's and report's labs.
+# LINERATE_TEST_LANES=1 runs everything in one lane, one package at a
+# time, as CI does: on a busy shared runner a slower run is worth more
+# than a flaky one.
+lane1=(./cmd/linerate ./internal/lab ./internal/doctor ./internal/engine)
 lane2=(./internal/fleet/runner ./internal/agent ./internal/fleet/launch ./internal/metrics)
 [ -d internal/mesh ] && lane2+=(./internal/mesh)
 rest=()
@@ -62,10 +65,10 @@ fi
 # 9>&-: the lock is this script's, not inherited by the tests' children,
 # so a daemon a test leaked cannot hold it after the run.
 run_lane() { # name packages...
-	local name=$1
+	local name=$1 rc=0
 	shift
-	CGO_ENABLED=1 go test "${flags[@]}" -p 1 "$@" -args -test.gocoverdir="$covdir" >"$logdir/$name" 2>&1 9>&-
-	echo $? >"$logdir/$name.rc"
+	CGO_ENABLED=1 go test "${flags[@]}" -p 1 "$@" -args -test.gocoverdir="$covdir" >"$logdir/$name" 2>&1 9>&- || rc=$?
+	echo "$rc" >"$logdir/$name.rc"
 }
 start=$SECONDS
 rc=0
@@ -79,7 +82,7 @@ else
 	wait
 	for l in lane1 lane2 rest; do
 		cat "$logdir/$l"
-		r=$(cat "$logdir/$l.rc")
+		r=$(cat "$logdir/$l.rc" 2>/dev/null || echo 1)
 		[ "$r" = 0 ] || rc=$r
 	done
 fi

@@ -362,20 +362,20 @@ func TestMeshLab(t *testing.T) {
 			}
 			return 0, out.String()
 		}
-		if code, out := inSwitch("mesh", "up", "--hosts", hosts, "--ssh-config", ssh.Config, "--name", "t-ssh"); code != 0 || !strings.Contains(out, "8 agents probing 56 pairs") {
+		if code, out := inSwitch("mesh", "up", "--hosts", hosts, "--ssh-config", ssh.Config, "--name", "t-mssh"); code != 0 || !strings.Contains(out, "8 agents probing 56 pairs") {
 			t.Fatalf("mesh up --hosts: exit %d\n%s", code, out)
 		}
 		if a := meshAgents(installed, "--mesh-peers"); len(a) != 8 {
 			t.Errorf("%d agents from the copied binary, want 8", len(a))
 		}
 		time.Sleep(15 * time.Second)
-		code, out := inSwitch("mesh", "status", "--name", "t-ssh", "--json")
+		code, out := inSwitch("mesh", "status", "--name", "t-mssh", "--json")
 		var d mesh.Doc
 		if err := json.Unmarshal([]byte(out), &d); err != nil {
 			t.Fatalf("mesh status: exit %d: %v\n%s", code, err, out)
 		}
 		checkAllOK(t, &d)
-		if code, out := inSwitch("mesh", "down", "--name", "t-ssh"); code != 0 {
+		if code, out := inSwitch("mesh", "down", "--name", "t-mssh"); code != 0 {
 			t.Fatalf("mesh down: exit %d\n%s", code, out)
 		}
 		if a := meshAgents(installed, "--mesh-peers"); len(a) > 0 {
