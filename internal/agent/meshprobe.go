@@ -358,6 +358,9 @@ func (ms *meshSession) take(b []byte, from netip.AddrPort, rx int64) {
 		return
 	}
 	rtt := int64(-1)
+	// Which clock timed the answer, counted with the rest under ms.mu
+	// (the status and the tests read the counts).
+	kernelStamp, userStamp := false, false
 	sp := &p.sent[h.ack%64]
 	if sp.seq == h.ack {
 		out := sp.user
@@ -366,11 +369,7 @@ func (ms *meshSession) take(b []byte, from netip.AddrPort, rx int64) {
 		}
 		c := &p.carriers[h.seq%64]
 		*c = carrier{seq: h.seq, ack: h.ack, raw: max(rx-out, 1)}
-		if sp.kernel != 0 {
-			p.kernelTx++
-		} else {
-			p.userTx++
-		}
+		kernelStamp, userStamp = sp.kernel != 0, sp.kernel == 0
 	}
 	// The peer's previous probe: now its acknowledged probe's round trip
 	// is known, once per probe.
@@ -384,6 +383,12 @@ func (ms *meshSession) take(b []byte, from netip.AddrPort, rx int64) {
 		}
 	}
 	ms.mu.Lock()
+	if kernelStamp {
+		p.kernelTx++
+	}
+	if userStamp {
+		p.userTx++
+	}
 	p.record(h.ack, h.epoch, uint64(h.count), rtt, h.flags)
 	ms.mu.Unlock()
 }
