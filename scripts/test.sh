@@ -45,9 +45,11 @@ go test "${flags[@]}" -exec /bin/true ./... >"$logdir/compile" 2>&1 || { cat "$l
 # three are in one lane; internal/ethtool and internal/nicstats share
 # lr-optics0 in the third. Every other package (parsers, models, captured
 # trees) runs in the third lane beside bench's and report's labs.
-# LINERATE_TEST_LANES=1 runs everything in one lane, one package at a
-# time, as CI does: on a busy shared runner a slower run is worth more
-# than a flaky one.
+# One lane is the default (and CI's): LINERATE_TEST_LANES=3 runs the three
+# lanes at once, about 12 min instead of 20 on 2 CPUs, but there the
+# gap's busy-receiver lab case reads the planted busy loop as network
+# loss (the other lanes load both CPUs), so it is opt-in until that case
+# holds under load.
 lane1=(./cmd/linerate ./internal/lab ./internal/doctor ./internal/engine)
 lane2=(./internal/fleet/runner ./internal/agent ./internal/fleet/launch ./internal/metrics)
 [ -d internal/mesh ] && lane2+=(./internal/mesh)
@@ -56,7 +58,7 @@ for p in $(go list ./...); do
 	rel=./${p#github.com/linerate/linerate/}
 	case " ${lane1[*]} ${lane2[*]} " in *" $rel "*) ;; *) rest+=("$rel") ;; esac
 done
-lanes=${LINERATE_TEST_LANES:-3}
+lanes=${LINERATE_TEST_LANES:-1}
 exec 9>"$lock"
 if ! flock -w 3600 9; then
 	echo "gave up waiting for $lock after 1 h: is a test run stuck? see 'fuser $lock'"
