@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -142,23 +143,38 @@ func runReport(cmd *cobra.Command, env *cliEnv, f reportFlags) error {
 	if err != nil {
 		return err
 	}
-	if format == "markdown" {
-		err = report.WriteMarkdown(f.out, m)
-	} else {
-		err = writeHTMLReport(f.out, m)
-	}
-	if err != nil {
-		return fmt.Errorf("%w (does the directory exist and can you write to it?)", err)
+	if err := writeReport(f.out, format, m); err != nil {
+		return err
 	}
 	if f.json {
 		return writeJSON(env.stdout, reportSummary(f.out, format, m, ds))
 	}
 	fmt.Fprintf(env.stdout, "report written to %s: %s\n", f.out, reportContents(ds))
+	chartsNote(env.stdout, f.out, format)
+	return nil
+}
+
+// writeReport writes m to out as format (markdown, or an HTML page),
+// naming the likely cause when it cannot.
+func writeReport(out, format string, m *report.Model) error {
+	var err error
 	if format == "markdown" {
-		stem := strings.TrimSuffix(f.out, filepath.Ext(f.out))
-		fmt.Fprintf(env.stdout, "charts written beside it as %s-*.svg\n", stem)
+		err = report.WriteMarkdown(out, m)
+	} else {
+		err = writeHTMLReport(out, m)
+	}
+	if err != nil {
+		return fmt.Errorf("%w (does the directory exist and can you write to it?)", err)
 	}
 	return nil
+}
+
+// chartsNote says where a Markdown report's charts went (SVG files
+// beside it); an HTML page holds its own.
+func chartsNote(w io.Writer, out, format string) {
+	if format == "markdown" {
+		fmt.Fprintf(w, "charts written beside it as %s-*.svg\n", strings.TrimSuffix(out, filepath.Ext(out)))
+	}
 }
 
 // writeHTMLReport writes the page to a temporary file beside path and

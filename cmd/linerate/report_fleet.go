@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/linerate/linerate/internal/fleet"
 	"github.com/linerate/linerate/internal/report"
@@ -29,13 +27,8 @@ func runFleetReport(env *cliEnv, f reportFlags, format string) error {
 	if err != nil {
 		return err
 	}
-	if format == "markdown" {
-		err = report.WriteMarkdown(f.out, m)
-	} else {
-		err = writeHTMLReport(f.out, m)
-	}
-	if err != nil {
-		return fmt.Errorf("%w (does the directory exist and can you write to it?)", err)
+	if err := writeReport(f.out, format, m); err != nil {
+		return err
 	}
 	if f.json {
 		hosts := make([]string, 0, len(res.Hosts))
@@ -46,9 +39,7 @@ func runFleetReport(env *cliEnv, f reportFlags, format string) error {
 			Verdict: m.Verdict, RunIDs: fleetRunIDs(res), Hosts: hosts, Tunes: []string{}})
 	}
 	fmt.Fprintf(env.stdout, "report written to %s: fleet of %d hosts, %s, %s\n", f.out, len(res.Hosts), counted(len(res.Pairs), "pair"), counted(len(res.Outliers), "outlier"))
-	if format == "markdown" {
-		fmt.Fprintf(env.stdout, "charts written beside it as %s-*.svg\n", strings.TrimSuffix(f.out, filepath.Ext(f.out)))
-	}
+	chartsNote(env.stdout, f.out, format)
 	return nil
 }
 

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/linerate/linerate/internal/mesh"
 	"github.com/linerate/linerate/internal/report"
@@ -36,13 +34,8 @@ func runMeshReport(env *cliEnv, f reportFlags, format string) error {
 	if err != nil {
 		return fmt.Errorf("--mesh %s: %w", f.mesh, err)
 	}
-	if format == "markdown" {
-		err = report.WriteMarkdown(f.out, m)
-	} else {
-		err = writeHTMLReport(f.out, m)
-	}
-	if err != nil {
-		return fmt.Errorf("%w (does the directory exist and can you write to it?)", err)
+	if err := writeReport(f.out, format, m); err != nil {
+		return err
 	}
 	if f.json {
 		hosts := make([]string, 0, len(d.Hosts))
@@ -53,8 +46,6 @@ func runMeshReport(env *cliEnv, f reportFlags, format string) error {
 			Verdict: m.Verdict, RunIDs: []int64{}, Hosts: hosts, Tunes: []string{}})
 	}
 	fmt.Fprintf(env.stdout, "report written to %s: mesh of %d hosts, %d pairs, %d suspect(s)\n", f.out, len(d.Hosts), len(d.Pairs), len(d.Suspects))
-	if format == "markdown" {
-		fmt.Fprintf(env.stdout, "charts written beside it as %s-*.svg\n", strings.TrimSuffix(f.out, filepath.Ext(f.out)))
-	}
+	chartsNote(env.stdout, f.out, format)
 	return nil
 }
