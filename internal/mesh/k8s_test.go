@@ -2,31 +2,22 @@ package mesh
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/linerate/linerate/internal/testutil"
 )
 
 // TestKubernetesManifests validates deploy/kubernetes/mesh offline with
 // kubernetes-validate --strict (PyPI), and checks that the DaemonSet and
 // the Service name each other and keep the agents to the nodes.
 func TestKubernetesManifests(t *testing.T) {
-	kv, err := exec.LookPath("kubernetes-validate")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("kubernetes-validate is not installed (CI=true): pip install kubernetes-validate")
-		}
-		t.Skip("kubernetes-validate is not installed: pip install kubernetes-validate")
-	}
 	files, err := filepath.Glob("../../deploy/kubernetes/mesh/*.yaml")
 	if err != nil || len(files) != 2 {
 		t.Fatalf("manifests %v, %v", files, err)
 	}
-	out, err := exec.Command(kv, append([]string{"--strict"}, files...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubernetes-validate --strict: %v\n%s", err, out)
-	}
+	out := testutil.KubernetesValidate(t, files...)
 	for _, want := range []string{"daemonset/linerate-mesh", "service/linerate-mesh"} {
 		if !strings.Contains(string(out), "passed for resource "+want) {
 			t.Errorf("kubernetes-validate did not pass %s:\n%s", want, out)

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -173,4 +174,24 @@ func Validate(t testing.TB, sch *jsonschema.Schema, what string, b []byte) {
 	if err := sch.Validate(doc); err != nil {
 		t.Errorf("%s does not match %s:\n%v", what, sch.Location, err)
 	}
+}
+
+// KubernetesValidate runs kubernetes-validate --strict (PyPI) over the
+// manifest files and returns what it printed; a failed validation fails
+// t. Without the tool the test is skipped, except under CI=true, which
+// installs it (.ci/run), where it fails.
+func KubernetesValidate(t testing.TB, files ...string) []byte {
+	t.Helper()
+	kv, err := exec.LookPath("kubernetes-validate")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("kubernetes-validate is not installed (CI=true): pip install kubernetes-validate")
+		}
+		t.Skip("kubernetes-validate is not installed: pip install kubernetes-validate")
+	}
+	out, err := exec.Command(kv, append([]string{"--strict"}, files...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubernetes-validate --strict: %v\n%s", err, out)
+	}
+	return out
 }
