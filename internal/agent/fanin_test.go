@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -84,5 +85,51 @@ func TestMaxClients(t *testing.T) {
 	one, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Test: Test{Params: engine.Params{Duration: 500 * time.Millisecond, Interval: 250 * time.Millisecond}}})
 	if err != nil || slices.Contains(one.End.Foreign.Notes, SharedNote) || one.End.CPU.ServerUserSeconds+one.End.CPU.ServerSystemSeconds == 0 {
 		t.Errorf("a test alone after them: %v, notes %q, CPU %+v", err, one.End.Foreign.Notes, one.End.CPU)
+	}
+}
+
+// TestCheckDoesNotHoldTheAgent: a client that authenticated and has not
+// yet said what it wants (a check about to say bye, a controller naming
+// its peer's node) does not hold the agent, so the test asked for the
+// moment it leaves finds the agent free. Before, the check claimed the
+// agent until its bye was read, and a relay right after a node probe
+// found the agent "busy" with the probe on a loaded machine. Many such
+// clients at once are bounded: past maxDeciding, the agent says busy.
+func TestCheckDoesNotHoldTheAgent(t *testing.T) {
+	addr, _ := agent(t, &Server{})
+	c, nc, err := dialAgent(context.Background(), nil, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, _, err := clientHandshake(c, testToken); err != nil {
+		t.Fatal(err)
+	}
+	// The check stays silent for the whole test.
+	res, err := Run(context.Background(), Config{Peer: addr, Token: testToken, Test: Test{Params: engine.Params{Duration: 500 * time.Millisecond}}})
+	if err != nil {
+		t.Fatalf("a test while a checking client sits authenticated: %v", err)
+	}
+	checkEnd(t, res)
+
+	var held []net.Conn
+	defer func() {
+		for _, nc := range held {
+			nc.Close()
+		}
+	}()
+	for range maxDeciding {
+		c, nc, err := dialAgent(context.Background(), nil, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, nc)
+		if _, _, err := clientHandshake(c, testToken); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = Run(context.Background(), Config{Peer: addr, Token: testToken, Test: Test{Params: engine.Params{Duration: 500 * time.Millisecond}}})
+	if err == nil || !strings.Contains(err.Error(), "too many clients connected at once") {
+		t.Errorf("a test with %d more clients deciding: %v; want too many clients", maxDeciding, err)
 	}
 }

@@ -98,7 +98,8 @@ type Server struct {
 	mu        sync.Mutex
 	active    map[*session]bool // the tests running
 	nonces    nonceLog
-	doctoring atomic.Bool // a Doctor call is running
+	doctoring atomic.Bool  // a Doctor call is running
+	deciding  atomic.Int32 // authenticated clients not yet past their first message
 	gate      *gate
 	refused   *refusals
 	facts     *hostFacts
@@ -299,15 +300,31 @@ func (s *Server) handle(ctx context.Context, p *pending) (ran bool) {
 		s.serveMeshControl(c, hs.keys, log) // not a test: no claim on the agent
 		return false
 	}
+	// The first message says what the client wants, and only then does
+	// it claim the agent: a client that only checks that the agent
+	// answers (serve --check, a readiness probe every 10 s, a
+	// controller naming its peer's node) says bye at once and never
+	// holds the agent, so the test a controller asks for the moment its
+	// check left does not find the agent busy with the check. The look
+	// goes on while the client looks at its own host; anything but a
+	// native test stops it (a probe must not share its CPU with it).
+	lctx, stopLook := context.WithCancel(ctx)
+	defer stopLook()
+	lk := startLook(lctx, s.fs())
+	if s.deciding.Add(1) > maxDeciding {
+		s.deciding.Add(-1)
+		s.refused.note(p.src, kindBusy, "busy: too many clients connected at once")
+		c.send(errorMsg{Type: msgBusy, Reason: "too many clients connected at once"}, handshakeTimeout)
+		return false
+	}
+	var msg firstMsg
+	msg.typ, msg.body, msg.err = c.recv(setupTimeout)
+	s.deciding.Add(-1)
+	if msg.err == nil && msg.typ == msgBye {
+		return false
+	}
 	sess, busy := s.claim(c, hs.keys, host, log)
 	if busy != nil {
-		// A client that only checks that the agent answers (serve
-		// --check, a readiness probe every 10 s) says bye at once: no
-		// refusal to log, however long the test it found running. A
-		// client that wants a test asks at once too, and is told busy.
-		if typ, _, err := c.recv(byeWait); err == nil && typ == msgBye {
-			return false
-		}
 		s.refused.note(p.src, kindBusy, "busy: "+busy.Error())
 		c.send(errorMsg{Type: msgBusy, Reason: busy.Error()}, handshakeTimeout)
 		return false
@@ -315,7 +332,19 @@ func (s *Server) handle(ctx context.Context, p *pending) (ran bool) {
 	defer s.release(sess)
 	sess.ticket = hs.ticket
 	sess.meshPeer = hs.mesh != nil
-	return sess.run(ctx)
+	return sess.run(ctx, msg, lk, stopLook)
+}
+
+// maxDeciding bounds the authenticated clients that have not yet said
+// what they want: none holds the agent while it decides, so the bound
+// is what keeps a peer with the token from parking connections on it.
+const maxDeciding = 32
+
+// firstMsg is an authenticated client's first message, or why none came.
+type firstMsg struct {
+	typ  string
+	body []byte
+	err  error
 }
 
 // refuse logs why a pending connection was turned away, by kind.
@@ -342,10 +371,6 @@ func refusalKind(p *pending, err error) string {
 	}
 	return kindGarbage
 }
-
-// byeWait is how long a busy agent waits for an authenticated client's
-// first message to tell a check (bye) from a client refused.
-const byeWait = time.Second
 
 // claim makes c's session one of the running tests, unless MaxClients
 // run; a stalled one gives way (giveWay).

@@ -17,13 +17,8 @@ import (
 // run serves the test of an authenticated client, from its request to
 // its end, and reports whether the test started. Every failure is logged
 // with its reason; none outlives the session.
-func (ss *session) run(ctx context.Context) bool {
-	// The look goes on while the client looks at its own host; anything
-	// but a native test stops it (a probe must not share its CPU with it).
-	lctx, stopLook := context.WithCancel(ctx)
-	defer stopLook()
-	lk := startLook(lctx, ss.srv.fs())
-	typ, body, err := ss.ctrl.recv(setupTimeout)
+func (ss *session) run(ctx context.Context, first firstMsg, lk *look, stopLook func()) bool {
+	typ, body, err := first.typ, first.body, first.err
 	if typ != msgRequest {
 		stopLook()
 	}
@@ -34,10 +29,10 @@ func (ss *session) run(ctx context.Context) bool {
 	case err != nil:
 		ss.refuse(fmt.Errorf("reading the request: %w", err))
 		return false
-	case ss.ticket != nil && typ != msgRequest && typ != msgBye:
+	case ss.ticket != nil && typ != msgRequest:
 		ss.refuse(fmt.Errorf("a relay ticket allows the test it was issued for, not %q", typ))
 		return false
-	case ss.meshPeer && typ != msgRequest && typ != msgBye:
+	case ss.meshPeer && typ != msgRequest:
 		ss.refuse(fmt.Errorf("a mesh peer's key allows its throughput test, not %q", typ))
 		return false
 	case typ == msgTool:
@@ -49,9 +44,6 @@ func (ss *session) run(ctx context.Context) bool {
 		return false
 	case typ == msgRelay:
 		return ss.runRelay(ctx, body)
-	case typ == msgBye:
-		ss.free()
-		return false
 	}
 	if err := ss.request(typ, body); err != nil {
 		ss.refuse(err)
