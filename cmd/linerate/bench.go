@@ -290,20 +290,30 @@ func runOne(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFlags, t
 	}
 	_, outs, err := c.Run(ctx)
 	var failed *bench.FailedRun
+	if f.jsonStream {
+		// The end event, written once the run is analysed: its gap
+		// and fairness are in it. A run cut short keeps what it measured.
+		enc := json.NewEncoder(env.stdout)
+		switch {
+		case errors.As(err, &failed):
+			_ = enc.Encode(result.Event{Event: "end", Data: &failed.Run.End})
+		case len(outs) > 0:
+			_ = enc.Encode(result.Event{Event: "end", Data: &outs[0].Run.End})
+		}
+		if err != nil {
+			_ = enc.Encode(result.Event{Event: "error", Data: err.Error()})
+		}
+		return err
+	}
 	if errors.As(err, &failed) {
 		// Cut short: its intervals were shown as they came; what it
 		// measured is kept, marked with the reason.
 		switch {
-		case f.jsonStream:
-			_ = json.NewEncoder(env.stdout).Encode(result.Event{Event: "end", Data: &failed.Run.End})
 		case f.json:
 			_ = encodeJSON(env.stdout, failed.Run)
 		case failed.ID != 0:
 			fmt.Fprintf(env.stdout, "stored as run %d in %s, marked failed\n", failed.ID, c.Store.Path())
 		}
-	}
-	if err != nil && f.jsonStream {
-		_ = json.NewEncoder(env.stdout).Encode(result.Event{Event: "error", Data: err.Error()})
 	}
 	if err != nil && len(outs) == 0 {
 		return err
@@ -315,11 +325,8 @@ func runOne(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFlags, t
 		}
 		return err
 	}
-	switch {
-	case f.json:
+	if f.json {
 		return encodeJSON(env.stdout, run)
-	case f.jsonStream:
-		return nil
 	}
 	if run.Perftest != nil {
 		bench.WritePerftest(env.stdout, run)

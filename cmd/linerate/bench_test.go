@@ -16,6 +16,7 @@ import (
 
 	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/lab"
+	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/store"
 	"github.com/linerate/linerate/internal/testbin"
 	"github.com/linerate/linerate/internal/testutil"
@@ -176,6 +177,13 @@ func TestBenchJSON(t *testing.T) {
 			t.Fatalf("--json-stream line %q: %v", line, err)
 		}
 		events = append(events, ev.Event)
+		if ev.Event == "end" {
+			// The end carries the run's analysis, as --json's does.
+			var end result.End
+			if err := json.Unmarshal(ev.Data, &end); err != nil || end.Gap == nil {
+				t.Errorf("--json-stream end event without the gap (%v): %s", err, ev.Data)
+			}
+		}
 	}
 	if strings.Join(events, ",") != "start,interval,interval,end" {
 		t.Errorf("events = %v", events)

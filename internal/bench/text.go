@@ -92,10 +92,16 @@ func writeOtherLoad(w io.Writer, r *result.Result) {
 }
 
 // JSONStreamProgress returns a run's Progress callback that writes each event
-// as one JSON object per line, as iperf3 --json-stream does.
+// as one JSON object per line, as iperf3 --json-stream does, but the
+// end: the engine's end comes before the campaign's analysis (the gap,
+// fairness), so the caller writes the end event from the finished run.
 func JSONStreamProgress(w io.Writer) func(result.Event) {
 	enc := json.NewEncoder(w)
-	return func(e result.Event) { _ = enc.Encode(e) } // a closed stdout ends the run anyway
+	return func(e result.Event) {
+		if e.Event != "end" {
+			_ = enc.Encode(e) // a closed stdout ends the run anyway
+		}
+	}
 }
 
 func writeStart(w io.Writer, s *result.Start, pingPong bool) {
