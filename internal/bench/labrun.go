@@ -189,6 +189,9 @@ func runLabClient(ctx context.Context, lr LabEngine, cfg agent.Config, tok []byt
 		msg := finalLine(errBuf.String())
 		return nil, fmt.Errorf("the client in %s failed: %v: %s", lab.Namespace(lr.Name, lab.A), werr, strings.TrimPrefix(msg, "linerate: "))
 	}
+	if res == nil { // never a run without its end, nor a nil run without an error
+		return nil, fmt.Errorf("the client in %s ended without its end event", lab.Namespace(lr.Name, lab.A))
+	}
 	return res, nil
 }
 
@@ -207,10 +210,12 @@ func RunLabClient(ctx context.Context, peer string, in io.Reader, out io.Writer,
 	}
 	enc := json.NewEncoder(out)
 	res, err := agent.Run(ctx, agent.Config{Peer: peer, Token: token, Test: p.Test, Progress: JSONStreamProgress(out)})
+	// JSONStreamProgress leaves the end to its caller: here it is the
+	// engine's end, which the lab's caller reads and then analyses.
+	if res != nil {
+		_ = enc.Encode(result.Event{Event: "end", Data: &res.End})
+	}
 	if err != nil {
-		if res != nil {
-			_ = enc.Encode(result.Event{Event: "end", Data: &res.End})
-		}
 		_ = enc.Encode(result.Event{Event: "error", Data: err.Error()})
 	}
 	return err
