@@ -210,15 +210,20 @@ func RunLabClient(ctx context.Context, peer string, in io.Reader, out io.Writer,
 	}
 	enc := json.NewEncoder(out)
 	res, err := agent.Run(ctx, agent.Config{Peer: peer, Token: token, Test: p.Test, Progress: JSONStreamProgress(out)})
-	// JSONStreamProgress leaves the end to its caller: here it is the
-	// engine's end, which the lab's caller reads and then analyses.
+	writeLabEnd(enc, res, err)
+	return err
+}
+
+// writeLabEnd writes a lab client's last events: the engine's end, which
+// JSONStreamProgress leaves to its caller and the lab's caller reads and
+// then analyses, and the error of a run that failed.
+func writeLabEnd(enc *json.Encoder, res *result.Result, err error) {
 	if res != nil {
 		_ = enc.Encode(result.Event{Event: "end", Data: &res.End})
 	}
 	if err != nil {
 		_ = enc.Encode(result.Event{Event: "error", Data: err.Error()})
 	}
-	return err
 }
 
 // readEvents assembles a Result from --json-stream lines.

@@ -57,8 +57,9 @@ func TestTextProgress(t *testing.T) {
 	}
 }
 
-// TestJSONStreamRoundTrip: what --json-stream writes, readEvents (the lab
-// runner) turns back into the same result.
+// TestJSONStreamRoundTrip: what --json-stream writes, and the end the lab
+// client writes after it (JSONStreamProgress leaves the end to its
+// caller), readEvents (the lab runner) turns back into the same result.
 func TestJSONStreamRoundTrip(t *testing.T) {
 	r := sampleResult()
 	r.Start.Timestamp = time.UnixMilli(1).UTC()
@@ -68,6 +69,10 @@ func TestJSONStreamRoundTrip(t *testing.T) {
 	p(result.Event{Event: "start", Data: &r.Start})
 	p(result.Event{Event: "interval", Data: &r.Intervals[0]})
 	p(result.Event{Event: "end", Data: &r.End})
+	if strings.Contains(b.String(), `"event":"end"`) {
+		t.Fatalf("JSONStreamProgress wrote the engine's end: %s", b.String())
+	}
+	writeLabEnd(json.NewEncoder(&b), r, nil)
 	var seen []string
 	got, err := readEvents(&b, func(e result.Event) { seen = append(seen, e.Event) })
 	if err != nil {
