@@ -331,8 +331,7 @@ func runOne(ctx context.Context, env *cliEnv, c *bench.Campaign, f benchFlags, t
 	if run.Perftest != nil {
 		bench.WritePerftest(env.stdout, run)
 	} else if _, native := target.Driver.(*bench.Native); !native && (run.End.Latency != nil || run.End.UDP != nil) {
-		fmt.Fprintf(env.stdout, "%s: placement client CPU %v, server CPU %v\n", c.Driver.Name(), run.Start.Placement.Client, run.Start.Placement.Server)
-		bench.WriteProbeEnd(env.stdout, &run.End)
+		bench.WriteToolProbe(env.stdout, run)
 	} else if !native {
 		fmt.Fprintf(env.stdout, "%s: %.2f Gbit/s received, %.2f Gbit/s sent, %d retransmits\n",
 			c.Driver.Name(), run.Gbps(), run.End.SumSent.BitsPerSecond/1e9, run.End.SumSent.Retransmits)

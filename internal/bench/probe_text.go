@@ -9,12 +9,13 @@ import (
 	"github.com/linerate/linerate/internal/result"
 )
 
-// writeProbeEnd prints the end of a latency or UDP run: the round-trip
-// percentiles as a sockperf user reads them, or iperf3 -u's summary line.
-func writeProbeEnd(w io.Writer, e *result.End) {
+// writeProbeEnd prints the end of a latency or UDP run of st: the
+// round-trip percentiles as a sockperf user reads them, or iperf3 -u's
+// summary line.
+func writeProbeEnd(w io.Writer, st *result.Start, e *result.End) {
 	fmt.Fprintln(w, "- - - - - - - - - - - - - - - - - - - - - - - - -")
 	if l := e.Latency; l != nil {
-		fmt.Fprintf(w, "Round trips over %s, %d-byte messages: %d in %.2f s (%.0f/s", l.Protocol, l.Size, l.Samples, e.Seconds, l.RatePerSecond)
+		fmt.Fprintf(w, "Round trips over %s, %d-byte messages: %d in %s (%.0f/s", l.Protocol, l.Size, l.Samples, measuredOf(e.Seconds, st.DurationS), l.RatePerSecond)
 		if l.TargetRate > 0 {
 			fmt.Fprintf(w, " of %g/s asked", l.TargetRate)
 		}
@@ -22,7 +23,9 @@ func writeProbeEnd(w io.Writer, e *result.End) {
 		fmt.Fprintf(w, "RTT µs: min %s  p25 %s  p50 %s  p90 %s  p99 %s  p99.9 %s  p99.99 %s  max %s  mean %s  stdev %s\n",
 			us(l.RTTUs.Min), us(l.RTTUs.P25), us(l.RTTUs.P50), us(l.RTTUs.P90), us(l.RTTUs.P99), us(l.RTTUs.P999), us(l.RTTUs.P9999),
 			us(l.RTTUs.Max), us(l.RTTUs.Mean), us(l.RTTUs.Stdev))
-		fmt.Fprintf(w, "GC: %d collections, %d samples touched\n", l.GCCycles, l.GCTouched)
+		if l.GCCycles > 0 || l.GCTouched > 0 { // the native engine's own collector; a tool has none
+			fmt.Fprintf(w, "GC: %d collections, %d samples touched\n", l.GCCycles, l.GCTouched)
+		}
 		for _, n := range l.Notes {
 			fmt.Fprintf(w, "Note: %s\n", n)
 		}
@@ -33,7 +36,7 @@ func writeProbeEnd(w io.Writer, e *result.End) {
 		fmt.Fprintf(w, "[SUM] %s  %s  jitter %.3f ms  lost %d/%d (%.2g%%)  receiver\n", span(0, e.Seconds),
 			rate(e.SumReceived.Bytes, u.ReceivedBitsPerSecond), u.JitterMS, u.LostPackets, u.Packets, u.LostPercent)
 	}
-	fmt.Fprintf(w, "CPU time: client %.2f s, server %.2f s\n", e.CPU.ClientSeconds, e.CPU.ServerSeconds)
+	fmt.Fprintf(w, "CPU time: client %s, server %s\n", cpuSeconds(e.CPU.ClientSeconds), cpuSeconds(e.CPU.ServerSeconds))
 	if l := explain.NICLine(e.NICCounters); l != "" {
 		fmt.Fprintln(w, l)
 	}
@@ -42,6 +45,25 @@ func writeProbeEnd(w io.Writer, e *result.End) {
 		// warning (exit 0), not an error.
 		fmt.Fprintf(w, "Warning: %s\n", err)
 	}
+}
+
+// measuredOf is a run's measured seconds, saying of how many asked
+// when it measured less ("2.55 s of the 3 s asked"): a tool that ended
+// early, or one whose window is shorter than its -t.
+func measuredOf(measured, asked float64) string {
+	if asked > 0 && measured < asked-0.005 {
+		return fmt.Sprintf("%.2f s of the %g s asked", measured, asked)
+	}
+	return fmt.Sprintf("%.2f s", measured)
+}
+
+// cpuSeconds is a process's CPU time, "unknown" when none was measured:
+// a process that ran used some, so 0 is a figure nobody read.
+func cpuSeconds(s float64) string {
+	if s <= 0 {
+		return "unknown"
+	}
+	return fmt.Sprintf("%.2f s", s)
 }
 
 // us prints a round trip in µs, "-" when unknown.
@@ -62,6 +84,24 @@ func LatencyLevels(r latency.RTT) [][2]any {
 	return append(rows, [2]any{"max", r.Max})
 }
 
-// WriteProbeEnd prints a latency or UDP run's end as the native engine's
-// live output does (for the sockperf driver, which reports at the end).
-func WriteProbeEnd(w io.Writer, e *result.End) { writeProbeEnd(w, e) }
+// WriteToolProbe prints the end of a tool's latency or UDP run (sockperf,
+// iperf3 -u: they report at their end) as the native engine's live output
+// does, after where its ends ran and the run's notes, which the native
+// engine prints at its start.
+func WriteToolProbe(w io.Writer, r *result.Result) {
+	fmt.Fprintf(w, "%s: placement: %s\n", r.Engine, pinnedText(r.Start.Placement))
+	for _, n := range r.Start.Notes {
+		fmt.Fprintf(w, "Note: %s\n", n)
+	}
+	writeProbeEnd(w, &r.Start, &r.End)
+}
+
+// pinnedText is where a run's ends ran: "not pinned (scheduler)" when
+// neither end was pinned, else each end's CPUs ("any" for an end left to
+// the scheduler).
+func pinnedText(p result.Placement) string {
+	if len(p.Client) == 0 && len(p.Server) == 0 {
+		return "not pinned (scheduler)"
+	}
+	return fmt.Sprintf("client CPU %s, server CPU %s", cpuList(p.Client), cpuList(p.Server))
+}

@@ -62,7 +62,7 @@ func ProbeTextProgress(w io.Writer, verbose bool, probe *agent.ProbeTest) func(r
 			if d.Transactions != nil {
 				writeTxnEnd(w, d)
 			} else {
-				writeEnd(w, d)
+				writeEnd(w, &st, d)
 			}
 			if l := RxCopyLine(d.RxCopy); l != "" {
 				fmt.Fprintln(w, l)
@@ -110,7 +110,7 @@ func writeStart(w io.Writer, s *result.Start, pingPong bool) {
 		warm = fmt.Sprintf(" after a %g s warm-up", s.OmitS)
 	}
 	fmt.Fprintf(w, "Connected to %s port %d: %d stream%s, %s, %g s%s\n", s.Peer, s.Port, s.Streams, plural(s.Streams), s.Direction, s.DurationS, warm)
-	fmt.Fprintf(w, "Placement (%s): client CPU %s, server CPU %s\n", s.Placement.Source, cpuList(s.Placement.Client), cpuList(s.Placement.Server))
+	fmt.Fprintf(w, "Placement (%s): %s\n", s.Placement.Source, pinnedText(s.Placement))
 	if !pingPong { // one message at a time: the buffers never fill
 		writeWindow(w, s)
 	}
@@ -218,9 +218,9 @@ func writeCPUs(w io.Writer, end string, cpus map[string]result.CPUSample) {
 	}
 }
 
-func writeEnd(w io.Writer, e *result.End) {
+func writeEnd(w io.Writer, st *result.Start, e *result.End) {
 	if e.Latency != nil || e.UDP != nil {
-		writeProbeEnd(w, e)
+		writeProbeEnd(w, st, e)
 		return
 	}
 	fmt.Fprintln(w, "- - - - - - - - - - - - - - - - - - - - - - - - -")

@@ -214,12 +214,12 @@ func TestEndNICLine(t *testing.T) {
 	}
 	want := "NIC counters grew: client lab0: tx_dropped 2 (link.tx_dropped), qdisc_drops 1234 (qdisc.drops)"
 	var b bytes.Buffer
-	writeEnd(&b, &result.End{NICCounters: n})
+	writeEnd(&b, &result.Start{}, &result.End{NICCounters: n})
 	if !strings.Contains(b.String(), want+"\n") {
 		t.Errorf("the end's text lacks the line:\n%s", b.String())
 	}
 	b.Reset()
-	writeEnd(&b, &result.End{NICCounters: &result.NICCounters{Server: n.Server}})
+	writeEnd(&b, &result.Start{}, &result.End{NICCounters: &result.NICCounters{Server: n.Server}})
 	if strings.Contains(b.String(), "NIC") {
 		t.Errorf("a line though nothing grew:\n%s", b.String())
 	}

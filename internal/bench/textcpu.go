@@ -74,8 +74,8 @@ func sharedCPUsNote(s *result.Start) string {
 // cpuCostText is "CPU time: client 0.52 s, server 0.45 s (0.080 and 0.069
 // CPU s per Gbit)": the cost per Gbit moved does not grow with -t.
 func cpuCostText(e *result.End) string {
-	t := fmt.Sprintf("CPU time: client %.2f s, server %.2f s", e.CPU.ClientSeconds, e.CPU.ServerSeconds)
-	if gbit := e.SumReceived.BitsPerSecond / 1e9 * e.Seconds; gbit > 0 {
+	t := fmt.Sprintf("CPU time: client %s, server %s", cpuSeconds(e.CPU.ClientSeconds), cpuSeconds(e.CPU.ServerSeconds))
+	if gbit := e.SumReceived.BitsPerSecond / 1e9 * e.Seconds; gbit > 0 && e.CPU.ClientSeconds > 0 && e.CPU.ServerSeconds > 0 {
 		t += fmt.Sprintf(" (%.3f and %.3f CPU s per Gbit)", e.CPU.ClientSeconds/gbit, e.CPU.ServerSeconds/gbit)
 	}
 	return t

@@ -44,7 +44,7 @@ func TestBidirDirections(t *testing.T) {
 		},
 		CPU: result.EndCPU{ClientSeconds: 3, ServerSeconds: 1.5}}
 	var b bytes.Buffer
-	writeEnd(&b, e)
+	writeEnd(&b, &result.Start{}, e)
 	out := b.String()
 	for _, want := range []string{
 		"[TX-C]   0.00-2.00   sec  2.33 GBytes  10.0 Gbits/sec     7 retr  1 stream, as received",
@@ -62,7 +62,7 @@ func TestBidirDirections(t *testing.T) {
 	}
 	e.Streams = e.Streams[:1]
 	b.Reset()
-	writeEnd(&b, e)
+	writeEnd(&b, &result.Start{}, e)
 	if strings.Contains(b.String(), "[TX-C]") {
 		t.Errorf("one-way run with direction lines:\n%s", b.String())
 	}
