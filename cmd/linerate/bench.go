@@ -422,8 +422,12 @@ func (f benchFlags) checkEngine(p bench.Params) error {
 	switch {
 	case c.LatencyOnly && !f.latency:
 		return fmt.Errorf("--engine %s measures latency: add --latency", f.engine)
-	case (f.latency && !c.Latency) || (f.latency && f.udp && !c.LatencyUDP) || (f.udp && !f.latency && !c.UDPStream):
-		return fmt.Errorf("--latency and --udp run with --engine %s, not %s", driversWith(func(c bench.Caps) bool { return c.LatencyUDP }), f.engine)
+	case f.latency && !c.Latency:
+		return fmt.Errorf("--latency runs with --engine %s, not %s", driversWith(func(c bench.Caps) bool { return c.Latency }), f.engine)
+	case f.latency && f.udp && !c.LatencyUDP:
+		return fmt.Errorf("--latency --udp (a ping-pong over UDP) runs with --engine %s, not %s", driversWith(func(c bench.Caps) bool { return c.LatencyUDP }), f.engine)
+	case f.udp && !f.latency && !c.UDPStream:
+		return fmt.Errorf("--udp (a UDP stream at -b) runs with --engine %s, not %s", driversWith(func(c bench.Caps) bool { return c.UDPStream }), f.engine)
 	case !c.Perftest && f.perftest != (toolserver.PerftestParams{}):
 		return errors.New("--perftest-* and --rdma-device are for --engine perftest")
 	case c.NativeOptions:

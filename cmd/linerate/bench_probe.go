@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/linerate/linerate/internal/agent"
+	"github.com/linerate/linerate/internal/bench"
 	"github.com/linerate/linerate/internal/engine"
 )
 
@@ -23,8 +24,18 @@ func (f benchFlags) checkProbe(cmd *cobra.Command) error {
 		return nil
 	}
 	for _, n := range []string{"streams", "reverse", "bidir", "window", "zerocopy", "congestion", "fq-rate", "sweep-streams"} {
-		if fl.Changed(n) {
-			return fmt.Errorf("--%s is for TCP streams: a latency or UDP test has one connection, client to agent", n)
+		switch {
+		case !fl.Changed(n):
+		case n == "reverse" && f.latency:
+			return errors.New("--reverse is for TCP streams and UDP streams: a ping-pong's round trips go both ways already")
+		case n == "reverse":
+			if d, ok := bench.LookupDriver(f.engine); ok && d.Caps.UDPReverse {
+				continue // the tool's server sends
+			}
+			return fmt.Errorf("--reverse with --udp runs with --engine %s (its server sends): the %s engine's UDP stream goes from the client to its peer",
+				driversWith(func(c bench.Caps) bool { return c.UDPReverse }), f.engine)
+		default:
+			return fmt.Errorf("--%s is for TCP streams: a latency or UDP test here is one flow", n)
 		}
 	}
 	switch {

@@ -101,8 +101,9 @@ func errBusy(err error) bool {
 // options it takes: the CLI refuses the rest before anything runs.
 type Caps struct {
 	// Latency runs a ping-pong (--latency); LatencyUDP one over UDP
-	// (--latency --udp); UDPStream a UDP stream (--udp -b).
-	Latency, LatencyUDP, UDPStream bool
+	// (--latency --udp); UDPStream a UDP stream (--udp -b); UDPReverse
+	// one the server sends (--udp -R).
+	Latency, LatencyUDP, UDPStream, UDPReverse bool
 	// LatencyOnly is a driver that measures round trips only: it needs
 	// --latency.
 	LatencyOnly bool

@@ -112,7 +112,7 @@ func (d *Iperf3) CheckParams(p Params) error {
 }
 
 func init() {
-	register(DriverInfo{Name: "iperf3", Rank: 1, Caps: Caps{UDPStream: true}, New: func(h Hosts, _ TargetConfig) Driver { return &Iperf3{Hosts: h} }})
+	register(DriverInfo{Name: "iperf3", Rank: 1, Caps: Caps{UDPStream: true, UDPReverse: true}, New: func(h Hosts, _ TargetConfig) Driver { return &Iperf3{Hosts: h} }})
 }
 
 // Run makes one iperf3 run.

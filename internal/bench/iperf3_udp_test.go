@@ -132,6 +132,15 @@ func TestIperf3UDPArgs(t *testing.T) {
 	if err := d.CheckParams(p); err != nil {
 		t.Errorf("a UDP stream refused: %v", err)
 	}
+	// --udp -R: the server sends (iperf3 -u -R), and says what it sent.
+	p.Direction = result.Receive
+	if a := d.clientArgs(p); !slices.Contains(a, "-R") || !slices.Contains(a, "-u") || !slices.Contains(a, "--get-server-output") {
+		t.Errorf("-R --udp: client args %q", a)
+	}
+	if err := d.CheckParams(p); err != nil {
+		t.Errorf("a UDP stream the server sends refused: %v", err)
+	}
+	p.Direction = result.Send
 	for _, pr := range []*agent.ProbeTest{
 		{Kind: agent.ProbePingPong, Size: 64},
 		{Kind: agent.ProbeUDP, Size: 1400, Method: engine.UDPGSO},
@@ -141,7 +150,7 @@ func TestIperf3UDPArgs(t *testing.T) {
 			t.Errorf("%+v accepted", pr)
 		}
 	}
-	if info, _ := LookupDriver("iperf3"); !info.Caps.UDPStream || info.Caps.Latency {
+	if info, _ := LookupDriver("iperf3"); !info.Caps.UDPStream || !info.Caps.UDPReverse || info.Caps.Latency {
 		t.Errorf("iperf3's caps %+v", info.Caps)
 	}
 }
