@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -376,6 +377,9 @@ func TestBenchLab(t *testing.T) {
 		if _, ok := lookup(doc, c.want); !ok {
 			t.Errorf("bench %s: the document lacks %s", strings.Join(c.args, " "), c.want)
 		}
+		if slices.Contains(c.args, "sockperf") {
+			sockperfIntervals(t, doc)
+		}
 	}
 	storedRuns(t, bin, name)
 	// A lab that does not exist says how to make it.
@@ -383,6 +387,28 @@ func TestBenchLab(t *testing.T) {
 	nosuch, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(nosuch), "linerate lab up --name nosuch") {
 		t.Errorf("bench lab:nosuch: %v: %s", err, nosuch)
+	}
+}
+
+// sockperfIntervals checks a sockperf run of -t 2: two intervals of 1 s,
+// each with its round trips and p50, adding up to the end's 2 s.
+func sockperfIntervals(t *testing.T, doc map[string]any) {
+	t.Helper()
+	ivs, _ := doc["intervals"].([]any)
+	var sum float64
+	for i, v := range ivs {
+		iv := v.(map[string]any)
+		n, _ := lookup(iv, "latency.samples")
+		p50, _ := lookup(iv, "latency.rtt_us.p50")
+		if f, ok := n.(float64); !ok || f <= 0 || p50 == nil || iv["start"] != float64(i) || iv["end"] != float64(i+1) {
+			t.Errorf("sockperf interval %d: %v", i, iv)
+			continue
+		}
+		sum += n.(float64)
+	}
+	total, _ := lookup(doc, "end.latency.samples")
+	if secs, _ := lookup(doc, "end.seconds"); len(ivs) != 2 || total != sum || secs != 2.0 {
+		t.Errorf("sockperf -t 2: %d intervals holding %v round trips, the end %v in %v s", len(ivs), sum, total, secs)
 	}
 }
 
