@@ -186,7 +186,8 @@ func readSockperfLog(path string, p Params) (*SockperfLog, error) {
 // interval, as a native run is; without (lerr says why), it is
 // sockperf's own summary of its window, and no interval is made up.
 func sockperfRun(sp *SockperfResult, lg *SockperfLog, lerr error, p Params) *result.Result {
-	r := &result.Result{Schema: result.Schema, RunID: time.Now().UnixMilli(), Engine: "sockperf", Intervals: []result.Interval{}}
+	r := &result.Result{Schema: result.Schema, RunID: time.Now().UnixMilli(), Engine: "sockperf", Intervals: []result.Interval{},
+		Tool: &result.Tool{Name: "sockperf", Version: sp.Version}}
 	st := &r.Start
 	st.Peer, st.Port, st.Streams, st.Direction = sp.Address, sp.Port, 1, result.Send
 	st.DurationS, st.OmitS, st.IntervalS = p.Duration.Seconds(), sockperfWarmup.Seconds(), p.Interval.Seconds()

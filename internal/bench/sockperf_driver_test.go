@@ -67,7 +67,7 @@ func TestSockperfRun(t *testing.T) {
 	}
 	r := sockperfRun(sp, lg, nil, p)
 	l := r.End.Latency
-	if l == nil || r.Engine != "sockperf" || l.Protocol != "tcp" || l.Samples != lg.Latency.Samples || l.Sent != l.Samples || r.End.Seconds != 3 {
+	if l == nil || r.Engine != "sockperf" || r.Tool == nil || r.Tool.Version != "3.7-no.git" || l.Protocol != "tcp" || l.Samples != lg.Latency.Samples || l.Sent != l.Samples || r.End.Seconds != 3 {
 		t.Fatalf("%+v", r.End)
 	}
 	// Paced at 1000/s: the window's count over its 3 s.
