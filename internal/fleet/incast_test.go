@@ -265,9 +265,11 @@ func TestIncastSchema(t *testing.T) {
 	}
 	for name, edit := range map[string]func(string) string{
 		"receiver": func(s string) string { return strings.Replace(s, `"receiver":"h01"`, `"receiver":"h09"`, 1) },
-		"sender":   func(s string) string { return strings.Replace(s, `"senders":[{"name":"h02"`, `"senders":[{"name":"h01"`, 1) },
-		"jain":     func(s string) string { return strings.Replace(s, `"jain_index":`, `"jain_index":1`, 1) },
-		"sum":      func(s string) string { return strings.Replace(s, `"sum_gbps":`, `"sum_gbps":-`, 1) },
+		"sender": func(s string) string {
+			return strings.Replace(s, `"senders":[{"name":"h02"`, `"senders":[{"name":"h01"`, 1)
+		},
+		"jain": func(s string) string { return strings.Replace(s, `"jain_index":`, `"jain_index":1`, 1) },
+		"sum":  func(s string) string { return strings.Replace(s, `"sum_gbps":`, `"sum_gbps":-`, 1) },
 	} {
 		bad := edit(string(b))
 		if bad == string(b) {
