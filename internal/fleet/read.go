@@ -168,7 +168,7 @@ func (in *Incast) check(names map[string]bool) error {
 		return fmt.Errorf("fair share: %w", err)
 	}
 	if j := in.JainIndex; j != nil && !(*j > 0 && *j <= 1) {
-		return fmt.Errorf("Jain's index %g: between 0 and 1", *j)
+		return fmt.Errorf("jain_index %g: between 0 and 1", *j)
 	}
 	return nil
 }
