@@ -88,7 +88,9 @@ func TestFleetIncastLab(t *testing.T) {
 	}
 
 	alone := startCLI(t, nil, os.Environ(), "fleet", "run", "--lab", name, "--only", "h01,h05", "-t", "3", "--retests", "0", "--json", "--db", db, "--label", "fleet-incast-alone")
-	if code := alone.wait(t, 2*time.Minute); code != 0 {
+	// Exit 1 is the shaped port blamed: h05 receives at a fraction of
+	// what it sends.
+	if code := alone.wait(t, 2*time.Minute); code != 0 && code != 1 {
 		t.Fatalf("h01-h05 alone: exit %d\nstderr: %s", code, alone.stderr.String())
 	}
 	one := alone.result(t).Pairs[0].AToBGbps
