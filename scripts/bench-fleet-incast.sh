@@ -6,10 +6,11 @@
 # fairness across the senders (Jain's index, the smallest share of the
 # fair share), their retransmits and the receiver's drops. PORT shapes the
 # switch port toward hK (tbf: the one link every sender shares, as a top
-# of rack port toward a storage server); "" leaves the lab unshaped, where
-# the machine's CPUs bind.
+# of rack port toward a storage server) with a queue of QUEUE (tbf's
+# latency: 50ms a deep buffer, 2ms a shallow one); "" leaves the lab
+# unshaped, where the machine's CPUs bind.
 #
-#   sudo scripts/bench-fleet-incast.sh K [SECONDS] [PORT] [ROUNDS]
+#   sudo scripts/bench-fleet-incast.sh K [SECONDS] [PORT] [ROUNDS] [QUEUE]
 #
 # LINERATE_BIN names a linerate binary built already (else it is built).
 set -euo pipefail
@@ -19,6 +20,7 @@ k=${1:?hosts}
 t=${2:-3}
 port=${3:-}
 rounds=${4:-3}
+queue=${5:-50ms}
 name=finc$k
 work=$(mktemp -d)
 bin=$work/linerate
@@ -32,9 +34,9 @@ if [ -n "${LINERATE_BIN:-}" ]; then cp "$LINERATE_BIN" "$bin"; else go build -o 
 "$bin" lab up --name "$name" --hosts "$k" >/dev/null
 recv=$(printf 'h%02d' "$k")
 if [ -n "$port" ]; then
-  ip netns exec "lr-$name-sw" tc qdisc replace dev "$recv" root tbf rate "$port" burst 256kb latency 50ms
+  ip netns exec "lr-$name-sw" tc qdisc replace dev "$recv" root tbf rate "$port" burst 256kb latency "$queue"
 fi
-echo "lab of $k hosts, incast of $((k - 1)) senders to $recv, ${t} s tests, switch port toward $recv: ${port:-unshaped}; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "lab of $k hosts, incast of $((k - 1)) senders to $recv, ${t} s tests, switch port toward $recv: ${port:-unshaped}${port:+ (queue $queue)}; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for i in $(seq 1 "$rounds"); do
   "$bin" fleet run --lab "$name" --pattern "incast:$recv" -t "$t" --json --db "$work/results.db" >"$work/incast-$i.json" 2>/dev/null
   "$bin" fleet run --lab "$name" --only "h01,$recv" -t "$t" --retests 0 --json --db "$work/results.db" >"$work/alone-$i.json" 2>/dev/null || true
