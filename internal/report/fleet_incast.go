@@ -58,7 +58,8 @@ func (fb *fleetBuilder) incastSection() (*section, error) {
 		case snd.Error != "":
 			note, class = snd.Error, "crit"
 		case snd.Short:
-			note, class = fmt.Sprintf("short: %s%% less than its fair share", num(100-*snd.FairPct, 0)), "warn"
+			// Highlighted, as a failure is: both got less than their share.
+			note, class = fmt.Sprintf("short: %s%% less than its fair share", num(100-*snd.FairPct, 0)), "crit"
 		}
 		if snd.Contention != "" {
 			note = joinNote(note, "contended: "+snd.Contention)
@@ -93,7 +94,8 @@ func (fb *fleetBuilder) incastChart() (*chart, error) {
 	if in.FairShareGbps == nil {
 		return nil, nil
 	}
-	const left, right, top, rowH, barH = 120.0, 24.0, 16.0, 30.0, 20.0
+	// top leaves room for the fair share's label above the bars.
+	const left, right, top, rowH, barH = 120.0, 24.0, 30.0, 30.0, 20.0
 	xMax := *in.FairShareGbps
 	for _, snd := range in.Senders {
 		if snd.Gbps != nil {
@@ -133,7 +135,7 @@ func (fb *fleetBuilder) incastChart() (*chart, error) {
 	}
 	fair := x.at(*in.FairShareGbps)
 	s.line("ref", fair, top-6, fair, bottom)
-	s.text("tick", fair, top-8, "middle", "fair share "+gbpsOrZero(*in.FairShareGbps))
+	s.text("tick", fair, top-12, "middle", "fair share "+gbpsOrZero(*in.FairShareGbps))
 	return fb.r.render("fleet-incast", "Incast to "+in.Receiver+": each sender's goodput",
 		fmt.Sprintf("Horizontal bars in Gbit/s, one per sender to %s, the short ones marked; the dashed line is the fair share.", in.Receiver),
 		chartW, int(bottom+56), s)

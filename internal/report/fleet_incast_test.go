@@ -70,7 +70,7 @@ func TestFleetReportIncast(t *testing.T) {
 		{"bars", count(`<rect class="bar (measured|binding)"[^>]*><title>h0\d → h06`), 4},
 		{"short bars", count(`<rect class="bar binding"[^>]*><title>h02 → h06`), 1},
 		{"fair share line", count(`<line class="ref"`), 1},
-		{"short rows", count(`<tr class="warn"><td>h02</td>`), 1},
+		{"short rows", count(`<tr class="crit"><td>h02</td>`), 1},
 		{"failed rows", count(`<tr class="crit"><td>h04</td><td class="num">failed</td>`), 1},
 		{"matrix cells", count(`class="fl-cell"`), 0},
 	} {
