@@ -23,6 +23,7 @@ func flagValues() map[[2]string][]string {
 		{"linerate tune", "profile"}:        {"throughput", "latency"},
 		{"", "color"}:                       {"auto", "always", "never"},
 		{"linerate bench", "perftest-test"}: {"ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_write_lat", "ib_send_lat"},
+		{"linerate fleet run", "pattern"}:   {"pairs", "ring", "star:", "incast:"},
 	}
 }
 

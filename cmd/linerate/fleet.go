@@ -64,7 +64,7 @@ func newFleetCmd(env *cliEnv) *cobra.Command {
 func newFleetRunCmd(env *cliEnv) *cobra.Command {
 	f := fleetFlags{duration: seconds(10 * time.Second), streams: 1, threshold: fleet.DefaultThresholdPct, retests: fleet.DefaultRetests, port: agent.DefaultPort}
 	cmd := &cobra.Command{
-		Use:   "run (--hosts FILE | --lab NAME | --slurm | --k8s SERVICE) [--design all|sampled] [--partners K] [--concurrent] [-t DUR] [-P N] [--threshold PCT] [--engine native|perftest] [--plan] [--json]",
+		Use:   "run (--hosts FILE | --lab NAME | --slurm | --k8s SERVICE) [--design all|sampled] [--partners K] [--pattern pairs|ring|star:HOST|incast:HOST] [--concurrent] [-t DUR] [-P N] [--threshold PCT] [--engine native|perftest] [--plan] [--json]",
 		Short: "Run the pair matrix across hosts, and blame the slow host or path",
 		Long: `run tests pairs of hosts in both directions and blames the slow host or path.
 
@@ -80,6 +80,17 @@ By default one test runs at a time, which isolates each link; --concurrent
 runs each leg's disjoint tests at once, which loads the fabric as real jobs
 do and takes one test time per leg. --plan prints the schedule, the number
 of tests and the time the run will take, and runs nothing.
+
+--pattern incast:HOST is fan-in: every other host sends to HOST at once, in one
+leg (2 to 64 senders), as storage and all-reduce traffic do to a NIC. The
+result is each sender's goodput and its share of the fair share (a sender
+below --threshold percent of it is short, named with how much less it got),
+their sum at the receiver, Jain's fairness index across the senders, the
+senders' retransmits and the receiver's NIC and qdisc drops over the run.
+Nobody is blamed and nothing is tried again: in incast the shares are the
+point. The agents fleet run starts give HOST's 'serve --max-clients' the
+number of senders; agents running already (--token-file, --k8s) must have
+been started so, or the senders they refuse say so.
 
 With --engine perftest each test is ib_write_bw (RDMA), its server and client
 started in the two hosts of a lab (--lab only: the agents run no perftest
@@ -126,7 +137,8 @@ reason, and the run goes on without it.`,
 		Example: `  linerate lab up --name rack --hosts 6 && linerate fleet run --lab rack
   linerate fleet run --hosts hosts.txt --concurrent -t 10 -P 4 --json > fleet.json
   linerate fleet run --hosts big.txt --design sampled --partners 4 --concurrent --plan
-  salloc -N 16 linerate fleet run --slurm --concurrent`,
+  salloc -N 16 linerate fleet run --slurm --concurrent
+  linerate fleet run --lab rack --pattern incast:h06 -t 5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.thresholdSet = cmd.Flags().Changed("threshold")
@@ -139,7 +151,7 @@ reason, and the run goes on without it.`,
 	fl.BoolVar(&f.slurm, "slurm", false, "the nodes of this Slurm allocation")
 	fl.StringVar(&f.k8s, "k8s", "", "a Kubernetes headless Service of agents")
 	fl.StringSliceVar(&f.only, "only", nil, "only these hosts of the list, by name (comma-separated, 2 or more)")
-	fl.StringVar(&f.pattern, "pattern", fleet.PatternPairs, "pairs (every pair), ring, or star:HOST (design all)")
+	fl.StringVar(&f.pattern, "pattern", fleet.PatternPairs, "pairs (every pair), ring, star:HOST (design all), or incast:HOST (every other host sends to HOST at once)")
 	fl.StringVar(&f.design, "design", "", "all (every pair) or sampled (--partners each); default all up to 16 hosts, sampled beyond")
 	fl.IntVar(&f.partners, "partners", 0, "partners of each host in the sampled design (default 4)")
 	fl.Int64Var(&f.seed, "seed", 0, "the sampled design's random seed (default: drawn, and printed)")
@@ -222,6 +234,9 @@ func (f *fleetFlags) options() (fleet.Options, error) {
 	switch f.engine {
 	case "native":
 	case "perftest":
+		if p.Kind == fleet.PatternIncast {
+			return fleet.Options{}, errors.New("--pattern incast runs the agents' native engine: drop --engine perftest")
+		}
 		if f.labName == "" {
 			return fleet.Options{}, errors.New("--engine perftest runs over a lab (--lab NAME): over --hosts, --slurm and --k8s the agents would have to run perftest clients, which they do not")
 		}
@@ -335,6 +350,10 @@ func newFleetRunner(ctx context.Context, env *cliEnv, src *fleetSource, f fleetF
 	agents, err := runner.New(ctx, src.hosts, f.port, token, dial)
 	if err != nil {
 		return nil, nil, stop, err
+	}
+	if opts.Pattern.Kind == fleet.PatternIncast {
+		// The receiver takes every sender's test at once.
+		agents.MaxClients = map[string]int{opts.Pattern.Center: len(src.hosts) - 1}
 	}
 	say := func(format string, args ...any) { fmt.Fprintf(env.stderr, format+"\n", args...) }
 	if f.tokenFile == "" {

@@ -37,7 +37,7 @@ func TestFleetRunRefuses(t *testing.T) {
 		{[]string{"fleet", "run", "--hosts", bad}, bad + ":3: ssh target \"-oProxyCommand=x\" starts with '-'"},
 		{[]string{"fleet", "run", "--hosts", filepath.Join(dir, "none.txt")}, "--hosts: open"},
 		{[]string{"fleet", "run", "--hosts", good, "--pattern", "star:n9"}, "pattern star:n9: no host is called n9"},
-		{[]string{"fleet", "run", "--hosts", good, "--pattern", "mesh"}, "pattern \"mesh\": use pairs, ring or star:HOST"},
+		{[]string{"fleet", "run", "--hosts", good, "--pattern", "mesh"}, "pattern \"mesh\": use pairs, ring, star:HOST or incast:HOST"},
 		{[]string{"fleet", "run", "--hosts", good, "--threshold", "100"}, "--threshold 100"},
 		{[]string{"fleet", "run", "--hosts", good, "-t", "0.5"}, "-t 500ms: at least 1s per test"},
 		{[]string{"fleet", "run", "--hosts", good, "-P", "0"}, "-P 0: 1 to 128 streams"},

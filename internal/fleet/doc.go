@@ -13,7 +13,10 @@
 // graph: nK tests in 2K legs), then tests suspects against hosts already
 // proven good. Serial, the default, runs one test at a time, in the same
 // order; Parallel runs each leg's tests at once, which stresses the fabric
-// as real jobs do. The patterns ring and star:HOST test fewer pairs.
+// as real jobs do. The patterns ring and star:HOST test fewer pairs. The
+// pattern incast:HOST is no schedule of pairs: every other host sends to
+// HOST at once, in one leg, and the result is the senders' shares of what
+// HOST took (Incast), blaming nobody.
 //
 // A test is slow when it carried less than the threshold (90% by default)
 // of the median of the schedule's first tries. Slow tests are tried again

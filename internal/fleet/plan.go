@@ -54,7 +54,27 @@ type Plan struct {
 	// both ways, in the round's two legs.
 	Schedule [][][2]string `json:"schedule"`
 
-	start StartCost
+	start  StartCost
+	incast bool
+}
+
+// incastPlan is an incast's plan: one leg of every sender's test at once
+// to the receiver, none tried again.
+func incastPlan(hosts []Host, opts Options, start StartCost) *Plan {
+	senders, c := incastSenders(hosts, opts.Pattern)
+	p := &Plan{Design: DesignAll, Hosts: len(hosts), Tests: len(senders), Legs: 1, Pattern: opts.Pattern.String(), Parallel: true,
+		DurationS: opts.Duration.Seconds(), Rounds: 1, start: start, incast: true}
+	var round [][2]string
+	for _, s := range senders {
+		round = append(round, [2]string{hosts[s].Name, hosts[c].Name})
+	}
+	p.Schedule = [][][2]string{round}
+	if start.AtOnce > 0 {
+		p.StartS = math.Ceil(float64(len(hosts))/float64(start.AtOnce)) * start.PerHostS
+	}
+	p.ScheduleS = opts.Duration.Seconds() + testOverheadS
+	p.EstimateS = math.Round(p.StartS + p.ScheduleS)
+	return p
 }
 
 // NewPlan plans a run of opts over hosts whose agents start at cost
@@ -62,6 +82,9 @@ type Plan struct {
 func NewPlan(hosts []Host, opts Options, start StartCost) (*Plan, error) {
 	if err := opts.check(hosts); err != nil {
 		return nil, err
+	}
+	if opts.Pattern.Kind == PatternIncast {
+		return incastPlan(hosts, opts, start), nil
 	}
 	sched, err := opts.schedule(hosts)
 	if err != nil {
@@ -127,7 +150,10 @@ func (p *Plan) WriteText(w io.Writer) error {
 		design = fmt.Sprintf("design sampled (%s each, seed %d)", count(p.Partners, "partner"), p.Seed)
 	}
 	mode := "one test at a time"
-	if p.Parallel {
+	switch {
+	case p.incast:
+		mode = "every sender at once"
+	case p.Parallel:
 		mode = "each leg's tests at once"
 	}
 	fmt.Fprintf(&b, "fleet plan: %d hosts, %s: %s in %s, %s, %s\n", p.Hosts, design, count(p.Tests, "test"),
@@ -149,13 +175,21 @@ func (p *Plan) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, " (about %s when one host is slow)", count(p.ReserveTests, "test"))
 	}
-	b.WriteString("\nschedule (each pair both ways, one leg each way):\n")
+	if p.incast {
+		b.WriteString("\nschedule (one leg: every sender at once to the receiver):\n")
+	} else {
+		b.WriteString("\nschedule (each pair both ways, one leg each way):\n")
+	}
 	for i, round := range p.Schedule {
 		var names []string
 		for k, pr := range round {
 			if k == maxPlanPairs {
 				names = append(names, fmt.Sprintf("… (%s)", count(len(round), "pair")))
 				break
+			}
+			if p.incast {
+				names = append(names, pr[0]+"→"+pr[1])
+				continue
 			}
 			names = append(names, pr[0]+"-"+pr[1])
 		}

@@ -132,6 +132,44 @@ func (r *Result) Check() error {
 			return fmt.Errorf("outlier %s: %w", o.Name, err)
 		}
 	}
+	if r.Incast != nil {
+		if err := r.Incast.check(names); err != nil {
+			return fmt.Errorf("incast: %w", err)
+		}
+	}
+	return nil
+}
+
+// check validates an incast's figures against the document's hosts.
+func (in *Incast) check(names map[string]bool) error {
+	if !names[in.Receiver] {
+		return fmt.Errorf("receiver %q is not a listed host", in.Receiver)
+	}
+	if len(in.Senders) > MaxIncastSenders {
+		return fmt.Errorf("%d senders: at most %d", len(in.Senders), MaxIncastSenders)
+	}
+	seen := map[string]bool{}
+	for _, s := range in.Senders {
+		if !names[s.Name] || s.Name == in.Receiver || seen[s.Name] {
+			return fmt.Errorf("sender %q: not a listed host other than the receiver, or listed twice", s.Name)
+		}
+		seen[s.Name] = true
+		if err := checkGbps(s.Gbps); err != nil {
+			return fmt.Errorf("sender %s: %w", s.Name, err)
+		}
+		if s.FairPct != nil && (math.IsNaN(*s.FairPct) || *s.FairPct < 0 || *s.FairPct > 100*MaxIncastSenders) {
+			return fmt.Errorf("sender %s: fair share %g%%", s.Name, *s.FairPct)
+		}
+	}
+	if err := checkGbps(in.SumGbps); err != nil {
+		return fmt.Errorf("sum: %w", err)
+	}
+	if err := checkGbps(in.FairShareGbps); err != nil {
+		return fmt.Errorf("fair share: %w", err)
+	}
+	if j := in.JainIndex; j != nil && !(*j > 0 && *j <= 1) {
+		return fmt.Errorf("jain_index %g: between 0 and 1", *j)
+	}
 	return nil
 }
 

@@ -103,6 +103,11 @@ func FuzzReadResult(f *testing.F) {
 		b, _ := json.Marshal(res)
 		f.Add(b)
 	}
+	// An incast's document, with its figures.
+	res, _ := Run(f.Context(), fleetOf(4), incastOpts("h04"), &incastNet{capGbps: 9, weight: map[string]float64{"h02": 0.3},
+		drops: map[string]uint64{"h01": 3}, fail: map[string]error{"h03": errMsg("refused")}})
+	b, _ := json.Marshal(res)
+	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		res, err := ReadResult(bytes.NewReader(b))
 		if err != nil {

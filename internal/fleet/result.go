@@ -36,8 +36,13 @@ type Result struct {
 	Pairs         []PairResult `json:"pairs"`
 	Retests       []Retest     `json:"retests"`
 	Outliers      []Outlier    `json:"outliers"`
-	Verdict       string       `json:"verdict"`
-	WallS         float64      `json:"wall_s"`
+	// Incast is an incast's figures (pattern incast:HOST): its senders'
+	// shares, their sum at the receiver and its drops; absent for other
+	// patterns. An incast blames nobody: Outliers is empty and
+	// MedianGbps null.
+	Incast  *Incast `json:"incast,omitempty"`
+	Verdict string  `json:"verdict"`
+	WallS   float64 `json:"wall_s"`
 }
 
 // Statuses of a pair and of a direction.

@@ -17,7 +17,8 @@ import (
 // says so with a *HostDownError, and the fleet run then fails that host's
 // remaining tests without running them. Run calls it from several
 // goroutines at once when Parallel is set, never twice at once for one
-// host.
+// host, but for an incast's receiver (Spec.Incast), which takes every
+// sender's test at once.
 type Runner interface {
 	Run(ctx context.Context, s Spec) (Measurement, error)
 }
@@ -34,6 +35,9 @@ type Spec struct {
 	Retest, Probe bool
 	// AtOnce is how many tests run at once in this test's leg (1: alone).
 	AtOnce int
+	// Incast marks a test of an incast: AtOnce senders test toward To at
+	// once, so To's agent must take that many clients at once.
+	Incast bool
 }
 
 // Measurement is what one test measured.
@@ -52,6 +56,22 @@ type Measurement struct {
 	// FromIface and ToIface are the interfaces the test ran on at each
 	// end ("" when unknown).
 	FromIface, ToIface string
+	// Retransmits is the segments the sender retransmitted over the test
+	// (nil when unknown); ToNIC how the receiver's NIC and qdisc counters
+	// grew over it (nil when not read). An incast reports them.
+	Retransmits *uint64
+	ToNIC       *NICReading
+}
+
+// NICReading is how one end's NIC and qdisc counters grew over a test, as
+// the test's run document carries them (end.nic_counters).
+type NICReading struct {
+	Interface string `json:"interface"`
+	// Deltas is each cause's growth ("rx_no_buffer", "qdisc_drops", …):
+	// a cause absent is unknown, not zero.
+	Deltas map[string]uint64 `json:"deltas,omitempty"`
+	// NotRead says why the counters could not be read.
+	NotRead string `json:"not_read,omitempty"`
 }
 
 // HostDownError says that a host cannot take part any more.
@@ -160,6 +180,11 @@ func (o *Options) check(hosts []Host) error {
 			return fmt.Errorf("host %s is listed twice", h.Name)
 		}
 		seen[h.Name] = true
+	}
+	if o.Pattern.Kind == PatternIncast {
+		if err := o.checkIncast(hosts); err != nil {
+			return err
+		}
 	}
 	if o.Design == "" {
 		o.Design = DesignAll
@@ -272,12 +297,18 @@ func Run(ctx context.Context, hosts []Host, opts Options, runner Runner) (*Resul
 	if err := opts.check(hosts); err != nil {
 		return nil, err
 	}
-	sched, err := opts.schedule(hosts)
-	if err != nil {
-		return nil, err
+	var sched Schedule
+	if opts.Pattern.Kind != PatternIncast {
+		var err error
+		if sched, err = opts.schedule(hosts); err != nil {
+			return nil, err
+		}
 	}
 	start := time.Now()
 	hosts = slices.Clone(hosts) // the run notes each host's interface
+	if opts.Pattern.Kind == PatternIncast {
+		return runIncast(ctx, hosts, opts, runner, start)
+	}
 	r := &run{hosts: hosts, opts: opts, runner: runner, sched: sched, res: map[[2]int]*outcome{},
 		down: map[int]error{}, suspect: map[[2]int]bool{}, checked: map[[2]int]bool{}, total: sched.Tests(),
 		rng: rand.New(rand.NewPCG(uint64(opts.Seed), 0x70726f6265))} // "probe"

@@ -7,10 +7,11 @@ import (
 
 // Pattern names which pairs a fleet run tests.
 type Pattern struct {
-	// Kind is "pairs" (every pair), "ring" (each host with the next) or
-	// "star" (one host with every other).
+	// Kind is "pairs" (every pair), "ring" (each host with the next),
+	// "star" (one host with every other) or "incast" (every other host
+	// sending to one, all at once).
 	Kind string
-	// Center names the hub of a star.
+	// Center names the hub of a star, the receiver of an incast.
 	Center string
 }
 
@@ -19,9 +20,12 @@ const (
 	PatternPairs = "pairs"
 	PatternRing  = "ring"
 	PatternStar  = "star"
+	// PatternIncast is not a schedule of pairs: its one leg runs every
+	// other host's test to its receiver at once (runIncast).
+	PatternIncast = "incast"
 )
 
-// ParsePattern reads "pairs", "ring" or "star:HOST".
+// ParsePattern reads "pairs", "ring", "star:HOST" or "incast:HOST".
 func ParsePattern(s string) (Pattern, error) {
 	switch {
 	case s == PatternPairs || s == "":
@@ -34,14 +38,20 @@ func ParsePattern(s string) (Pattern, error) {
 			return Pattern{}, fmt.Errorf("pattern %q: %v", s, err)
 		}
 		return Pattern{Kind: PatternStar, Center: c}, nil
+	case strings.HasPrefix(s, PatternIncast+":"):
+		c := strings.TrimPrefix(s, PatternIncast+":")
+		if err := checkName(c); err != nil {
+			return Pattern{}, fmt.Errorf("pattern %q: %v", s, err)
+		}
+		return Pattern{Kind: PatternIncast, Center: c}, nil
 	}
-	return Pattern{}, fmt.Errorf("pattern %q: use pairs, ring or star:HOST", s)
+	return Pattern{}, fmt.Errorf("pattern %q: use pairs, ring, star:HOST or incast:HOST", s)
 }
 
 // String writes the pattern as ParsePattern reads it.
 func (p Pattern) String() string {
-	if p.Kind == PatternStar {
-		return PatternStar + ":" + p.Center
+	if p.Kind == PatternStar || p.Kind == PatternIncast {
+		return p.Kind + ":" + p.Center
 	}
 	if p.Kind == "" {
 		return PatternPairs
@@ -96,6 +106,10 @@ func NewSchedule(n int, p Pattern, names []string) (Schedule, error) {
 				s.Rounds = append(s.Rounds, []Pair{{A: c, B: i}})
 			}
 		}
+	case PatternIncast:
+		// Its senders share their receiver: no round of disjoint pairs
+		// holds them (runIncast runs them).
+		return Schedule{}, fmt.Errorf("pattern %s is one leg of tests to one host, not a schedule of pairs", p)
 	default:
 		return Schedule{}, fmt.Errorf("unknown pattern %q", p.Kind)
 	}

@@ -135,13 +135,13 @@ func TestStarSchedule(t *testing.T) {
 }
 
 func TestParsePattern(t *testing.T) {
-	for in, want := range map[string]string{"": "pairs", "pairs": "pairs", "ring": "ring", "star:h03": "star:h03"} {
+	for in, want := range map[string]string{"": "pairs", "pairs": "pairs", "ring": "ring", "star:h03": "star:h03", "incast:h05": "incast:h05"} {
 		p, err := ParsePattern(in)
 		if err != nil || p.String() != want {
 			t.Errorf("ParsePattern(%q) = %v, %v; want %s", in, p, err, want)
 		}
 	}
-	for _, bad := range []string{"star", "star:", "mesh", "star:-x", "Pairs"} {
+	for _, bad := range []string{"star", "star:", "mesh", "star:-x", "Pairs", "incast", "incast:", "incast:-x"} {
 		if _, err := ParsePattern(bad); err == nil {
 			t.Errorf("ParsePattern(%q) accepted", bad)
 		}

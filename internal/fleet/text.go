@@ -15,6 +15,11 @@ const maxMatrixHosts = 16
 // next, and the verdict.
 func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
+	if r.Incast != nil {
+		r.writeIncast(&b)
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
 	fmt.Fprintf(&b, "fleet: %d hosts, %s, %s in %s; %s of %gs with %s, %s (%.0f s)\n",
 		len(r.Hosts), r.designText(), count(len(r.Pairs), "pair"), count(r.Rounds, "round"), count(r.Tests, "test"),
 		r.DurationS, count(r.Streams, "stream"), r.modeText(), r.WallS)
@@ -261,4 +266,51 @@ func (r *Result) writeNotOK(b *strings.Builder) {
 	for _, l := range lines {
 		b.WriteString(l + "\n")
 	}
+}
+
+// writeIncast writes an incast for people: each sender's goodput and
+// share, the sum at the receiver, the fairness, the receiver's drops.
+func (r *Result) writeIncast(b *strings.Builder) {
+	in := r.Incast
+	fmt.Fprintf(b, "fleet: %d hosts, incast to %s: %s at once, each %gs with %s (%.0f s)\n",
+		len(r.Hosts), in.Receiver, count(len(in.Senders), "sender"), r.DurationS, count(r.Streams, "stream"), r.WallS)
+	w := len("sender")
+	for _, s := range in.Senders {
+		w = max(w, len(s.Name))
+	}
+	fmt.Fprintf(b, "  %-*s  %10s  %10s  %11s\n", w, "sender", "Gbit/s", "fair share", "retransmits")
+	for _, s := range in.Senders {
+		if s.Gbps == nil {
+			fmt.Fprintf(b, "  %-*s  failed: %s\n", w, s.Name, s.Error)
+			continue
+		}
+		share, re, mark := "—", "—", ""
+		if s.FairPct != nil {
+			share = fmt.Sprintf("%.0f%%", *s.FairPct)
+		}
+		if s.Retransmits != nil {
+			re = fmt.Sprint(*s.Retransmits)
+		}
+		if s.Short {
+			mark = "  short"
+		}
+		if s.Contention != "" {
+			mark += "  (contended: " + s.Contention + ")"
+		}
+		fmt.Fprintf(b, "  %-*s  %10s  %10s  %11s%s\n", w, s.Name, gbpsText(*s.Gbps), share, re, mark)
+	}
+	if in.SumGbps != nil {
+		fmt.Fprintf(b, "  %-*s  %10s", w, "sum", gbpsText(*in.SumGbps))
+		if in.Retransmits != nil {
+			fmt.Fprintf(b, "  %10s  %11d", "", *in.Retransmits)
+		}
+		b.WriteString("\n")
+		fmt.Fprintf(b, "fair share %s Gbit/s each", gbpsText(*in.FairShareGbps))
+		if in.JainIndex != nil {
+			fmt.Fprintf(b, "; Jain's fairness index %.3f (1: even)", *in.JainIndex)
+		}
+		fmt.Fprintf(b, "; short below %g%% of the fair share\n", in.ShortBelowPct)
+	}
+	fmt.Fprintf(b, "receiver %s: %s\n", in.Receiver, in.DropsText())
+	fmt.Fprintf(b, "verdict: %s\n", r.Verdict)
 }

@@ -45,9 +45,13 @@ func BuildFleet(res *fleet.Result, title, version string) (*Model, error) {
 	}
 	m := &Model{Title: title, Verdict: res.Verdict, version: version, r: r}
 	fb := &fleetBuilder{res: res, r: r}
-	for _, mk := range []func() (*section, error){
-		fb.matrixSection, fb.outliersSection, fb.retestsSection, fb.pairsSection, fb.runSection,
-	} {
+	makers := []func() (*section, error){fb.matrixSection, fb.outliersSection, fb.retestsSection, fb.pairsSection, fb.runSection}
+	if res.Incast != nil {
+		// An incast blames nobody and tries nothing again: its figures
+		// take the matrix's, the outliers' and the re-tests' place.
+		makers = []func() (*section, error){fb.incastSection, fb.pairsSection, fb.runSection}
+	}
+	for _, mk := range makers {
 		s, err := mk()
 		if err != nil {
 			return nil, err
@@ -292,16 +296,29 @@ func (fb *fleetBuilder) runSection() (*section, error) {
 		med, below = gbpsOrZero(*res.MedianGbps), gbpsOrZero(*res.SlowBelowGbps)
 	}
 	t := &table{ID: "fleet-settings", Caption: "Settings and figures", Head: []string{"Setting", "Value"}}
-	t.Rows = [][]string{
-		{"Hosts", strconv.Itoa(len(res.Hosts))},
-		{"Design", design},
-		{"Pattern", res.Pattern},
-		{"Schedule", fmt.Sprintf("%d pair%s in %d round%s, %d test%s run (re-tests included), %s", len(res.Pairs), plural(len(res.Pairs)),
-			res.Rounds, plural(res.Rounds), res.Tests, plural(res.Tests), mode)},
-		{"Each test", fmt.Sprintf("%s s, %d stream%s", num(res.DurationS, 1), res.Streams, plural(res.Streams))},
-		{"Median test", med + " Gbit/s"},
-		{"Slow below", fmt.Sprintf("%s Gbit/s (%s%% of the median)", below, num(res.ThresholdPct, 0))},
-		{"Wall time", num(res.WallS, 0) + " s"},
+	if res.Incast != nil {
+		t.Rows = [][]string{
+			{"Hosts", strconv.Itoa(len(res.Hosts))},
+			{"Pattern", res.Pattern + fmt.Sprintf(": %d senders to %s at once, in one leg", len(res.Incast.Senders), res.Incast.Receiver)},
+			{"Each test", fmt.Sprintf("%s s, %d stream%s", num(res.DurationS, 1), res.Streams, plural(res.Streams))},
+			{"Short below", num(res.Incast.ShortBelowPct, 0) + "% of the fair share"},
+			{"Wall time", num(res.WallS, 0) + " s"},
+		}
+		if at := res.Incast.At; at != nil {
+			t.Rows = append(t.Rows, []string{"All senders at once", at.Start.Format("15:04:05.000") + " – " + at.End.Format("15:04:05.000") + " UTC"})
+		}
+	} else {
+		t.Rows = [][]string{
+			{"Hosts", strconv.Itoa(len(res.Hosts))},
+			{"Design", design},
+			{"Pattern", res.Pattern},
+			{"Schedule", fmt.Sprintf("%d pair%s in %d round%s, %d test%s run (re-tests included), %s", len(res.Pairs), plural(len(res.Pairs)),
+				res.Rounds, plural(res.Rounds), res.Tests, plural(res.Tests), mode)},
+			{"Each test", fmt.Sprintf("%s s, %d stream%s", num(res.DurationS, 1), res.Streams, plural(res.Streams))},
+			{"Median test", med + " Gbit/s"},
+			{"Slow below", fmt.Sprintf("%s Gbit/s (%s%% of the median)", below, num(res.ThresholdPct, 0))},
+			{"Wall time", num(res.WallS, 0) + " s"},
+		}
 	}
 	if res.Label != "" {
 		t.Rows = append(t.Rows, []string{"Label", res.Label + " (linerate history --label " + res.Label + ")"})

@@ -68,6 +68,10 @@ type Agents struct {
 	// ExtraArgs, if set, adds to each agent's command line (a mesh's
 	// settings: linerate mesh up).
 	ExtraArgs func(h fleet.Host, addr netip.AddrPort) []string
+	// MaxClients names the hosts whose agent Launch starts taking that
+	// many clients' tests at once (serve --max-clients): an incast's
+	// receiver. The others take one.
+	MaxClients map[string]int
 
 	hosts []fleet.Host
 	addr  map[string]netip.AddrPort // by host name
@@ -238,6 +242,9 @@ func (a *Agents) launch(ctx context.Context, l Launcher, h fleet.Host, maxDurati
 		return nil, "", failed(err)
 	}
 	argv := append(ServeArgs(bin, a.addr[h.Name], maxDuration), "--relay-peers", a.relayPeers())
+	if n := a.MaxClients[h.Name]; n > 1 {
+		argv = append(argv, "--max-clients", strconv.Itoa(n))
+	}
 	if a.ExtraArgs != nil {
 		argv = append(argv, a.ExtraArgs(h, a.addr[h.Name])...)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/linerate/linerate/internal/agent"
@@ -60,16 +61,35 @@ func (r *Runner) Run(ctx context.Context, s fleet.Spec) (fleet.Measurement, erro
 		if ctx.Err() != nil {
 			return fleet.Measurement{}, err
 		}
+		if s.Incast && peerBusy(err) {
+			return fleet.Measurement{}, fmt.Errorf("%s's agent takes fewer clients at once than the incast's %d senders: it must run with 'linerate serve --max-clients %d' (or more): %w",
+				s.To.Name, s.AtOnce, s.AtOnce, err)
+		}
 		return fleet.Measurement{}, r.blame(ctx, s, err)
 	}
 	run := outs[0].Run
+	retrans := run.End.SumSent.Retransmits
 	m := fleet.Measurement{Gbps: run.Gbps(), RunID: outs[0].ID, Contention: Contention(run, s.From.Name, s.To.Name),
-		FromIface: run.Start.Client.Iface, ToIface: run.Start.Server.Iface}
+		FromIface: run.Start.Client.Iface, ToIface: run.Start.Server.Iface, Retransmits: &retrans}
+	if d := run.End.NICCounters.End("server"); d != nil {
+		m.ToNIC = &fleet.NICReading{Interface: d.Interface, Deltas: d.Deltas, NotRead: d.NotRead}
+	}
 	if start := run.Start.Timestamp; !start.IsZero() {
 		m.Start = start.Add(time.Duration(run.Start.OmitS * float64(time.Second)))
 		m.End = m.Start.Add(time.Duration(run.End.Seconds * float64(time.Second)))
 	}
 	return m, nil
+}
+
+// busyPhrase starts a busy agent's refusal (agent.PeerError).
+var busyPhrase, _, _ = strings.Cut((&agent.PeerError{Busy: true}).Error(), " (")
+
+// peerBusy says whether a test failed because an agent was busy: the
+// relaying agent's own (a "busy" answer) or its peer's, which the relay
+// passes on as the text of its error.
+func peerBusy(err error) bool {
+	var pe *agent.PeerError
+	return errors.As(err, &pe) && (pe.Busy || strings.Contains(pe.Reason, busyPhrase))
 }
 
 // blame turns a failed test into a *fleet.HostDownError when one of its

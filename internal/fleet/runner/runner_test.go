@@ -30,6 +30,13 @@ type loopFleet struct {
 
 func startLoopFleet(t *testing.T, n int) *loopFleet {
 	t.Helper()
+	return startLoopFleetMax(t, n, nil)
+}
+
+// startLoopFleetMax is startLoopFleet whose agent i (0-based) takes
+// maxClients[i] clients at once (serve --max-clients; 1 when absent).
+func startLoopFleetMax(t *testing.T, n int, maxClients map[int]int) *loopFleet {
+	t.Helper()
 	token, err := agent.GenerateToken()
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +59,7 @@ func startLoopFleet(t *testing.T, n int) *loopFleet {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		srv := &agent.Server{Token: token, Doctor: doctor, LoopbackFleet: true,
+		srv := &agent.Server{Token: token, Doctor: doctor, LoopbackFleet: true, MaxClients: maxClients[i-1],
 			RelayPeers: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 		go func() { done <- srv.Serve(ctx, ln) }()
 		f.stop = append(f.stop, cancel)
@@ -177,4 +184,56 @@ func TestRunnerAgentGone(t *testing.T) {
 	if !errors.Is(err, errNotListed) || errors.As(err, &hd) {
 		t.Errorf("unknown host: %v", err)
 	}
+}
+
+// TestIncastLoopback: real agents on loopback run an incast through the
+// relay. A receiver whose agent takes one client at a time answers the
+// other senders busy, and their errors say which flag its agent needs;
+// one started with --max-clients 3 takes the three senders at once, each
+// with its own stored run, its retransmits and the receiver's counters.
+func TestIncastLoopback(t *testing.T) {
+	opts := loopOptions("fleet-incast")
+	opts.Pattern = fleet.Pattern{Kind: fleet.PatternIncast, Center: "l04"}
+	opts.Duration = time.Second
+
+	f := startLoopFleet(t, 4)
+	res, err := fleet.Run(t.Context(), f.hosts, opts, f.runner(t, filepath.Join(t.TempDir(), "results.db")))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, dump(res))
+	}
+	busy := 0
+	for _, s := range res.Incast.Senders {
+		if s.Error != "" {
+			busy++
+			if !strings.Contains(s.Error, "l04's agent takes fewer clients at once than the incast's 3 senders: it must run with 'linerate serve --max-clients 3'") {
+				t.Errorf("%s: %s", s.Name, s.Error)
+			}
+		}
+	}
+	if busy == 0 {
+		t.Errorf("an agent of one client at a time took 3 senders at once\n%s", dump(res))
+	}
+
+	f = startLoopFleetMax(t, 4, map[int]int{3: 3})
+	db := filepath.Join(t.TempDir(), "results.db")
+	res, err = fleet.Run(t.Context(), f.hosts, opts, f.runner(t, db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := res.Incast
+	sum := 0.0
+	for _, s := range in.Senders {
+		if s.Gbps == nil || s.RunID == 0 || s.Retransmits == nil {
+			t.Errorf("sender %s: %+v", s.Name, s)
+			continue
+		}
+		sum += *s.Gbps
+	}
+	if in.SumGbps == nil || in.JainIndex == nil || *in.SumGbps < sum-0.002 || *in.SumGbps > sum+0.002 {
+		t.Errorf("sum %v of senders adding to %g, Jain %v", in.SumGbps, sum, in.JainIndex)
+	}
+	if in.ReceiverDrops.Readings == 0 && in.ReceiverDrops.NotRead == "" {
+		t.Errorf("receiver drops neither read nor said why: %+v", in.ReceiverDrops)
+	}
+	checkStored(t, db, "fleet-incast", res)
 }
