@@ -96,13 +96,16 @@ func TestBenchPathFaults(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			// Strike after the third interval: the run is well under way.
+			// Strike after the third interval that moved bytes: the run
+			// is well under way. (On a loaded machine an interval can pass
+			// with the sender descheduled; the stored run is checked for
+			// three that moved bytes.)
 			var stdout strings.Builder
 			sc := bufio.NewScanner(out)
 			seen := 0
 			for seen < 3 && sc.Scan() {
 				stdout.WriteString(sc.Text() + "\n")
-				if strings.HasPrefix(sc.Text(), "[SUM]") {
+				if movedBytes(sc.Text()) {
 					seen++
 				}
 			}
@@ -145,6 +148,17 @@ func TestBenchPathFaults(t *testing.T) {
 			checkFailedRun(t, db, tc.cause)
 		})
 	}
+}
+
+// movedBytes reports whether line is an interval's [SUM] line with a
+// transfer above zero ("[SUM]   0.50-1.00   sec  1.16 GBytes  …").
+func movedBytes(line string) bool {
+	f := strings.Fields(line)
+	if len(f) < 4 || f[0] != "[SUM]" || f[2] != "sec" {
+		return false
+	}
+	v, err := strconv.ParseFloat(f[3], 64)
+	return err == nil && v > 0
 }
 
 // checkFailedRun checks that db holds one run, failed with cause, with
