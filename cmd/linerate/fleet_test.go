@@ -54,6 +54,8 @@ func TestFleetRunRefuses(t *testing.T) {
 		{[]string{"fleet", "run", "--hosts", good, "--seed", "-3"}, "--seed -3: a positive number"},
 		{[]string{"fleet", "run", "--hosts", good, "--engine", "perftest"}, "--engine perftest runs over a lab (--lab NAME)"},
 		{[]string{"fleet", "run", "--hosts", good, "--engine", "iperf3"}, "--engine \"iperf3\": native or perftest"},
+		{[]string{"fleet", "run", "--hosts", good, "--latency"}, "--latency goes with --engine perftest"},
+		{[]string{"fleet", "run", "--lab", "rack", "--engine", "perftest", "--latency", "--threshold", "80"}, "--threshold is a share of the best bandwidth; with --latency a test is bad above 2.1 times"},
 	}
 	for _, tt := range tests {
 		_, stderr, code := runCLI(t, tt.args...)
