@@ -111,7 +111,7 @@ func latencyTries(d *Direction, o *outcome, limit float64) {
 // latencyTries does.
 func latencyRetest(rt *Retest, o *outcome, limit float64) {
 	scaled := rt.SlowBelowGbps != nil
-	rt.FirstGbps, rt.RetestsGbps, rt.SlowBelowGbps = 0, nil, nil
+	rt.FirstGbps, rt.RetestsGbps, rt.SlowBelowGbps = 0, []float64{}, nil
 	rt.FirstUs = ptr(round3(o.tries[0].us))
 	for i, t := range o.tries {
 		if t.role == kindControl {

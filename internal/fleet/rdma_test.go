@@ -1,11 +1,15 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"math"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // TestRDMARule: ClusterKit's rule for RDMA (a test below 93% of the best
@@ -184,7 +188,7 @@ func TestLatencyDocument(t *testing.T) {
 		t.Fatalf("outliers %+v", res.Outliers)
 	}
 	for _, rt := range res.Retests {
-		if rt.FirstUs == nil || len(rt.RetestsUs) == 0 || rt.FirstGbps != 0 || rt.RetestsGbps != nil {
+		if rt.FirstUs == nil || len(rt.RetestsUs) == 0 || rt.FirstGbps != 0 || len(rt.RetestsGbps) != 0 {
 			t.Errorf("re-test %+v", rt)
 		}
 	}
@@ -200,5 +204,50 @@ func TestLatencyDocument(t *testing.T) {
 	}
 	if strings.Contains(text, "Gbit/s") {
 		t.Errorf("a latency run's text speaks of Gbit/s:\n%s", text)
+	}
+}
+
+// TestLatencySchema: latency runs' documents (a bad host, a bad link)
+// validate against docs/schema/fleet-v1.schema.json, read back
+// unchanged, and a latency out of range is refused.
+func TestLatencySchema(t *testing.T) {
+	sch, err := jsonschema.NewCompiler().Compile("../../docs/schema/fleet-v1.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := opts()
+	o.Latency, o.Halving = true, true
+	for _, f := range []*fakeNet{
+		{base: 100, sendCap: map[string]float64{"h03": 30}, recvCap: map[string]float64{"h03": 30}},
+		{base: 100, pathCap: map[[2]string]float64{{"h01", "h04"}: 20}},
+	} {
+		res, err := Run(context.Background(), fleetOf(5), o, latencyNet{f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(res)
+		for _, want := range []string{`"metric":"latency"`, `"a_to_b_us":`, `"tries_p99_us":[`, `"halving":[{"round":1`, `"median_us":`} {
+			if !bytes.Contains(b, []byte(want)) {
+				t.Errorf("the document lacks %s", want)
+			}
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sch.Validate(doc); err != nil {
+			t.Errorf("schema: %v", err)
+		}
+		back, err := ReadResult(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b2, _ := json.Marshal(back); !bytes.Equal(b, b2) {
+			t.Error("the document changed when read back")
+		}
+		bad := strings.Replace(string(b), `"a_to_b_us":`, `"a_to_b_us":-`, 1)
+		if _, err := ReadResult(strings.NewReader(bad)); err == nil {
+			t.Error("a negative latency was accepted")
+		}
 	}
 }
