@@ -33,11 +33,11 @@ const maxHalvingRounds = 8
 //     through it drop out, and the suspects left halve again.
 //
 // It ends when no bad pair is left, or no suspect, or no host is known
-// good. A bad pair whose two ends were cleared is its path's. The rounds
+// good. A run without re-tests (--retests 0) has none of these either. A bad pair whose two ends were cleared is its path's. The rounds
 // are kept for the document (Result.Halving); the final blame is the
 // judgement's over every try, the halving's re-tests among them.
 func (r *run) halve(ctx context.Context) {
-	if !r.haveLimit {
+	if !r.haveLimit || r.opts.Retests == 0 {
 		return
 	}
 	n := len(r.hosts)
