@@ -681,6 +681,12 @@ func (a advisor) fleetCommand() string {
 	if f.streams != 1 {
 		cmd += " -P " + strconv.Itoa(f.streams)
 	}
+	if f.engine == "perftest" {
+		cmd += " --engine perftest"
+		if f.latency {
+			cmd += " --latency"
+		}
+	}
 	return cmd + " -t " + strconv.FormatFloat(time.Duration(f.duration).Seconds(), 'f', -1, 64)
 }
 
