@@ -265,6 +265,7 @@ func (r *run) analyse() *Result {
 	if opts.Design == DesignSampled {
 		res.Pattern = PatternPairs
 	}
+	res.FromBest = opts.FromBest && !opts.Latency
 	switch {
 	case r.haveLimit && opts.Latency:
 		r.latencyFigures(res)
@@ -443,7 +444,11 @@ func (b *blame) share(g float64) string {
 	if b.r.opts.Latency {
 		return fmt.Sprintf("%.1f× the fleet's best %s µs", g/b.med, usText(b.med))
 	}
-	return fmt.Sprintf("%.0f%% of the fleet's median %s Gbit/s", 100*g/b.med, gbpsText(b.med))
+	what := "median"
+	if b.r.opts.FromBest {
+		what = "best"
+	}
+	return fmt.Sprintf("%.0f%% of the fleet's %s %s Gbit/s", 100*g/b.med, what, gbpsText(b.med))
 }
 
 func (b *blame) outliers() []Outlier {
@@ -746,8 +751,12 @@ func verdict(r *Result, res map[[2]int]*outcome) string {
 				s += fmt.Sprintf(" (%s to %s µs)", usText(lo), usText(hi))
 			}
 		} else {
-			s = fmt.Sprintf("No outlier: %s of the %d pair%s of %d hosts reached %g%% of the median %s Gbit/s",
-				what, len(r.Pairs), plural(len(r.Pairs)), len(r.Hosts), r.ThresholdPct, gbpsText(*r.MedianGbps))
+			of, ref := "median", *r.MedianGbps
+			if r.FromBest && r.SlowBelowGbps != nil {
+				of, ref = "best", round3(*r.SlowBelowGbps*100/r.ThresholdPct)
+			}
+			s = fmt.Sprintf("No outlier: %s of the %d pair%s of %d hosts reached %g%% of the %s %s Gbit/s",
+				what, len(r.Pairs), plural(len(r.Pairs)), len(r.Hosts), r.ThresholdPct, of, gbpsText(ref))
 			if hi > 0 {
 				s += fmt.Sprintf(" (%s to %s Gbit/s)", gbpsText(lo), gbpsText(hi))
 			}

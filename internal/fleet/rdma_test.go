@@ -138,6 +138,15 @@ func TestHalving(t *testing.T) {
 				if !slices.Equal(rounds, c.rounds) {
 					t.Errorf("halving rounds %q, want %q", rounds, c.rounds)
 				}
+				// The evidence measures from the best, as the rule does.
+				for _, x := range res.Outliers {
+					if want := map[bool]string{false: "% of the fleet's best ", true: "× the fleet's best "}[lat]; !strings.Contains(x.Evidence, want) {
+						t.Errorf("%s's evidence %q lacks %q", x.Name, x.Evidence, want)
+					}
+				}
+				if res.FromBest == lat {
+					t.Errorf("from_best %v in a %s run", res.FromBest, name)
+				}
 				if c.want == nil && len(res.Retests) != 2 {
 					t.Errorf("%d re-tests, want the 2 noisy tests' (they came back)", len(res.Retests))
 				}

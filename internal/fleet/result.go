@@ -22,6 +22,9 @@ type Result struct {
 	DurationS    float64 `json:"duration_s"`
 	Streams      int     `json:"streams"`
 	ThresholdPct float64 `json:"threshold_pct"`
+	// FromBest says ThresholdPct is a share of the best first try, not
+	// of the median (ClusterKit's rule for RDMA bandwidth).
+	FromBest bool `json:"from_best,omitempty"`
 	// Rounds is the schedule's: each round runs its pairs in two legs,
 	// one per direction. Tests counts every test run, first tries,
 	// re-tests and probes alike; Legs every leg run (with Parallel, each

@@ -21,7 +21,11 @@ func (r *Result) WriteText(w io.Writer) error {
 		len(r.Hosts), r.designText(), count(len(r.Pairs), "pair"), count(r.Rounds, "round"), count(r.Tests, "test"),
 		r.DurationS, count(r.Streams, "stream"), r.modeText(), r.WallS)
 	if r.MedianGbps != nil {
-		fmt.Fprintf(&b, "median %s Gbit/s; slow below %s Gbit/s (%g%%)\n", gbpsText(*r.MedianGbps), gbpsText(*r.SlowBelowGbps), r.ThresholdPct)
+		of := "median"
+		if r.FromBest {
+			of = fmt.Sprintf("best %s Gbit/s", gbpsText(*r.SlowBelowGbps*100/r.ThresholdPct))
+		}
+		fmt.Fprintf(&b, "median %s Gbit/s; slow below %s Gbit/s (%g%% of the %s)\n", gbpsText(*r.MedianGbps), gbpsText(*r.SlowBelowGbps), r.ThresholdPct, of)
 	}
 	if r.BestUs != nil && r.MedianUs != nil && r.SlowAboveUs != nil {
 		fmt.Fprintf(&b, "latency (typical): best %s µs, median %s µs; slow above %s µs (%g× the best)\n",
