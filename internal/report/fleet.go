@@ -70,8 +70,8 @@ func (fb *fleetBuilder) matrixSection() (*section, error) {
 		s.addText("Each cell is the typical latency (perftest's t_typical, its median) of one test, from the row's host to the column's, in µs (its best try when it was re-tested; its tooltip gives that try's 99th percentile). A test above %s times the fleet's best test (%s µs) is slow (ClusterKit's rule for RDMA latency). An outlier host's row (its send side) or column (its receive side) is framed.",
 			num(fb.res.SlowFactor, 1), usOrDash(fb.res.BestUs))
 	} else {
-		s.addText("Each cell is the goodput of one test, from the row's host to the column's, in Gbit/s (its best try when it was re-tested). A test below %s%% of the fleet's median test is slow; one slow while its own record showed contention (its CPUs busy with other work) is inconclusive, and not blamed. An outlier host's row (its send side) or column (its receive side) is framed.",
-			num(fb.res.ThresholdPct, 0))
+		s.addText("Each cell is the goodput of one test, from the row's host to the column's, in Gbit/s (its best try when it was re-tested). A test below %s%% of the fleet's %s test is slow; one slow while its own record showed contention (its CPUs busy with other work) is inconclusive, and not blamed. An outlier host's row (its send side) or column (its receive side) is framed.",
+			num(fb.res.ThresholdPct, 0), map[bool]string{false: "median", true: "best"}[fb.res.FromBest])
 	}
 	if fb.res.Parallel {
 		s.addText("The tests of each leg ran at once; a dot marks a figure a re-test measured with another number of tests at once than the test's first try (its tooltip gives both).")
@@ -326,7 +326,7 @@ func (fb *fleetBuilder) runSection() (*section, error) {
 			res.Rounds, plural(res.Rounds), res.Tests, plural(res.Tests), mode)},
 		{"Each test", fmt.Sprintf("%s s, %d stream%s", num(res.DurationS, 1), res.Streams, plural(res.Streams))},
 		{"Median test", med + " Gbit/s"},
-		{"Slow below", fmt.Sprintf("%s Gbit/s (%s%% of the median)", below, num(res.ThresholdPct, 0))},
+		{"Slow below", fmt.Sprintf("%s Gbit/s (%s%% of the %s)", below, num(res.ThresholdPct, 0), map[bool]string{false: "median", true: "best test"}[res.FromBest])},
 		{"Wall time", num(res.WallS, 0) + " s"},
 	}
 	if fb.latency() {

@@ -64,3 +64,33 @@ func TestFleetReportLatency(t *testing.T) {
 		t.Error("a latency matrix titled in Gbit/s")
 	}
 }
+
+// TestFleetReportFromBest: a run judged by ClusterKit's rule for RDMA
+// bandwidth (93% of the best test) says so, not "of the median".
+func TestFleetReportFromBest(t *testing.T) {
+	hosts := make([]fleet.Host, 4)
+	for i := range hosts {
+		hosts[i] = fleet.Host{Name: fmt.Sprintf("h%02d", i+1), Address: fmt.Sprintf("198.18.0.%d", i+1)}
+	}
+	res, err := fleet.Run(context.Background(), hosts, fleet.Options{Pattern: fleet.Pattern{Kind: fleet.PatternPairs},
+		Duration: time.Second, Streams: 1, ThresholdPct: fleet.RDMAThresholdPct, FromBest: true}, &fleetNet{base: 94})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := BuildFleet(res, "", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := WriteHTML(&b, m); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"A test below 93% of the fleet&#39;s best test is slow", "(93% of the best test)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if strings.Contains(b.String(), "93% of the median") {
+		t.Error("the page measures the RDMA rule from the median")
+	}
+}
