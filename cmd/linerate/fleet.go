@@ -50,6 +50,8 @@ type fleetFlags struct {
 	// given.
 	engine       string
 	thresholdSet bool
+	// latency makes the perftest engine's tests ib_write_lat.
+	latency bool
 }
 
 func newFleetCmd(env *cliEnv) *cobra.Command {
@@ -64,7 +66,7 @@ func newFleetCmd(env *cliEnv) *cobra.Command {
 func newFleetRunCmd(env *cliEnv) *cobra.Command {
 	f := fleetFlags{duration: seconds(10 * time.Second), streams: 1, threshold: fleet.DefaultThresholdPct, retests: fleet.DefaultRetests, port: agent.DefaultPort}
 	cmd := &cobra.Command{
-		Use:   "run (--hosts FILE | --lab NAME | --slurm | --k8s SERVICE) [--design all|sampled] [--partners K] [--pattern pairs|ring|star:HOST|incast:HOST] [--concurrent] [-t DUR] [-P N] [--threshold PCT] [--engine native|perftest] [--plan] [--json]",
+		Use:   "run (--hosts FILE | --lab NAME | --slurm | --k8s SERVICE) [--design all|sampled] [--partners K] [--pattern pairs|ring|star:HOST|incast:HOST] [--concurrent] [-t DUR] [-P N] [--threshold PCT] [--engine native|perftest [--latency]] [--plan] [--json]",
 		Short: "Run the pair matrix across hosts, and blame the slow host or path",
 		Long: `run tests pairs of hosts in both directions and blames the slow host or path.
 
@@ -95,7 +97,14 @@ been started so, or the senders they refuse say so.
 With --engine perftest each test is ib_write_bw (RDMA), its server and client
 started in the two hosts of a lab (--lab only: the agents run no perftest
 client), and ClusterKit's rule for RDMA is the default: a test below 93% of the
-fleet's best test is bad (--threshold changes the percentage).
+fleet's best test is bad (--threshold changes the percentage). With --latency
+each test is ib_write_lat, and a test above 2.1 times the fleet's best typical
+latency is bad; the matrix shows each direction's typical latency, the document
+its typical and 99th-percentile latencies. The RDMA matrix's bad pairs are
+re-tested as ClusterKit does, by halving: a host in two or more bad pairs is a
+suspect; each round re-tests the half of the suspects with the most bad pairs
+against hosts known good, and blames or clears each of them, until no bad pair
+is left unexplained (a bad pair whose two ends were cleared is its path's).
 
 A test below --threshold percent (default 90) of the fleet's median test is
 slow and is tried again (--retests, in a leg of its own, at once with other
@@ -167,6 +176,7 @@ reason, and the run goes on without it.`,
 	fl.IntVarP(&f.port, "port", "p", agent.DefaultPort, "the agents' TCP port")
 	fl.StringVar(&f.db, "db", "", "the results database (default "+store.DefaultPath()+")")
 	fl.BoolVar(&f.json, "json", false, "print the result as a linerate.fleet/v1 JSON document")
+	fl.BoolVar(&f.latency, "latency", false, "with --engine perftest: ib_write_lat, a test bad above 2.1 times the best typical latency (ClusterKit's rule for RDMA)")
 	fl.StringVar(&f.engine, "engine", "native", "native (the agents' own engine), or perftest: ib_write_bw between a lab's hosts, a test bad below 93% of the best (ClusterKit's rule for RDMA) unless --threshold says otherwise")
 	// --parallel was --concurrent's name until streams and "at once" got
 	// one name each across commands (bench -P/--streams); kept, hidden.
@@ -240,12 +250,21 @@ func (f *fleetFlags) options() (fleet.Options, error) {
 		if f.labName == "" {
 			return fleet.Options{}, errors.New("--engine perftest runs over a lab (--lab NAME): over --hosts, --slurm and --k8s the agents would have to run perftest clients, which they do not")
 		}
-		o.FromBest = true
+		o.FromBest, o.Halving = true, true
 		if !f.thresholdSet {
 			o.ThresholdPct = fleet.RDMAThresholdPct
 		}
+		if f.latency {
+			if f.thresholdSet {
+				return fleet.Options{}, fmt.Errorf("--threshold is a share of the best bandwidth; with --latency a test is bad above %g times the best latency", fleet.RDMALatencyFactor)
+			}
+			o.Latency = true
+		}
 	default:
 		return fleet.Options{}, fmt.Errorf("--engine %q: native or perftest", f.engine)
+	}
+	if f.latency && f.engine != "perftest" {
+		return fleet.Options{}, errors.New("--latency goes with --engine perftest (ib_write_lat between a lab's hosts)")
 	}
 	return o, nil
 }
@@ -453,7 +472,11 @@ func runFleet(cmd *cobra.Command, env *cliEnv, f fleetFlags) error {
 	var agents *runner.Agents
 	hosts := src.hosts
 	if f.engine == "perftest" {
-		rn = &runner.LabPerftest{Lab: f.labName}
+		lp := &runner.LabPerftest{Lab: f.labName}
+		if f.latency {
+			lp.Params.Test = "ib_write_lat"
+		}
+		rn = lp
 	} else {
 		r, up, stopAgents, err := newFleetRunner(ctx, env, src, f, opts)
 		defer stopAgents()
@@ -467,6 +490,9 @@ func runFleet(cmd *cobra.Command, env *cliEnv, f fleetFlags) error {
 	}
 	opts.Progress = func(ev fleet.Event) {
 		what := fmt.Sprintf("%.2f Gbit/s", ev.Gbps)
+		if opts.Latency {
+			what = fmt.Sprintf("%.2f µs", ev.LatencyUs)
+		}
 		if ev.Err != nil {
 			what = "failed: " + oneLine(ev.Err.Error())
 		} else if ev.Contention != "" {
@@ -673,6 +699,12 @@ func (a advisor) fleetCommand() string {
 	}
 	if f.streams != 1 {
 		cmd += " -P " + strconv.Itoa(f.streams)
+	}
+	if f.engine == "perftest" {
+		cmd += " --engine perftest"
+		if f.latency {
+			cmd += " --latency"
+		}
 	}
 	return cmd + " -t " + strconv.FormatFloat(time.Duration(f.duration).Seconds(), 'f', -1, 64)
 }

@@ -54,6 +54,8 @@ func TestFleetRunRefuses(t *testing.T) {
 		{[]string{"fleet", "run", "--hosts", good, "--seed", "-3"}, "--seed -3: a positive number"},
 		{[]string{"fleet", "run", "--hosts", good, "--engine", "perftest"}, "--engine perftest runs over a lab (--lab NAME)"},
 		{[]string{"fleet", "run", "--hosts", good, "--engine", "iperf3"}, "--engine \"iperf3\": native or perftest"},
+		{[]string{"fleet", "run", "--hosts", good, "--latency"}, "--latency goes with --engine perftest"},
+		{[]string{"fleet", "run", "--lab", "rack", "--engine", "perftest", "--latency", "--threshold", "80"}, "--threshold is a share of the best bandwidth; with --latency a test is bad above 2.1 times"},
 	}
 	for _, tt := range tests {
 		_, stderr, code := runCLI(t, tt.args...)
@@ -223,6 +225,8 @@ func TestFleetAdvice(t *testing.T) {
 	base := fleetFlags{duration: seconds(10 * time.Second), streams: 1, port: 5301}
 	lab, ssh, slurm := base, base, base
 	lab.labName = "uxf"
+	rdma := lab
+	rdma.engine, rdma.latency = "perftest", true
 	ssh.hostsFile, ssh.sshConfig = "my hosts.txt", "ssh_config"
 	ssh.streams = 4
 	for _, tt := range []struct {
@@ -232,6 +236,7 @@ func TestFleetAdvice(t *testing.T) {
 	}{
 		{advisor{f: lab, src: &fleetSource{kind: "lab"}, bin: "linerate"}, host, "linerate lab exec uxf h03 -- linerate doctor --iface ens5f0np0   #"},
 		{advisor{f: lab, src: &fleetSource{kind: "lab"}, bin: "linerate"}, path, "linerate fleet run --lab uxf -t 10 --only h01,h03 --retests 2   #"},
+		{advisor{f: rdma, src: &fleetSource{kind: "lab"}, bin: "linerate"}, path, "linerate fleet run --lab uxf --engine perftest --latency -t 10 --only h01,h03 --retests 2   #"},
 		{advisor{f: ssh, src: &fleetSource{kind: "hosts"}, bin: "linerate"}, host, "ssh -F ssh_config root@h03-mgmt linerate doctor --iface ens5f0np0"},
 		{advisor{f: ssh, src: &fleetSource{kind: "hosts"}, bin: "linerate"}, path, "linerate fleet run --hosts 'my hosts.txt' --ssh-config ssh_config -P 4 -t 10 --only h01,h03"},
 		{advisor{f: ssh, src: &fleetSource{kind: "hosts"}, bin: "linerate"}, failed, "ssh -F ssh_config -o BatchMode=yes -o ConnectTimeout=5 root@h03-mgmt true"},

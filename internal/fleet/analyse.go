@@ -45,6 +45,11 @@ func slowLimit(res map[[2]int]*outcome, opts Options) (limit float64, ok bool) {
 	if len(xs) == 0 {
 		return 0, false
 	}
+	if opts.Latency {
+		// The figures are inverse latencies: above SlowFactor times the
+		// best latency is below the best figure over SlowFactor.
+		return slices.Max(xs) / opts.SlowFactor, true
+	}
 	if opts.FromBest {
 		return slices.Max(xs) * opts.ThresholdPct / 100, true
 	}
@@ -260,7 +265,11 @@ func (r *run) analyse() *Result {
 	if opts.Design == DesignSampled {
 		res.Pattern = PatternPairs
 	}
-	if r.haveLimit {
+	res.FromBest = opts.FromBest && !opts.Latency
+	switch {
+	case r.haveLimit && opts.Latency:
+		r.latencyFigures(res)
+	case r.haveLimit:
 		res.MedianGbps = ptr(round3(median(firstTries(r.res))))
 		res.SlowBelowGbps = ptr(round3(r.limit))
 	}
@@ -270,7 +279,11 @@ func (r *run) analyse() *Result {
 	}
 	slices.SortStableFunc(res.Pairs, func(x, y PairResult) int { return cmpPair(r.hosts, x, y) })
 	res.Retests = r.retests(j.st)
+	res.Halving = r.halving
 	b := blame{r: r, j: j, med: round3(r.limit * 100 / opts.ThresholdPct)}
+	if opts.Latency && res.BestUs != nil {
+		b.med = *res.BestUs
+	}
 	res.Outliers = b.outliers()
 	res.Verdict = verdict(res, r.res)
 	return res
@@ -298,6 +311,12 @@ func (r *run) pairResult(tp testedPair, st func(int, int) string) PairResult {
 	}
 	pr.AToB, pr.AToBGbps = direction(r.res[[2]int{a, b}], dirStatus(a, b), r.limit)
 	pr.BToA, pr.BToAGbps = direction(r.res[[2]int{b, a}], dirStatus(b, a), r.limit)
+	if r.opts.Latency {
+		pr.AToBGbps, pr.AToBUs, pr.AToBP99Us = nil, latencyOf(r.res[[2]int{a, b}]), p99Of(r.res[[2]int{a, b}])
+		pr.BToAGbps, pr.BToAUs, pr.BToAP99Us = nil, latencyOf(r.res[[2]int{b, a}]), p99Of(r.res[[2]int{b, a}])
+		latencyTries(&pr.AToB, r.res[[2]int{a, b}], r.limit)
+		latencyTries(&pr.BToA, r.res[[2]int{b, a}], r.limit)
+	}
 	pr.Retested = r.res[[2]int{a, b}].retested() || r.res[[2]int{b, a}].retested()
 	sts := []string{pr.AToB.Status, pr.BToA.Status}
 	switch {
@@ -400,6 +419,9 @@ func (r *run) retests(st func(int, int) string) []Retest {
 			if !scaled {
 				rt.SlowBelowGbps = nil
 			}
+			if r.opts.Latency {
+				latencyRetest(&rt, o, r.limit)
+			}
 			out = append(out, rt)
 		}
 	}
@@ -410,7 +432,7 @@ func (r *run) retests(st func(int, int) string) []Retest {
 type blame struct {
 	r   *run
 	j   *judgement
-	med float64 // the fleet's median test, Gbit/s
+	med float64 // the fleet's median test, Gbit/s (a latency run: its best test, µs)
 }
 
 // share says how g compares with the fleet: "21% of the fleet's median
@@ -419,7 +441,14 @@ func (b *blame) share(g float64) string {
 	if b.med <= 0 {
 		return ""
 	}
-	return fmt.Sprintf("%.0f%% of the fleet's median %s Gbit/s", 100*g/b.med, gbpsText(b.med))
+	if b.r.opts.Latency {
+		return fmt.Sprintf("%.1f× the fleet's best %s µs", g/b.med, usText(b.med))
+	}
+	what := "median"
+	if b.r.opts.FromBest {
+		what = "best"
+	}
+	return fmt.Sprintf("%.0f%% of the fleet's %s %s Gbit/s", 100*g/b.med, what, gbpsText(b.med))
 }
 
 func (b *blame) outliers() []Outlier {
@@ -477,7 +506,7 @@ func (b *blame) slowWith(s side) (partners []int, gbps []float64, measured int) 
 				p = d[0]
 			}
 			partners = append(partners, p)
-			gbps = append(gbps, b.r.res[d].best())
+			gbps = append(gbps, b.r.figure(b.r.res[d]))
 		}
 	}
 	return partners, gbps, measured
@@ -506,18 +535,22 @@ func (b *blame) hostOutlier(h int) (Outlier, bool) {
 	m := round3(median(gbps))
 	switch dir {
 	case DirSend:
-		ev = fmt.Sprintf("it sent at %s Gbit/s (median) to %d of its %d partner%s", gbpsText(m), len(sp), sm, plural(sm))
+		ev = fmt.Sprintf("it sent %s (median) to %d of its %d partner%s", b.r.atText(m), len(sp), sm, plural(sm))
 	case DirReceive:
-		ev = fmt.Sprintf("it received at %s Gbit/s (median) from %d of its %d partner%s", gbpsText(m), len(rp), rm, plural(rm))
+		ev = fmt.Sprintf("it received %s (median) from %d of its %d partner%s", b.r.atText(m), len(rp), rm, plural(rm))
 	default:
-		ev = fmt.Sprintf("it sent to %d of its %d partner%s and received from %d of %d at %s Gbit/s (median)", len(sp), sm, plural(sm), len(rp), rm, gbpsText(m))
+		ev = fmt.Sprintf("it sent to %d of its %d partner%s and received from %d of %d %s (median)", len(sp), sm, plural(sm), len(rp), rm, b.r.atText(m))
 	}
 	if probes := b.probeText(h, snd, rcv); probes != "" {
 		ev += ", " + probes
 	}
 	ev += ", " + b.share(m)
-	return Outlier{Kind: KindHost, Name: b.r.hosts[h].Name, Direction: dir, Cause: CauseSlow, Evidence: ev,
-		MedianGbps: ptr(m), Partners: b.names(slow)}, true
+	o := Outlier{Kind: KindHost, Name: b.r.hosts[h].Name, Direction: dir, Cause: CauseSlow, Evidence: ev,
+		MedianGbps: ptr(m), Partners: b.names(slow)}
+	if b.r.opts.Latency {
+		o.MedianGbps, o.MedianUs = nil, ptr(m)
+	}
+	return o, true
 }
 
 // probeText says how the probes of a blamed host went: "2 of 2 hosts
@@ -552,10 +585,10 @@ func (b *blame) pathOutliers(a, c int, failedHost []bool) []Outlier {
 	if ab || ca {
 		var gbps []float64
 		if ab {
-			gbps = append(gbps, r.res[[2]int{a, c}].best())
+			gbps = append(gbps, r.figure(r.res[[2]int{a, c}]))
 		}
 		if ca {
-			gbps = append(gbps, r.res[[2]int{c, a}].best())
+			gbps = append(gbps, r.figure(r.res[[2]int{c, a}]))
 		}
 		dir := DirBoth
 		switch {
@@ -566,12 +599,16 @@ func (b *blame) pathOutliers(a, c int, failedHost []bool) []Outlier {
 		}
 		way := pathDir(r.hosts[a].Name, r.hosts[c].Name, dir)
 		m := round3(median(gbps))
-		ev := fmt.Sprintf("%s Gbit/s, %s, while neither host is slow with most of its partners", gbpsText(m), b.share(m))
+		ev := fmt.Sprintf("%s, %s, while neither host is slow with most of its partners", r.figText(m), b.share(m))
 		if cl := b.clearedText(a, c, ab, ca); cl != "" {
 			ev += "; " + cl
 		}
-		out = append(out, Outlier{Kind: KindPath, Name: name, Direction: dir, Way: way, Cause: CauseSlow,
-			Evidence: ev, MedianGbps: ptr(m), Partners: []string{r.hosts[a].Name, r.hosts[c].Name}})
+		o := Outlier{Kind: KindPath, Name: name, Direction: dir, Way: way, Cause: CauseSlow,
+			Evidence: ev, MedianGbps: ptr(m), Partners: []string{r.hosts[a].Name, r.hosts[c].Name}}
+		if r.opts.Latency {
+			o.MedianGbps, o.MedianUs = nil, ptr(m)
+		}
+		out = append(out, o)
 	}
 	if failedHost[a] || failedHost[c] {
 		return out
@@ -686,10 +723,9 @@ func inconclusive(r *Result) []string {
 
 // verdict says in a few sentences what the run found.
 func verdict(r *Result, res map[[2]int]*outcome) string {
-	if r.MedianGbps == nil {
+	if r.MedianGbps == nil && r.BestUs == nil {
 		return "No test worked, so nothing can be compared; the first failure: " + firstError(res) + "."
 	}
-	med := *r.MedianGbps
 	inc := inconclusive(r)
 	var s string
 	if len(r.Outliers) == 0 {
@@ -698,7 +734,7 @@ func verdict(r *Result, res map[[2]int]*outcome) string {
 			for _, x := range []struct {
 				g  *float64
 				st string
-			}{{p.AToBGbps, p.AToB.Status}, {p.BToAGbps, p.BToA.Status}} {
+			}{{cmp.Or(p.AToBGbps, p.AToBUs), p.AToB.Status}, {cmp.Or(p.BToAGbps, p.BToAUs), p.BToA.Status}} {
 				if x.g != nil && x.st == StatusOK {
 					lo, hi = min(lo, *x.g), max(hi, *x.g)
 				}
@@ -708,10 +744,22 @@ func verdict(r *Result, res map[[2]int]*outcome) string {
 		if len(inc) > 0 {
 			what = "every conclusive test"
 		}
-		s = fmt.Sprintf("No outlier: %s of the %d pair%s of %d hosts reached %g%% of the median %s Gbit/s",
-			what, len(r.Pairs), plural(len(r.Pairs)), len(r.Hosts), r.ThresholdPct, gbpsText(med))
-		if hi > 0 {
-			s += fmt.Sprintf(" (%s to %s Gbit/s)", gbpsText(lo), gbpsText(hi))
+		if r.Metric == MetricLatency {
+			s = fmt.Sprintf("No outlier: %s of the %d pair%s of %d hosts stayed within %g× the best latency %s µs",
+				what, len(r.Pairs), plural(len(r.Pairs)), len(r.Hosts), r.SlowFactor, usText(*r.BestUs))
+			if hi > 0 {
+				s += fmt.Sprintf(" (%s to %s µs)", usText(lo), usText(hi))
+			}
+		} else {
+			of, ref := "median", *r.MedianGbps
+			if r.FromBest && r.SlowBelowGbps != nil {
+				of, ref = "best", round3(*r.SlowBelowGbps*100/r.ThresholdPct)
+			}
+			s = fmt.Sprintf("No outlier: %s of the %d pair%s of %d hosts reached %g%% of the %s %s Gbit/s",
+				what, len(r.Pairs), plural(len(r.Pairs)), len(r.Hosts), r.ThresholdPct, of, gbpsText(ref))
+			if hi > 0 {
+				s += fmt.Sprintf(" (%s to %s Gbit/s)", gbpsText(lo), gbpsText(hi))
+			}
 		}
 		s += "."
 		back := 0

@@ -75,10 +75,15 @@ func (r *Result) Check() error {
 			if err := checkGbps(d.g, d.dir.TriesGbps...); err != nil {
 				return fmt.Errorf("pair %s-%s: %w", p.A, p.B, err)
 			}
+			tries := len(d.dir.TriesGbps)
+			if len(d.dir.TriesUs) > 0 {
+				tries = len(d.dir.TriesUs) // a latency run
+			}
 			for what, n := range map[string]int{"times": len(d.dir.TriesAt), "leg sizes": len(d.dir.TriesAtOnce),
-				"contention notes": len(d.dir.TriesContention), "roles": len(d.dir.TriesRole), "limits": len(d.dir.TriesSlowBelow)} {
-				if n != 0 && n != len(d.dir.TriesGbps) {
-					return fmt.Errorf("pair %s-%s: %d %s for %d tries", p.A, p.B, n, what, len(d.dir.TriesGbps))
+				"contention notes": len(d.dir.TriesContention), "roles": len(d.dir.TriesRole), "limits": len(d.dir.TriesSlowBelow),
+				"Gbit/s figures": len(d.dir.TriesGbps), "99th percentiles": len(d.dir.TriesP99Us), "latency limits": len(d.dir.TriesSlowAboveUs)} {
+				if n != 0 && n != tries {
+					return fmt.Errorf("pair %s-%s: %d %s for %d tries", p.A, p.B, n, what, tries)
 				}
 			}
 			for _, role := range d.dir.TriesRole {
@@ -110,6 +115,23 @@ func (r *Result) Check() error {
 	if err := checkGbps(r.MedianGbps); err != nil {
 		return fmt.Errorf("median: %w", err)
 	}
+	for _, us := range []*float64{r.BestUs, r.MedianUs, r.SlowAboveUs} {
+		if err := checkUs(us); err != nil {
+			return fmt.Errorf("latency: %w", err)
+		}
+	}
+	for _, p := range r.Pairs {
+		for _, us := range []*float64{p.AToBUs, p.BToAUs, p.AToBP99Us, p.BToAP99Us} {
+			if err := checkUs(us); err != nil {
+				return fmt.Errorf("pair %s-%s: %w", p.A, p.B, err)
+			}
+		}
+		for _, d := range []Direction{p.AToB, p.BToA} {
+			if err := checkUs(nil, append(slices.Clone(d.TriesUs), d.TriesP99Us...)...); err != nil {
+				return fmt.Errorf("pair %s-%s: %w", p.A, p.B, err)
+			}
+		}
+	}
 	if err := checkGbps(r.SlowBelowGbps); err != nil {
 		return fmt.Errorf("threshold: %w", err)
 	}
@@ -118,6 +140,9 @@ func (r *Result) Check() error {
 			return fmt.Errorf("re-test %s→%s: not listed hosts", t.From, t.To)
 		}
 		if err := checkGbps(&t.FirstGbps, t.RetestsGbps...); err != nil {
+			return fmt.Errorf("re-test %s→%s: %w", t.From, t.To, err)
+		}
+		if err := checkUs(t.FirstUs, t.RetestsUs...); err != nil {
 			return fmt.Errorf("re-test %s→%s: %w", t.From, t.To, err)
 		}
 		if t.Status != "" && !knownStatus(t.Status) {
@@ -129,6 +154,9 @@ func (r *Result) Check() error {
 			return fmt.Errorf("outlier %q: kind %q, direction %q", o.Name, o.Kind, o.Direction)
 		}
 		if err := checkGbps(o.MedianGbps); err != nil {
+			return fmt.Errorf("outlier %s: %w", o.Name, err)
+		}
+		if err := checkUs(o.MedianUs); err != nil {
 			return fmt.Errorf("outlier %s: %w", o.Name, err)
 		}
 	}
@@ -188,6 +216,22 @@ func checkGbps(g *float64, more ...float64) error {
 	for _, v := range vals {
 		if math.IsNaN(v) || v < 0 || v > maxGbps {
 			return errors.New("a Gbit/s figure out of range")
+		}
+	}
+	return nil
+}
+
+// maxUs bounds a latency: 100 s is beyond any test's.
+const maxUs = 1e8
+
+func checkUs(us *float64, more ...float64) error {
+	vals := more
+	if us != nil {
+		vals = append(vals, *us)
+	}
+	for _, v := range vals {
+		if math.IsNaN(v) || v < 0 || v > maxUs {
+			return errors.New("a latency out of range")
 		}
 	}
 	return nil

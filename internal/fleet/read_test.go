@@ -108,6 +108,12 @@ func FuzzReadResult(f *testing.F) {
 		drops: map[string]uint64{"h01": 3}, fail: map[string]error{"h03": errMsg("refused")}})
 	b, _ := json.Marshal(res)
 	f.Add(b)
+	// A latency run's document, with its halving rounds.
+	lat := opts()
+	lat.Latency, lat.Halving = true, true
+	res, _ = Run(f.Context(), fleetOf(4), lat, latencyNet{&fakeNet{base: 100, sendCap: map[string]float64{"h02": 20}, recvCap: map[string]float64{"h02": 20}}})
+	b, _ = json.Marshal(res)
+	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		res, err := ReadResult(bytes.NewReader(b))
 		if err != nil {

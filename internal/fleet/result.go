@@ -22,6 +22,9 @@ type Result struct {
 	DurationS    float64 `json:"duration_s"`
 	Streams      int     `json:"streams"`
 	ThresholdPct float64 `json:"threshold_pct"`
+	// FromBest says ThresholdPct is a share of the best first try, not
+	// of the median (ClusterKit's rule for RDMA bandwidth).
+	FromBest bool `json:"from_best,omitempty"`
 	// Rounds is the schedule's: each round runs its pairs in two legs,
 	// one per direction. Tests counts every test run, first tries,
 	// re-tests and probes alike; Legs every leg run (with Parallel, each
@@ -31,11 +34,26 @@ type Result struct {
 	Legs   int `json:"legs"`
 	// MedianGbps is the median of every scheduled test's first try that
 	// worked (null when none did); SlowBelowGbps is ThresholdPct of it.
-	MedianGbps    *float64     `json:"median_gbps"`
-	SlowBelowGbps *float64     `json:"slow_below_gbps"`
-	Pairs         []PairResult `json:"pairs"`
-	Retests       []Retest     `json:"retests"`
-	Outliers      []Outlier    `json:"outliers"`
+	MedianGbps    *float64 `json:"median_gbps"`
+	SlowBelowGbps *float64 `json:"slow_below_gbps"`
+	// Metric is MetricLatency for a latency run (--latency: each test's
+	// typical latency, ib_write_lat), absent for bandwidth. A latency
+	// run has no Gbit/s: MedianGbps and SlowBelowGbps are null, and
+	// ThresholdPct is 100/SlowFactor (the inverse latency's share of the
+	// best). BestUs and MedianUs are the best and the median typical
+	// latency of the schedule's first tries; SlowAboveUs is SlowFactor
+	// times BestUs: a test above it is slow.
+	Metric      string       `json:"metric,omitempty"`
+	SlowFactor  float64      `json:"slow_factor,omitempty"`
+	BestUs      *float64     `json:"best_us,omitempty"`
+	MedianUs    *float64     `json:"median_us,omitempty"`
+	SlowAboveUs *float64     `json:"slow_above_us,omitempty"`
+	Pairs       []PairResult `json:"pairs"`
+	Retests     []Retest     `json:"retests"`
+	// Halving lists the rounds of the halving re-tests (Options.Halving,
+	// the RDMA matrix), when any ran.
+	Halving  []HalvingRound `json:"halving,omitempty"`
+	Outliers []Outlier      `json:"outliers"`
 	// Incast is an incast's figures (pattern incast:HOST): its senders'
 	// shares, their sum at the receiver and its drops; absent for other
 	// patterns. An incast blames nobody: Outliers is empty and
@@ -43,6 +61,22 @@ type Result struct {
 	Incast  *Incast `json:"incast,omitempty"`
 	Verdict string  `json:"verdict"`
 	WallS   float64 `json:"wall_s"`
+}
+
+// MetricLatency marks a latency run (Result.Metric).
+const MetricLatency = "latency"
+
+// HalvingRound is one round of the halving re-tests: the suspects it
+// re-tested (the half of the suspects left with the most bad pairs),
+// the hosts known good they were re-tested against, and which suspects
+// stayed bad with most of those (blamed) or came back (cleared).
+type HalvingRound struct {
+	Round    int      `json:"round"`
+	Suspects []string `json:"suspects"`
+	Good     []string `json:"good"`
+	Tests    int      `json:"tests"`
+	Blamed   []string `json:"blamed"`
+	Cleared  []string `json:"cleared"`
 }
 
 // Statuses of a pair and of a direction.
@@ -68,8 +102,15 @@ type PairResult struct {
 	B        string   `json:"b"`
 	AToBGbps *float64 `json:"a_to_b_gbps"`
 	BToAGbps *float64 `json:"b_to_a_gbps"`
-	Status   string   `json:"status"`
-	Retested bool     `json:"retested"`
+	// AToBUs and BToAUs are a latency run's typical latency of each
+	// direction's best try (the lowest), AToBP99Us and BToAP99Us that
+	// try's 99th percentile.
+	AToBUs    *float64 `json:"a_to_b_us,omitempty"`
+	BToAUs    *float64 `json:"b_to_a_us,omitempty"`
+	AToBP99Us *float64 `json:"a_to_b_p99_us,omitempty"`
+	BToAP99Us *float64 `json:"b_to_a_p99_us,omitempty"`
+	Status    string   `json:"status"`
+	Retested  bool     `json:"retested"`
 	// Round is the pair's round, 1-based; a probe's rounds follow the
 	// schedule's.
 	Round int `json:"round"`
@@ -83,8 +124,13 @@ type PairResult struct {
 // Direction is one direction of a pair.
 type Direction struct {
 	Status string `json:"status"`
-	// TriesGbps holds every try that worked, the first first.
+	// TriesGbps holds every try that worked, the first first (empty
+	// for a latency run).
 	TriesGbps []float64 `json:"tries_gbps"`
+	// TriesUs and TriesP99Us are a latency run's tries: typical and 99th
+	// percentile latency, microseconds.
+	TriesUs    []float64 `json:"tries_us,omitempty"`
+	TriesP99Us []float64 `json:"tries_p99_us,omitempty"`
 	// TriesAt says when each of TriesGbps was measured.
 	TriesAt []Span `json:"tries_at,omitempty"`
 	// TriesAtOnce says how many tests ran at once in each try's leg (1:
@@ -104,7 +150,10 @@ type Direction struct {
 	// run's slow limit scaled by how the control fared against its own
 	// first try.
 	TriesSlowBelow []float64 `json:"tries_slow_below,omitempty"`
-	RunIDs         []int64   `json:"run_ids,omitempty"`
+	// TriesSlowAboveUs is TriesSlowBelow of a latency run: the latency
+	// above which each try was slow.
+	TriesSlowAboveUs []float64 `json:"tries_slow_above_us,omitempty"`
+	RunIDs           []int64   `json:"run_ids,omitempty"`
 	// Error is why the test failed.
 	Error string `json:"error,omitempty"`
 }
@@ -135,6 +184,12 @@ type Retest struct {
 	// SlowBelowGbps is what each try was judged against, when a serial
 	// re-test was judged against a control (Direction.TriesSlowBelow).
 	SlowBelowGbps []float64 `json:"slow_below_gbps,omitempty"`
+	// FirstUs and RetestsUs are a latency run's typical latencies (its
+	// FirstGbps is 0 and RetestsGbps empty); SlowAboveUs is its
+	// SlowBelowGbps.
+	FirstUs     *float64  `json:"first_us,omitempty"`
+	RetestsUs   []float64 `json:"retests_us,omitempty"`
+	SlowAboveUs []float64 `json:"slow_above_us,omitempty"`
 }
 
 // Outlier kinds, directions and causes.
@@ -164,6 +219,9 @@ type Outlier struct {
 	// MedianGbps is the median of the blamed tests' best tries (slow
 	// outliers only).
 	MedianGbps *float64 `json:"median_gbps,omitempty"`
+	// MedianUs is a latency run's: the median typical latency of the
+	// blamed tests' best tries.
+	MedianUs *float64 `json:"median_us,omitempty"`
 	// Partners names the hosts the blamed tests ran with.
 	Partners []string `json:"partners,omitempty"`
 	// Next are commands to run next, as they work when printed (the

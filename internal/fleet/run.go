@@ -56,6 +56,10 @@ type Measurement struct {
 	// FromIface and ToIface are the interfaces the test ran on at each
 	// end ("" when unknown).
 	FromIface, ToIface string
+	// LatencyUs and P99Us are a latency test's (Options.Latency) typical
+	// (median) and 99th-percentile latency in microseconds, as perftest's
+	// ib_write_lat reports them; Gbps is not used then.
+	LatencyUs, P99Us float64
 	// Retransmits is the segments the sender retransmitted over the test
 	// (nil when unknown); ToNIC how the receiver's NIC and qdisc counters
 	// grew over it (nil when not read). An incast reports them.
@@ -104,6 +108,16 @@ type Options struct {
 	// ClusterKit's rule for RDMA does (RDMAThresholdPct of the best
 	// bandwidth), rather than from the median.
 	FromBest bool
+	// Latency: the tests measure latency (Measurement.LatencyUs), and a
+	// test is bad above SlowFactor times the fleet's best first try (0
+	// means RDMALatencyFactor), ClusterKit's rule for RDMA latency.
+	// ThresholdPct and FromBest are not used then.
+	Latency    bool
+	SlowFactor float64
+	// Halving adds ClusterKit's re-tests of the RDMA matrix: the hosts
+	// in several bad pairs are re-tested against hosts known good, half
+	// of the suspects at a time (halving.go).
+	Halving bool
 	// Retests is how many times a slow test is tried again; 0 means
 	// DefaultRetests, a negative number none.
 	Retests int
@@ -133,6 +147,10 @@ const (
 // 93% of the best is bad (with FromBest).
 const RDMAThresholdPct = 93
 
+// RDMALatencyFactor is ClusterKit's rule for RDMA latency: a pair above
+// 2.1 times the best typical latency is bad (Options.Latency).
+const RDMALatencyFactor = 2.1
+
 // Event reports one finished test.
 type Event struct {
 	From, To      string
@@ -141,7 +159,9 @@ type Event struct {
 	// to judge the re-test against the load of its moment.
 	Control bool
 	Gbps    float64
-	Err     error
+	// LatencyUs is a latency test's typical latency (Options.Latency).
+	LatencyUs float64
+	Err       error
 	// Contention is the Measurement's.
 	Contention string
 	Done       int // tests finished so far, re-tests included
@@ -153,6 +173,14 @@ type Event struct {
 func (o *Options) check(hosts []Host) error {
 	if o.ThresholdPct == 0 {
 		o.ThresholdPct = DefaultThresholdPct
+	}
+	if o.Latency {
+		if o.SlowFactor == 0 {
+			o.SlowFactor = RDMALatencyFactor
+		}
+		if !(o.SlowFactor > 1 && o.SlowFactor <= 100) {
+			return fmt.Errorf("a latency test bad above %g times the best: give a factor above 1 (default %g)", o.SlowFactor, RDMALatencyFactor)
+		}
 	}
 	if o.ThresholdPct <= 0 || o.ThresholdPct >= 100 {
 		return fmt.Errorf("--threshold %g: give a percentage between 0 and 100 (default %d)", o.ThresholdPct, DefaultThresholdPct)
@@ -231,7 +259,12 @@ func (o *Options) schedule(hosts []Host) (Schedule, error) {
 
 // try is one measurement of a direction.
 type try struct {
+	// gbps is the try's figure, higher better: Gbit/s, or for a latency
+	// run (Options.Latency) the inverse of its typical latency (1/µs), so
+	// that every rule below (slow limits, controls, blame) holds for both
+	// alike; us and p99 keep a latency try's own figures.
 	gbps       float64
+	us, p99    float64
 	span       Span
 	runID      int64
 	atOnce     int
@@ -270,6 +303,8 @@ type run struct {
 	// checked marks the directions checkPaths tried again.
 	checked map[[2]int]bool
 	rng     *rand.Rand
+	// halving are the rounds of the halving re-tests (halve).
+	halving []HalvingRound
 
 	res     map[[2]int]*outcome // by (from, to)
 	down    map[int]error
@@ -332,6 +367,9 @@ func Run(ctx context.Context, hosts []Host, opts Options, runner Runner) (*Resul
 	if ctx.Err() == nil {
 		r.retest(ctx, r.allTests())
 	}
+	if ctx.Err() == nil && opts.Halving {
+		r.halve(ctx)
+	}
 	// A slow test no blamed side explains is tried again before the
 	// sampled design spends probes on its ends (most such tests are
 	// noise that does not stay slow), and a probe left slow is checked
@@ -351,7 +389,7 @@ func Run(ctx context.Context, hosts []Host, opts Options, runner Runner) (*Resul
 		res.Verdict = fmt.Sprintf("Interrupted after %d of %d tests. ", r.done, r.total) + res.Verdict
 		return res, fmt.Errorf("fleet run interrupted after %d of %d tests: %w", r.done, r.total, context.Cause(ctx))
 	}
-	if res.MedianGbps == nil {
+	if !r.haveLimit {
 		return res, fmt.Errorf("every test failed; the first: %s", firstError(r.res))
 	}
 	return res, nil
@@ -595,7 +633,13 @@ func (r *run) one(ctx context.Context, t Test, kind testKind, atOnce int, slowBe
 		began := time.Now()
 		m, err = r.runner.Run(ctx, Spec{From: r.hosts[t.From], To: r.hosts[t.To], Duration: r.opts.Duration,
 			Streams: r.opts.Streams, Label: r.opts.Label, Retest: kind == kindRetest, Probe: kind == kindProbe, AtOnce: atOnce})
-		if err == nil && !(m.Gbps >= 0) {
+		switch {
+		case err != nil:
+		case r.opts.Latency && !(m.LatencyUs > 0 && m.LatencyUs < 1e9):
+			err = fmt.Errorf("the runner returned a latency of %g µs", m.LatencyUs)
+		case r.opts.Latency:
+			m.Gbps = 1 / m.LatencyUs
+		case !(m.Gbps >= 0):
 			err = fmt.Errorf("the runner returned %g Gbit/s", m.Gbps)
 		}
 		if m.Start.IsZero() || m.End.Before(m.Start) {
@@ -613,7 +657,7 @@ func (r *run) one(ctx context.Context, t Test, kind testKind, atOnce int, slowBe
 	case err != nil && (kind == kindFirst || kind == kindProbe):
 		o.err = err
 	case err == nil:
-		o.tries = append(o.tries, try{gbps: m.Gbps, runID: m.RunID, atOnce: atOnce, contention: m.Contention, role: kind, slowBelow: slowBelow,
+		o.tries = append(o.tries, try{gbps: m.Gbps, us: m.LatencyUs, p99: m.P99Us, runID: m.RunID, atOnce: atOnce, contention: m.Contention, role: kind, slowBelow: slowBelow,
 			span: Span{Start: m.Start.UTC().Round(time.Millisecond), End: m.End.UTC().Round(time.Millisecond)}})
 		r.noteIfaces(t, m)
 	}
@@ -629,7 +673,10 @@ func (r *run) one(ctx context.Context, t Test, kind testKind, atOnce int, slowBe
 		ev := Event{From: r.hosts[t.From].Name, To: r.hosts[t.To].Name, Retest: kind == kindRetest, Probe: kind == kindProbe,
 			Control: kind == kindControl, Err: err, Done: r.done, Total: r.total}
 		if err == nil {
-			ev.Gbps, ev.Contention = m.Gbps, m.Contention
+			ev.Gbps, ev.LatencyUs, ev.Contention = m.Gbps, m.LatencyUs, m.Contention
+			if r.opts.Latency {
+				ev.Gbps = 0
+			}
 		}
 		r.opts.Progress(ev)
 	}

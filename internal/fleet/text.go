@@ -1,8 +1,10 @@
 package fleet
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -24,7 +26,15 @@ func (r *Result) WriteText(w io.Writer) error {
 		len(r.Hosts), r.designText(), count(len(r.Pairs), "pair"), count(r.Rounds, "round"), count(r.Tests, "test"),
 		r.DurationS, count(r.Streams, "stream"), r.modeText(), r.WallS)
 	if r.MedianGbps != nil {
-		fmt.Fprintf(&b, "median %s Gbit/s; slow below %s Gbit/s (%g%%)\n", gbpsText(*r.MedianGbps), gbpsText(*r.SlowBelowGbps), r.ThresholdPct)
+		of := "median"
+		if r.FromBest {
+			of = fmt.Sprintf("best %s Gbit/s", gbpsText(*r.SlowBelowGbps*100/r.ThresholdPct))
+		}
+		fmt.Fprintf(&b, "median %s Gbit/s; slow below %s Gbit/s (%g%% of the %s)\n", gbpsText(*r.MedianGbps), gbpsText(*r.SlowBelowGbps), r.ThresholdPct, of)
+	}
+	if r.BestUs != nil && r.MedianUs != nil && r.SlowAboveUs != nil {
+		fmt.Fprintf(&b, "latency (typical): best %s µs, median %s µs; slow above %s µs (%g× the best)\n",
+			usText(*r.BestUs), usText(*r.MedianUs), usText(*r.SlowAboveUs), r.SlowFactor)
 	}
 	if len(r.Hosts) <= maxMatrixHosts {
 		r.writeMatrix(&b)
@@ -34,6 +44,10 @@ func (r *Result) WriteText(w io.Writer) error {
 	if len(r.Retests) > 0 {
 		b.WriteString("re-tests:\n")
 		for _, t := range r.Retests {
+			if t.FirstUs != nil {
+				r.writeLatencyRetest(&b, t)
+				continue
+			}
 			var rs []string
 			for i, g := range t.RetestsGbps {
 				rs = append(rs, gbpsText(g)+r.onceMark(t.AtOnce, i+1))
@@ -49,6 +63,10 @@ func (r *Result) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  %s→%s  %s%s, then %s Gbit/s%s: %s\n", t.From, t.To, gbpsText(t.FirstGbps), r.onceMark(t.AtOnce, 0),
 				strings.Join(rs, ", "), against, retestText(t))
 		}
+	}
+	for _, h := range r.Halving {
+		fmt.Fprintf(&b, "halving round %d: suspects %s re-tested against %s (%s): blamed %s, cleared %s\n", h.Round,
+			strings.Join(h.Suspects, ","), strings.Join(h.Good, ","), count(h.Tests, "test"), orNone(h.Blamed), orNone(h.Cleared))
 	}
 	for _, p := range r.Pairs {
 		for _, d := range []struct {
@@ -180,11 +198,15 @@ func (r *Result) writeMatrix(b *strings.Builder) {
 	for _, p := range r.Pairs {
 		a, c := idx[p.A], idx[p.B]
 		var s1, s2 bool
-		cells[a][c], s1 = r.cellText(p.AToB, p.AToBGbps)
-		cells[c][a], s2 = r.cellText(p.BToA, p.BToAGbps)
+		cells[a][c], s1 = r.cellText(p.AToB, cmp.Or(p.AToBGbps, p.AToBUs))
+		cells[c][a], s2 = r.cellText(p.BToA, cmp.Or(p.BToAGbps, p.BToAUs))
 		starred = starred || s1 || s2
 	}
-	b.WriteString("Gbit/s, row sends to column (! slow, ? inconclusive, x failed")
+	unit := "Gbit/s"
+	if r.Metric == MetricLatency {
+		unit = "typical latency µs"
+	}
+	b.WriteString(unit + ", row sends to column (! slow, ? inconclusive, x failed")
 	if starred {
 		b.WriteString(", * a re-test's figure with another number of tests at once")
 	}
@@ -214,6 +236,9 @@ func (r *Result) cellText(d Direction, g *float64) (string, bool) {
 		return ".", false
 	}
 	s := gbpsText(*g)
+	if r.Metric == MetricLatency {
+		s = usText(*g)
+	}
 	star := r.Parallel && OtherLoad(d)
 	if star {
 		s += "*"
@@ -231,6 +256,13 @@ func (r *Result) cellText(d Direction, g *float64) (string, bool) {
 // measured with another number of tests at once than its first try: a
 // figure of a re-test alone among figures of loaded legs.
 func OtherLoad(d Direction) bool {
+	if len(d.TriesUs) > 0 {
+		// a latency run: the best try is the lowest
+		if len(d.TriesAtOnce) != len(d.TriesUs) {
+			return false
+		}
+		return d.TriesAtOnce[slices.Index(d.TriesUs, slices.Min(d.TriesUs))] != d.TriesAtOnce[0]
+	}
 	if len(d.TriesAtOnce) < 2 || len(d.TriesAtOnce) != len(d.TriesGbps) {
 		return false
 	}
@@ -251,8 +283,8 @@ func (r *Result) writeNotOK(b *strings.Builder) {
 		if p.Status == StatusOK {
 			continue
 		}
-		c1, _ := r.cellText(p.AToB, p.AToBGbps)
-		c2, _ := r.cellText(p.BToA, p.BToAGbps)
+		c1, _ := r.cellText(p.AToB, cmp.Or(p.AToBGbps, p.AToBUs))
+		c2, _ := r.cellText(p.BToA, cmp.Or(p.BToAGbps, p.BToAUs))
 		var parts []string
 		if p.AToB.Status != StatusUntested {
 			parts = append(parts, fmt.Sprintf("%s→%s %s", p.A, p.B, c1))
@@ -313,4 +345,31 @@ func (r *Result) writeIncast(b *strings.Builder) {
 	}
 	fmt.Fprintf(b, "receiver %s: %s\n", in.Receiver, in.DropsText())
 	fmt.Fprintf(b, "verdict: %s\n", r.Verdict)
+}
+
+// writeLatencyRetest writes a latency run's re-test: its typical
+// latencies.
+func (r *Result) writeLatencyRetest(b *strings.Builder, t Retest) {
+	var rs []string
+	for i, us := range t.RetestsUs {
+		rs = append(rs, usText(us)+r.onceMark(t.AtOnce, i+1))
+	}
+	against := ""
+	if len(t.SlowAboveUs) > 1 {
+		var ls []string
+		for _, l := range t.SlowAboveUs[1:] {
+			ls = append(ls, usText(l))
+		}
+		against = " (slow above " + strings.Join(ls, ", ") + " µs: a control test ran just before each)"
+	}
+	fmt.Fprintf(b, "  %s→%s  %s%s, then %s µs%s: %s\n", t.From, t.To, usText(*t.FirstUs), r.onceMark(t.AtOnce, 0),
+		strings.Join(rs, ", "), against, retestText(t))
+}
+
+// orNone joins names, or says "none".
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ",")
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/linerate/linerate/internal/fleet"
 )
@@ -90,17 +91,25 @@ func (fb *fleetBuilder) matrixChart() (*chart, error) {
 	}
 	cells := map[[2]int]cellData{}
 	hi := 0.0
+	// A latency run's cells are typical latencies: the lowest (lo) is the
+	// darkest, a cell's fill lo over its own.
+	lat, lo := res.Metric == fleet.MetricLatency, math.Inf(1)
 	for _, p := range res.Pairs {
 		a, b := idx[p.A], idx[p.B]
+		ab, ba := p.AToBGbps, p.BToAGbps
+		if lat {
+			ab, ba = p.AToBUs, p.BToAUs
+		}
 		if p.AToB.Status != fleet.StatusUntested {
-			cells[[2]int{a, b}] = cellData{p.AToBGbps, p.AToB.Status, p.AToB.Error, p.AToB}
+			cells[[2]int{a, b}] = cellData{ab, p.AToB.Status, p.AToB.Error, p.AToB}
 		}
 		if p.BToA.Status != fleet.StatusUntested {
-			cells[[2]int{b, a}] = cellData{p.BToAGbps, p.BToA.Status, p.BToA.Error, p.BToA}
+			cells[[2]int{b, a}] = cellData{ba, p.BToA.Status, p.BToA.Error, p.BToA}
 		}
-		for _, g := range []*float64{p.AToBGbps, p.BToAGbps} {
+		for _, g := range []*float64{ab, ba} {
 			if g != nil {
 				hi = math.Max(hi, *g)
+				lo = math.Min(lo, *g)
 			}
 		}
 	}
@@ -153,6 +162,13 @@ func (fb *fleetBuilder) matrixChart() (*chart, error) {
 					op = v / hi
 				}
 				title := from + " → " + to + ": " + gbpsOrZero(v) + " Gbit/s"
+				if lat {
+					op = 0
+					if v > 0 {
+						op = lo / v
+					}
+					title = from + " → " + to + ": " + num(v, 2) + " µs typical" + p99Note(c.dir)
+				}
 				switch c.status {
 				case fleet.StatusSlow:
 					title += " (slow)"
@@ -175,7 +191,11 @@ func (fb *fleetBuilder) matrixChart() (*chart, error) {
 					s.circle("fl-otherload", x+g.cell-2-r, y+2+r, r, "")
 				}
 				if g.cell >= 36 {
-					s.text(matrixTextClass(op), x+g.cell/2, y+g.cell/2+4, "middle", num(v, matrixPrec(hi)))
+					prec := matrixPrec(hi)
+					if lat {
+						prec = 2
+					}
+					s.text(matrixTextClass(op), x+g.cell/2, y+g.cell/2+4, "middle", num(v, prec))
 				}
 			}
 		}
@@ -186,6 +206,12 @@ func (fb *fleetBuilder) matrixChart() (*chart, error) {
 	}
 	for j := range recvOut {
 		s.rect("fl-frame", g.left+float64(j)*g.cell-1, g.top-1, g.cell+2, span+2, "")
+	}
+	if lat {
+		fb.latencyLegend(s, g, span, lo)
+		return fb.r.render("fleet-matrix", "Pair matrix: typical latency (µs) from each row's host to each column's",
+			"Heatmap of the fleet's latency tests: rows are senders, columns receivers; darker is quicker (the best test darkest); slow tests outlined, inconclusive ones dashed, failed tests crossed, outlier hosts framed.",
+			g.w, g.h, s)
 	}
 	fb.matrixLegend(s, g, span, hi)
 	return fb.r.render("fleet-matrix", "Pair matrix: Gbit/s from each row's host to each column's",
@@ -279,4 +305,37 @@ func firstNonEmpty(xs []string) string {
 		}
 	}
 	return "contended"
+}
+
+// p99Note is a latency direction's best try's 99th percentile, for a
+// cell's tooltip: " (99th percentile 1.15 µs)".
+func p99Note(d fleet.Direction) string {
+	if len(d.TriesUs) == 0 || len(d.TriesP99Us) != len(d.TriesUs) {
+		return ""
+	}
+	best := slices.Index(d.TriesUs, slices.Min(d.TriesUs))
+	if d.TriesP99Us[best] <= 0 {
+		return ""
+	}
+	return " (99th percentile " + num(d.TriesP99Us[best], 2) + " µs)"
+}
+
+// latencyLegend is matrixLegend of a latency run: each shade's typical
+// latency (the best test's darkest, four times it the lightest).
+func (fb *fleetBuilder) latencyLegend(s *scene, g matrixGeom, span, lo float64) {
+	x, y := g.left+span+18, g.top+8
+	if float64(g.w)-x < 120 {
+		x, y = g.left, g.top+span+40
+	}
+	s.text("legend", x, y, "start", "µs")
+	for k := 4; k >= 1; k-- {
+		yy := y + 8 + float64(4-k)*16
+		s.cell("fl-cell", x, yy, 14, 14, float64(k)/4, "")
+		s.text("legend", x+20, yy+11, "start", num(lo*4/float64(k), 2))
+	}
+	y += 8 + 4*16 + 8
+	s.rect("fl-cell", x, y, 14, 14, "")
+	s.shapes[len(s.shapes)-1].Opacity = "0.3"
+	s.rect("fl-slow", x+1, y+1, 12, 12, "")
+	s.text("legend", x+20, y+11, "start", "slow")
 }

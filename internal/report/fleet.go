@@ -45,7 +45,7 @@ func BuildFleet(res *fleet.Result, title, version string) (*Model, error) {
 	}
 	m := &Model{Title: title, Verdict: res.Verdict, version: version, r: r}
 	fb := &fleetBuilder{res: res, r: r}
-	makers := []func() (*section, error){fb.matrixSection, fb.outliersSection, fb.retestsSection, fb.pairsSection, fb.runSection}
+	makers := []func() (*section, error){fb.matrixSection, fb.outliersSection, fb.retestsSection, fb.halvingSection, fb.pairsSection, fb.runSection}
 	if res.Incast != nil {
 		// An incast blames nobody and tries nothing again: its figures
 		// take the matrix's, the outliers' and the re-tests' place.
@@ -56,7 +56,9 @@ func BuildFleet(res *fleet.Result, title, version string) (*Model, error) {
 		if err != nil {
 			return nil, err
 		}
-		m.sections = append(m.sections, s)
+		if s != nil {
+			m.sections = append(m.sections, s)
+		}
 	}
 	return m, nil
 }
@@ -68,8 +70,13 @@ type fleetBuilder struct {
 
 func (fb *fleetBuilder) matrixSection() (*section, error) {
 	s := &section{ID: "fleet-matrix", Title: "Pair matrix"}
-	s.addText("Each cell is the goodput of one test, from the row's host to the column's, in Gbit/s (its best try when it was re-tested). A test below %s%% of the fleet's median test is slow; one slow while its own record showed contention (its CPUs busy with other work) is inconclusive, and not blamed. An outlier host's row (its send side) or column (its receive side) is framed.",
-		num(fb.res.ThresholdPct, 0))
+	if fb.latency() {
+		s.addText("Each cell is the typical latency (perftest's t_typical, its median) of one test, from the row's host to the column's, in µs (its best try when it was re-tested; its tooltip gives that try's 99th percentile). A test above %s times the fleet's best test (%s µs) is slow (ClusterKit's rule for RDMA latency). An outlier host's row (its send side) or column (its receive side) is framed.",
+			num(fb.res.SlowFactor, 1), usOrDash(fb.res.BestUs))
+	} else {
+		s.addText("Each cell is the goodput of one test, from the row's host to the column's, in Gbit/s (its best try when it was re-tested). A test below %s%% of the fleet's %s test is slow; one slow while its own record showed contention (its CPUs busy with other work) is inconclusive, and not blamed. An outlier host's row (its send side) or column (its receive side) is framed.",
+			num(fb.res.ThresholdPct, 0), map[bool]string{false: "median", true: "best"}[fb.res.FromBest])
+	}
 	if fb.res.Parallel {
 		s.addText("The tests of each leg ran at once; a dot marks a figure a re-test measured with another number of tests at once than the test's first try (its tooltip gives both).")
 	}
@@ -182,10 +189,14 @@ func (fb *fleetBuilder) retestsSection() (*section, error) {
 		how = "as the first tries ran: in legs of disjoint tests at once (the At once column says how many ran together, the first try first)"
 	}
 	s.addText("A slow test is tried again, %s. It comes back when a try is not slow; it stays slow when every try was, two of them with their CPUs to themselves; it is inconclusive when every try was slow and fewer were. A slow test no host explains is tried twice more before its path is blamed.", how)
-	head := []string{"From", "To", "First (Gbit/s)", "Re-tests (Gbit/s)", "Result"}
+	unit := "Gbit/s"
+	if fb.latency() {
+		unit = "µs"
+	}
+	head := []string{"From", "To", "First (" + unit + ")", "Re-tests (" + unit + ")", "Result"}
 	num := []bool{false, false, true, true, false}
 	if fb.res.Parallel {
-		head = []string{"From", "To", "First (Gbit/s)", "Re-tests (Gbit/s)", "At once", "Result"}
+		head = []string{"From", "To", "First (" + unit + ")", "Re-tests (" + unit + ")", "At once", "Result"}
 		num = []bool{false, false, true, true, true, false}
 	}
 	t := &table{ID: "fleet-retests", Caption: "Slow tests tried again", Head: head, Num: num}
@@ -202,7 +213,14 @@ func (fb *fleetBuilder) retestsSection() (*section, error) {
 		case rt.Confirmed:
 			result, class = "slow again", "crit"
 		}
-		row := []string{rt.From, rt.To, gbpsOrZero(rt.FirstGbps), strings.Join(again, ", ")}
+		first := gbpsOrZero(rt.FirstGbps)
+		if fb.latency() {
+			first, again = usOrDash(rt.FirstUs), nil
+			for _, us := range rt.RetestsUs {
+				again = append(again, fleetUs(us))
+			}
+		}
+		row := []string{rt.From, rt.To, first, strings.Join(again, ", ")}
 		if fb.res.Parallel {
 			var at []string
 			for _, k := range rt.AtOnce {
@@ -219,8 +237,12 @@ func (fb *fleetBuilder) retestsSection() (*section, error) {
 
 func (fb *fleetBuilder) pairsSection() (*section, error) {
 	s := &section{ID: "fleet-pairs", Title: "Pairs"}
+	head := []string{"Pair", "Round", "a → b (Gbit/s)", "b → a (Gbit/s)", "Status", "Runs", "Note"}
+	if fb.latency() {
+		head[2], head[3] = "a → b (µs, typical / 99th pct.)", "b → a (µs, typical / 99th pct.)"
+	}
 	t := &table{ID: "fleet-pairs", Caption: "Every pair, in both directions",
-		Head: []string{"Pair", "Round", "a → b (Gbit/s)", "b → a (Gbit/s)", "Status", "Runs", "Note"},
+		Head: head,
 		Num:  []bool{false, true, true, true, false, false, false}}
 	for _, p := range fb.res.Pairs {
 		class := ""
@@ -245,8 +267,12 @@ func (fb *fleetBuilder) pairsSection() (*section, error) {
 		if p.Probe {
 			notes = append(notes, "probe of a suspect against a host proven good")
 		}
+		ab, ba := dirCell(p.AToBGbps, p.AToB), dirCell(p.BToAGbps, p.BToA)
+		if fb.latency() {
+			ab, ba = latencyCell(p.AToBUs, p.AToBP99Us, p.AToB), latencyCell(p.BToAUs, p.BToAP99Us, p.BToA)
+		}
 		t.Rows = append(t.Rows, []string{p.A + " – " + p.B, strconv.Itoa(p.Round),
-			dirCell(p.AToBGbps, p.AToB), dirCell(p.BToAGbps, p.BToA), p.Status, orDash(strings.Join(runs, ", ")), orDash(strings.Join(notes, "; "))})
+			ab, ba, p.Status, orDash(strings.Join(runs, ", ")), orDash(strings.Join(notes, "; "))})
 		t.Classes = append(t.Classes, class)
 	}
 	s.addTable(t)
@@ -316,9 +342,13 @@ func (fb *fleetBuilder) runSection() (*section, error) {
 				res.Rounds, plural(res.Rounds), res.Tests, plural(res.Tests), mode)},
 			{"Each test", fmt.Sprintf("%s s, %d stream%s", num(res.DurationS, 1), res.Streams, plural(res.Streams))},
 			{"Median test", med + " Gbit/s"},
-			{"Slow below", fmt.Sprintf("%s Gbit/s (%s%% of the median)", below, num(res.ThresholdPct, 0))},
+			{"Slow below", fmt.Sprintf("%s Gbit/s (%s%% of the %s)", below, num(res.ThresholdPct, 0), map[bool]string{false: "median", true: "best test"}[res.FromBest])},
 			{"Wall time", num(res.WallS, 0) + " s"},
 		}
+	}
+	if fb.latency() {
+		t.Rows[5] = []string{"Best and median test", fmt.Sprintf("%s µs, %s µs (typical latency)", usOrDash(res.BestUs), usOrDash(res.MedianUs))}
+		t.Rows[6] = []string{"Slow above", fmt.Sprintf("%s µs (%s times the best)", usOrDash(res.SlowAboveUs), num(res.SlowFactor, 1))}
 	}
 	if res.Label != "" {
 		t.Rows = append(t.Rows, []string{"Label", res.Label + " (linerate history --label " + res.Label + ")"})
@@ -330,4 +360,53 @@ func (fb *fleetBuilder) runSection() (*section, error) {
 	}
 	s.addTable(ht)
 	return s, nil
+}
+
+// latency says whether the document is a latency run's.
+func (fb *fleetBuilder) latency() bool { return fb.res.Metric == fleet.MetricLatency }
+
+// halvingSection lists the rounds of the RDMA matrix's halving re-tests,
+// when any ran (nil otherwise: the section is left out).
+func (fb *fleetBuilder) halvingSection() (*section, error) {
+	if len(fb.res.Halving) == 0 {
+		return nil, nil
+	}
+	s := &section{ID: "fleet-halving", Title: "Re-tests by halving"}
+	s.addText("As ClusterKit re-tests an RDMA matrix: a host in two or more bad pairs is a suspect; each round re-tests the half of the suspects with the most bad pairs against the hosts known good (those whose every bad pair is with a suspect of the round), and blames a suspect bad with most of them or clears it. A bad pair whose two ends were cleared is its path's.")
+	t := &table{ID: "fleet-halving", Caption: "Halving rounds", Head: []string{"Round", "Suspects", "Known good", "Tests", "Blamed", "Cleared"},
+		Num: []bool{true, false, false, true, false, false}}
+	for _, h := range fb.res.Halving {
+		t.Rows = append(t.Rows, []string{strconv.Itoa(h.Round), strings.Join(h.Suspects, ", "), strings.Join(h.Good, ", "),
+			strconv.Itoa(h.Tests), orDash(strings.Join(h.Blamed, ", ")), orDash(strings.Join(h.Cleared, ", "))})
+		class := ""
+		if len(h.Blamed) > 0 {
+			class = "crit"
+		}
+		t.Classes = append(t.Classes, class)
+	}
+	s.addTable(t)
+	return s, nil
+}
+
+// latencyCell is one direction's typical latency and 99th percentile,
+// or what happened instead.
+func latencyCell(us, p99 *float64, d fleet.Direction) string {
+	if us == nil {
+		return dirCell(nil, d)
+	}
+	if p99 == nil {
+		return fleetUs(*us)
+	}
+	return fleetUs(*us) + " / " + fleetUs(*p99)
+}
+
+// fleetUs writes a fleet's microseconds with two decimals, as its text
+// does.
+func fleetUs(us float64) string { return num(us, 2) }
+
+func usOrDash(us *float64) string {
+	if us == nil {
+		return "—"
+	}
+	return fleetUs(*us)
 }

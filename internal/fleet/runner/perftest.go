@@ -23,15 +23,16 @@ import (
 type LabPerftest struct {
 	Lab string
 	// Params choose the tool and message; the default is ib_write_bw.
+	// A latency tool (ib_write_lat, ib_send_lat) goes with a latency
+	// run (fleet.Options.Latency).
 	Params toolserver.PerftestParams
 }
 
-// Run runs one test and measures its average bandwidth.
+// Run runs one test and measures its average bandwidth, or with a
+// latency tool its typical and 99th-percentile latency.
 func (p *LabPerftest) Run(ctx context.Context, s fleet.Spec) (fleet.Measurement, error) {
 	pp := p.Params.WithDefaults()
-	if strings.HasSuffix(pp.Test, "_lat") {
-		return fleet.Measurement{}, fmt.Errorf("%s: a fleet's perftest tests measure bandwidth (ib_write_bw, ib_read_bw, ib_send_bw)", pp.Test)
-	}
+	lat := strings.HasSuffix(pp.Test, "_lat")
 	// Started as the agent starts tool servers: without privilege, from a
 	// thread that entered the receiving host.
 	srv, err := toolserver.StartIn(toolserver.ToolServer{Tool: pp.Test, Perftest: pp, Streams: s.Streams}, func() error {
@@ -56,7 +57,16 @@ func (p *LabPerftest) Run(ctx context.Context, s fleet.Spec) (fleet.Measurement,
 	if perr != nil {
 		return fleet.Measurement{}, fmt.Errorf("%s %s → %s: %w", pp.Test, s.From.Name, s.To.Name, errors.Join(perr, err))
 	}
-	if res.BWAverageGbps == nil {
+	switch {
+	case lat && res.TTypicalUs == nil:
+		return fleet.Measurement{}, fmt.Errorf("%s %s → %s: no typical latency in its output", pp.Test, s.From.Name, s.To.Name)
+	case lat:
+		m := fleet.Measurement{LatencyUs: *res.TTypicalUs, Start: start, End: time.Now()}
+		if res.P99Us != nil {
+			m.P99Us = *res.P99Us
+		}
+		return m, nil
+	case res.BWAverageGbps == nil:
 		return fleet.Measurement{}, fmt.Errorf("%s %s → %s: no bandwidth in its output", pp.Test, s.From.Name, s.To.Name)
 	}
 	return fleet.Measurement{Gbps: *res.BWAverageGbps, Start: start, End: time.Now()}, nil

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -70,7 +71,7 @@ func TestFleetPerftestLab(t *testing.T) {
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 
 	opts := fleet.Options{Pattern: fleet.Pattern{Kind: fleet.PatternPairs}, Duration: time.Second, Streams: 1,
-		ThresholdPct: fleet.RDMAThresholdPct, FromBest: true, Label: "rdma-fleet"}
+		ThresholdPct: fleet.RDMAThresholdPct, FromBest: true, Halving: true, Label: "rdma-fleet"}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	res, err := fleet.Run(ctx, hosts, opts, &LabPerftest{Lab: name})
@@ -98,5 +99,114 @@ func TestFleetPerftestLab(t *testing.T) {
 	}
 	if len(res.Retests) == 0 || !strings.Contains(res.Verdict, "h03") {
 		t.Errorf("re-tests %d, verdict %q", len(res.Retests), res.Verdict)
+	}
+	if len(res.Halving) == 0 || !slices.Equal(res.Halving[0].Blamed, []string{"h03"}) {
+		t.Errorf("halving %+v, want h03 blamed in the first round", res.Halving)
+	}
+}
+
+// TestFleetPerftestLatencyLab: the RDMA latency matrix as a user runs it,
+// 'fleet run --lab NAME --engine perftest --latency --json', over a lab
+// of 5 hosts, each test's ib_write_lat server and client started in its
+// two hosts' namespaces. The ib_write_lat on PATH is a stand-in (no RDMA
+// device here) that prints perftest's results table as captured from the
+// ConnectX-5 RoCE baseline report (typical 0.99 µs, 99th percentile
+// 1.15 µs), or, when either end is h03, the planted slow host, that
+// table with every latency three times as long: above 2.1 times the
+// best, every pair of h03 is bad, the halving re-tests h03 against the
+// hosts known good and blames it, and no other host or path is blamed.
+func TestFleetPerftestLatencyLab(t *testing.T) {
+	const name = "t-rdmalat"
+	if testing.Short() {
+		// CI runs the suite without -short, so this runs there.
+		t.Skip("-short: unit tests only, no lab")
+	}
+	members := launchtest.LabWith(t, lab.Config{Name: name, Hosts: 5})
+	var slow string
+	for _, m := range members {
+		if m.Host == "h03" {
+			slow = m.Address
+		}
+	}
+	if slow == "" {
+		t.Fatalf("no h03 in %v", members)
+	}
+	bin := t.TempDir()
+	for _, d := range []string{filepath.Dir(bin), bin} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	captured, err := os.ReadFile("../../bench/testdata/perftest-seed002-ib_write_lat.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The slow host's table: the captured one, each latency (every
+	// figure after #bytes and #iterations) three times as long.
+	lines := strings.SplitAfter(string(captured), "\n")
+	fields := strings.Fields(lines[1])
+	for i := 2; i < len(fields); i++ {
+		us, err := strconv.ParseFloat(fields[i], 64)
+		if err != nil {
+			t.Fatalf("the captured table's row %q: %v", lines[1], err)
+		}
+		fields[i] = strconv.FormatFloat(3*us, 'f', 2, 64)
+	}
+	tripled := lines[0] + strings.Join(fields, "        ") + "\n"
+	fast, slowOut := filepath.Join(bin, "fast.txt"), filepath.Join(bin, "slow.txt")
+	for f, out := range map[string]string{fast: string(captured), slowOut: tripled} {
+		if err := os.WriteFile(f, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := "#!/bin/sh\n" +
+		"for a; do peer=$a; done\n" +
+		"case $peer in 198.18.*) ;; *) exec sleep 60;; esac\n" +
+		"me=$(ip -o -4 addr show dev " + lab.Iface + " | awk '{print $4}' | cut -d/ -f1)\n" +
+		"if [ \"$me\" = " + slow + " ] || [ \"$peer\" = " + slow + " ]; then cat " + slowOut + "; else cat " + fast + "; fi\n"
+	if err := os.WriteFile(filepath.Join(bin, "ib_write_lat"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+
+	c := startCLI(t, nil, os.Environ(), "fleet", "run", "--lab", name, "--engine", "perftest", "--latency", "-t", "1", "--json")
+	code := c.wait(t, 4*time.Minute)
+	res := c.result(t)
+	if code != 1 {
+		t.Errorf("exit %d, want 1 (an outlier)\nstderr: %s", code, c.stderr.String())
+	}
+	if res.Metric != fleet.MetricLatency || res.BestUs == nil || *res.BestUs != 0.99 || res.SlowAboveUs == nil || *res.SlowAboveUs != 2.079 {
+		t.Fatalf("metric %q, best %v µs, slow above %v µs; want latency, 0.99 and 2.1 times it", res.Metric, res.BestUs, res.SlowAboveUs)
+	}
+	if len(res.Pairs) != 10 {
+		t.Fatalf("%d pairs of 5 hosts, want 10", len(res.Pairs))
+	}
+	for _, p := range res.Pairs {
+		withH03 := p.A == "h03" || p.B == "h03"
+		want, p99 := 0.99, 1.15
+		if withH03 {
+			want, p99 = 2.97, 3.45
+		}
+		if got := p.Status == fleet.StatusSlow; got != withH03 || p.AToBUs == nil || p.BToAUs == nil || p.AToBP99Us == nil ||
+			*p.AToBUs != want || *p.BToAUs != want || *p.AToBP99Us != p99 || p.AToBGbps != nil {
+			t.Errorf("pair %s-%s: status %s, %v/%v µs, p99 %v; want %g µs, p99 %g", p.A, p.B, p.Status, p.AToBUs, p.BToAUs, p.AToBP99Us, want, p99)
+		}
+	}
+	var got []string
+	for _, o := range res.Outliers {
+		got = append(got, o.Kind+" "+o.Name+" "+o.Direction)
+	}
+	if !slices.Equal(got, []string{"host h03 both"}) {
+		t.Errorf("outliers %v, want h03 on both sides", got)
+	}
+	if len(res.Halving) == 0 || !slices.Equal(res.Halving[0].Suspects, []string{"h03"}) || !slices.Equal(res.Halving[0].Blamed, []string{"h03"}) {
+		t.Errorf("halving %+v, want h03 suspected and blamed in the first round", res.Halving)
+	}
+	if !strings.Contains(res.Verdict, "h03") || !strings.Contains(res.Verdict, "µs") {
+		t.Errorf("verdict %q", res.Verdict)
+	}
+	// The progress speaks in µs.
+	if !strings.Contains(c.stderr.String(), " µs\n") {
+		t.Errorf("progress: %s", c.stderr.String())
 	}
 }
