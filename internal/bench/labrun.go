@@ -188,6 +188,8 @@ func runLabClient(ctx context.Context, lr LabEngine, cfg agent.Config, tok []byt
 	case werr != nil:
 		msg := finalLine(errBuf.String())
 		return nil, fmt.Errorf("the client in %s failed: %v: %s", lab.Namespace(lr.Name, lab.A), werr, strings.TrimPrefix(msg, "linerate: "))
+	case res == nil:
+		return nil, fmt.Errorf("the client in %s ended without its run's end event", lab.Namespace(lr.Name, lab.A))
 	}
 	return res, nil
 }
@@ -207,10 +209,11 @@ func RunLabClient(ctx context.Context, peer string, in io.Reader, out io.Writer,
 	}
 	enc := json.NewEncoder(out)
 	res, err := agent.Run(ctx, agent.Config{Peer: peer, Token: token, Test: p.Test, Progress: JSONStreamProgress(out)})
+	// JSONStreamProgress leaves the end to its caller: here, the run's.
+	if res != nil {
+		_ = enc.Encode(result.Event{Event: "end", Data: &res.End})
+	}
 	if err != nil {
-		if res != nil {
-			_ = enc.Encode(result.Event{Event: "end", Data: &res.End})
-		}
 		_ = enc.Encode(result.Event{Event: "error", Data: err.Error()})
 	}
 	return err
