@@ -55,7 +55,8 @@ iperf3u() {
 	$a iperf3 -c 198.18.0.2 -p 5298 -u -b "$1" -l 1460 -t "$secs" -A 0 --get-server-output -J > "$work/i.json" || true
 	wait $srv || true
 	keep "$work/i.json" iperf3-$1-r$r.json
-	jq -r --arg t "iperf3 -b $1 r$r" '.end.sum as $s | [.server_output_json.intervals[]? | .sum.jitter_ms] as $j |
+	# The server's intervals come as its text (iperf3 -s without -J): "… 0.005 ms  507/85583 (0.59%)".
+	jq -r --arg t "iperf3 -b $1 r$r" '.end.sum as $s | [.server_output_text | split("\n")[] | select(test(" sec .* ms ") and (test("receiver") | not)) | capture("(?<j>[0-9.]+) ms").j | tonumber] as $j |
 		[$t, $s.bits_per_second, $s.lost_percent, $s.jitter_ms, ($j | min), ($j | max)] | @tsv' "$work/i.json"
 }
 
