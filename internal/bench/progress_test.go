@@ -70,7 +70,6 @@ func TestUDPIntervalLines(t *testing.T) {
 		Placement: result.Placement{Client: []int{0}, Server: []int{1}, Source: "auto"}}
 	p(result.Event{Event: "start", Data: &st})
 	p(result.Event{Event: "interval", Data: &iv})
-	out := b.String()
 	// With the receivers' counts: their largest jitter, and Lost/Total
 	// of both streams as iperf3 -u's server writes them.
 	rx := iv
@@ -81,7 +80,7 @@ func TestUDPIntervalLines(t *testing.T) {
 	if got := UDPIntervalLine(rx); got != wantRx {
 		t.Errorf("line with the receivers' counts\n%q\nwant\n%q", got, wantRx)
 	}
-	out = b.String()
+	out := b.String()
 	for _, want := range []string{
 		"[ ID] Interval           Transfer     Bitrate         Datagrams        Jitter    Lost/Total\n",
 		"[SUM]   1.00-2.00   sec  ",
