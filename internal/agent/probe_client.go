@@ -426,13 +426,20 @@ func udpLast(ivs []result.Interval, u *result.UDPSum, final engine.UDPStats) {
 	}
 	var recv, ooo uint64
 	var lost int64
+	counted := last.Streams[0].UDPInterval != nil
 	for i := range ivs[:len(ivs)-1] {
-		if x := ivs[i].Streams; !ivs[i].Omitted && len(x) == 1 && x[0].UDPInterval != nil {
-			recv, lost, ooo = recv+x[0].ReceivedPackets, lost+x[0].LostPackets, ooo+x[0].OutOfOrder
+		if x := ivs[i].Streams; len(x) == 1 && x[0].UDPInterval != nil {
+			counted = true
+			if !ivs[i].Omitted {
+				recv, lost, ooo = recv+x[0].ReceivedPackets, lost+x[0].LostPackets, ooo+x[0].OutOfOrder
+			}
 		}
 	}
-	if final.Packets < recv || final.OutOfOrder < ooo {
-		return // an agent whose counts went backward: leave the sample's
+	if !counted || final.Packets < recv || final.OutOfOrder < ooo {
+		// An agent that sends no counts with its samples (one older than
+		// them): the last interval must not take the whole run's; or
+		// one whose counts went backward: leave the sample's.
+		return
 	}
 	last.Streams[0].UDPInterval = result.NewUDPInterval(final.Packets-recv, u.LostPackets-lost, final.OutOfOrder-ooo, final.JitterMS)
 }

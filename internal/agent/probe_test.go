@@ -362,3 +362,24 @@ func TestRateShortfall(t *testing.T) {
 		}
 	}
 }
+
+// TestUDPLast: the last measured interval takes the end's totals less
+// the earlier measured intervals' (the warm-up's are not the window's),
+// and nothing when no interval has a receiver's count (an agent that
+// sends none).
+func TestUDPLast(t *testing.T) {
+	iv := func(omitted bool, u *result.UDPInterval) result.Interval {
+		return result.Interval{Omitted: omitted, Streams: []result.StreamInterval{{ID: 1, UDPInterval: u}}}
+	}
+	ivs := []result.Interval{iv(true, result.NewUDPInterval(50, 9, 0, 0.1)), iv(false, result.NewUDPInterval(100, 5, 1, 0.2)),
+		iv(false, result.NewUDPInterval(90, 3, 0, 0.3)), iv(false, nil)}
+	udpLast(ivs, &result.UDPSum{LostPackets: 12}, engine.UDPStats{Packets: 300, OutOfOrder: 2, JitterMS: 0.4})
+	if got, want := ivs[3].Streams[0].UDPInterval, result.NewUDPInterval(110, 4, 1, 0.4); got == nil || *got != *want {
+		t.Errorf("last interval %+v, want %+v", got, want)
+	}
+	none := []result.Interval{iv(false, nil), iv(false, nil)}
+	udpLast(none, &result.UDPSum{LostPackets: 12}, engine.UDPStats{Packets: 300})
+	if u := none[1].Streams[0].UDPInterval; u != nil {
+		t.Errorf("no interval counted, the last took %+v", u)
+	}
+}
