@@ -351,7 +351,14 @@ func (ss *session) probeMeasure(ctx context.Context, m *probeMsg, fd, cpu int) e
 		return err
 	}
 	smp := telemetry.NewSampler(ss.srv.fs(), ss.host.NICIRQs)
-	ierr := ss.probeIntervals(ctx, smp, time.Now().Add(m.length()+endGrace))
+	var counts func() *udpCounts
+	if rx != nil {
+		counts = func() *udpCounts {
+			warm, meas := rx.Stats()
+			return &udpCounts{Warm: warm, Measured: meas}
+		}
+	}
+	ierr := ss.probeIntervals(ctx, smp, counts, time.Now().Add(m.length()+endGrace))
 	end := probeEndMsg{Type: msgProbeEnd}
 	var werr error
 	if echo != nil {
@@ -390,8 +397,9 @@ func processCPU() float64 {
 
 // probeIntervals sends a sample of this host at each boundary of the
 // test's schedule (the client samples on the same one, so that sample k
-// of both ends covers the same span) until the client's stop.
-func (ss *session) probeIntervals(ctx context.Context, smp *telemetry.Sampler, deadline time.Time) error {
+// of both ends covers the same span) until the client's stop; with
+// udp, a UDP receiver's counts so far.
+func (ss *session) probeIntervals(ctx context.Context, smp *telemetry.Sampler, udp func() *udpCounts, deadline time.Time) error {
 	stopc := ss.awaitStop(deadline)
 	bounds, _ := engine.Schedule(ss.p.Omit, ss.p.Duration, ss.p.Interval)
 	t0 := time.Now()
@@ -405,7 +413,11 @@ func (ss *session) probeIntervals(ctx context.Context, smp *telemetry.Sampler, d
 			return err
 		case <-t.C:
 			s := smp.Sample()
-			if err := ss.ctrl.send(toolSample{Type: msgInterval, Index: i, CPU: s.PerCPU, Total: s.Total}, handshakeTimeout); err != nil {
+			msg := toolSample{Type: msgInterval, Index: i, CPU: s.PerCPU, Total: s.Total}
+			if udp != nil {
+				msg.UDP = udp()
+			}
+			if err := ss.ctrl.send(msg, handshakeTimeout); err != nil {
 				return fmt.Errorf("sending interval %d: %w", i, err)
 			}
 			if i+1 < len(bounds) {

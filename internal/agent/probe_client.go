@@ -241,12 +241,19 @@ func (c *client) probeRun(ctx context.Context, m probeMsg, pr ProbeTest, fd, cpu
 	smp := telemetry.NewSampler(c.fs, c.me.NICIRQs)
 	var prev uint64
 	k := 0
+	var tally udpTally
+	ending := false // the run ended before its last boundary: this is its last interval
 	report := func(n uint64, lat *result.IntervalLatency) {
-		udp := 0 // a UDP stream's datagram size: its intervals carry the stream, as iperf3 -u's do
+		var udp *udpTally // a UDP stream's intervals carry the stream, as iperf3 -u's do
 		if pp == nil {
-			udp = m.Size
+			udp = &tally
 		}
-		c.probeInterval(k, bounds, warm, smp.Sample(), n-prev, udp, lat, rd)
+		c.probeInterval(k, bounds, warm, smp.Sample(), n-prev, m.Size, udp, lat, rd)
+		// A UDP stream's last interval waits for the receiver's totals
+		// (udpLast), so that the intervals add up to the end.
+		if udp == nil || !(ending || k == len(bounds)-1) {
+			c.emit(result.Event{Event: "interval", Data: &c.res.Intervals[len(c.res.Intervals)-1]})
+		}
 		prev, k = n, k+1
 	}
 	// A ping-pong's loop closes its own intervals (Cuts), so that an
@@ -303,6 +310,7 @@ loop:
 			cut(ct)
 		}
 	} else if k < len(bounds) && k > 0 {
+		ending = true
 		sample() // the run ended early: its last, partial interval (the deferred Stop ends the timer)
 	}
 	var end *probeEndMsg
@@ -326,6 +334,12 @@ loop:
 		c.res.End = c.pingEnd(m, ppRes, end, peerErr)
 	} else {
 		c.res.End = c.udpEnd(m, tx, txErr, end, peerErr)
+		if n := len(c.res.Intervals); n > 0 {
+			if end != nil {
+				udpLast(c.res.Intervals, c.res.End.UDP, end.Measured)
+			}
+			c.emit(result.Event{Event: "interval", Data: &c.res.Intervals[n-1]})
+		}
 	}
 	c.res.End.CPU.ClientSeconds = result.Round3(max(0, processCPU()-cpu0))
 	c.res.End.NICCounters = &result.NICCounters{Client: nic.End()}
@@ -338,8 +352,9 @@ loop:
 
 // probeInterval adds interval k of the schedule bounds (the first warm
 // of them warm-up): bytes moved by this end, both ends' CPUs; for a UDP
-// stream of udp-byte datagrams (0: a ping-pong), the stream itself.
-func (c *client) probeInterval(k int, bounds []time.Duration, warm int, s telemetry.Sample, bytes uint64, udp int, lat *result.IntervalLatency, rd *probeReader) {
+// stream of size-byte datagrams (udp, nil for a ping-pong), the stream
+// itself, with its receiver's count over the interval.
+func (c *client) probeInterval(k int, bounds []time.Duration, warm int, s telemetry.Sample, bytes uint64, size int, udp *udpTally, lat *result.IntervalLatency, rd *probeReader) {
 	var from time.Duration
 	if k > 0 {
 		from = bounds[k-1]
@@ -353,17 +368,80 @@ func (c *client) probeInterval(k int, bounds []time.Duration, warm int, s teleme
 	if to > from {
 		it.Sum.BitsPerSecond = float64(bytes) * 8 / (to - from).Seconds()
 	}
-	if udp > 0 {
-		it.Streams = append(it.Streams, result.StreamInterval{ID: 1, Sender: senderName(true), Bytes: bytes,
-			BitsPerSecond: it.Sum.BitsPerSecond, Packets: bytes / uint64(udp)})
-	}
 	it.Latency = lat
 	it.CPU.Client, it.CPUTotal.Client = s.PerCPU, s.Total
-	if srv, ok := rd.take(k, min(c.p.Interval/2, 500*time.Millisecond)); ok {
+	srv, ok := rd.take(k, min(c.p.Interval/2, 500*time.Millisecond))
+	if ok {
 		it.CPU.Server, it.CPUTotal.Server = srv.CPU, &srv.Total
 	}
+	if udp != nil {
+		st := result.StreamInterval{ID: 1, Sender: senderName(true), Bytes: bytes,
+			BitsPerSecond: it.Sum.BitsPerSecond, Packets: bytes / uint64(size)}
+		if ok && srv.UDP != nil {
+			st.UDPInterval = udp.interval(srv.UDP, it.Omitted)
+		}
+		it.Streams = append(it.Streams, st)
+	}
 	c.res.Intervals = append(c.res.Intervals, it)
-	c.emit(result.Event{Event: "interval", Data: &c.res.Intervals[len(c.res.Intervals)-1]})
+}
+
+// udpTally turns a UDP receiver's running counts, sampled at each
+// boundary, into each interval's. The receiver numbers the warm-up's
+// datagrams apart from the window's, so a warm-up interval counts the
+// warm-up's and a measured one the window's: a datagram of the window
+// that came before the agent's boundary (its clock is not the client's)
+// is counted in the first measured interval, not lost to an omitted one.
+// An interval whose sample did not come in time has no count, and its
+// datagrams go to the next that has one.
+type udpTally struct {
+	warm, meas engine.UDPStats // the counts taken last
+}
+
+// interval is the interval's count given the receiver's counts at its
+// end; nil where they went backward (they never do, from an honest
+// agent).
+func (t *udpTally) interval(c *udpCounts, omitted bool) *result.UDPInterval {
+	prev, now := &t.meas, c.Measured
+	if omitted {
+		prev, now = &t.warm, c.Warm
+	}
+	if now.Packets < prev.Packets || now.Bytes < prev.Bytes || now.OutOfOrder < prev.OutOfOrder {
+		return nil
+	}
+	d := now.Sub(*prev)
+	*prev = now
+	return result.NewUDPInterval(d.Packets, d.Lost, d.OutOfOrder, d.JitterMS)
+}
+
+// udpLast makes the last measured interval of a UDP stream take what its
+// sample could not see: the datagrams that arrived after its boundary
+// (still in flight, or queued in the socket), those the receiver's gap
+// count cannot know were lost (the last ones sent), the jitter at the
+// end. So the measured intervals add up to the end's received, lost and
+// out-of-order datagrams (end.udp), as a reader adding them expects.
+func udpLast(ivs []result.Interval, u *result.UDPSum, final engine.UDPStats) {
+	last := &ivs[len(ivs)-1]
+	if last.Omitted || len(last.Streams) != 1 || u == nil {
+		return
+	}
+	var recv, ooo uint64
+	var lost int64
+	counted := last.Streams[0].UDPInterval != nil
+	for i := range ivs[:len(ivs)-1] {
+		if x := ivs[i].Streams; len(x) == 1 && x[0].UDPInterval != nil {
+			counted = true
+			if !ivs[i].Omitted {
+				recv, lost, ooo = recv+x[0].ReceivedPackets, lost+x[0].LostPackets, ooo+x[0].OutOfOrder
+			}
+		}
+	}
+	if !counted || final.Packets < recv || final.OutOfOrder < ooo {
+		// An agent that sends no counts with its samples (one older than
+		// them): the last interval must not take the whole run's; or
+		// one whose counts went backward: leave the sample's.
+		return
+	}
+	last.Streams[0].UDPInterval = result.NewUDPInterval(final.Packets-recv, u.LostPackets-lost, final.OutOfOrder-ooo, final.JitterMS)
 }
 
 // pingEnd is a ping-pong's end section.

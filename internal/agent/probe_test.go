@@ -130,7 +130,30 @@ func checkProbeStart(t *testing.T, res *result.Result) {
 // every datagram sent in the window arrived, nothing lost or out of
 // order, the sent rate is the window's bytes over its length.
 func TestProbeUDP(t *testing.T) {
-	res := run(t, Config{Test: Test{Params: engine.Params{Omit: 200 * time.Millisecond, Duration: time.Second, Interval: 250 * time.Millisecond}, Probe: &ProbeTest{Kind: ProbeUDP, Size: 1200, Rate: 20e6}}})
+	var events []result.Event
+	res := run(t, Config{Progress: func(e result.Event) { events = append(events, e) },
+		Test: Test{Params: engine.Params{Omit: 200 * time.Millisecond, Duration: time.Second, Interval: 250 * time.Millisecond}, Probe: &ProbeTest{Kind: ProbeUDP, Size: 1200, Rate: 20e6}}})
+	checkUDPIntervals(t, res)
+	// Every interval is emitted once, in order, the last (held for the
+	// receiver's totals) before the end.
+	var ivs []*result.Interval
+	for i, e := range events {
+		if iv, ok := e.Data.(*result.Interval); ok {
+			ivs = append(ivs, iv)
+		}
+		if e.Event == "end" && i != len(events)-1 {
+			t.Errorf("the end is event %d of %d", i, len(events))
+		}
+	}
+	if len(ivs) != len(res.Intervals) || len(ivs) == 0 || ivs[len(ivs)-1].Streams[0].UDPInterval == nil ||
+		*ivs[len(ivs)-1].Streams[0].UDPInterval != *res.Intervals[len(res.Intervals)-1].Streams[0].UDPInterval {
+		t.Errorf("%d interval events for %d intervals; the last event's and the run's last: want the same, with the receiver's totals", len(ivs), len(res.Intervals))
+	}
+	for _, iv := range res.Intervals {
+		if u := iv.Streams[0].UDPInterval; !iv.Omitted && u.ReceivedPackets == 0 {
+			t.Errorf("interval %g–%g: the receiver got nothing at 20 Mbit/s", iv.Start, iv.End)
+		}
+	}
 	u := res.End.UDP
 	if u == nil {
 		t.Fatalf("no end.sum: %+v", res.End)
@@ -151,6 +174,31 @@ func TestProbeUDP(t *testing.T) {
 		t.Errorf("jitter %g, pps %g, method %q", u.JitterMS, u.PacketsPerSecond, u.Method)
 	}
 	checkProbeStart(t, res)
+}
+
+// checkUDPIntervals fails unless every interval of a UDP run carries its
+// receiver's count and the measured ones add up to the end's received,
+// lost and out-of-order datagrams, the last one's jitter the end's.
+func checkUDPIntervals(t *testing.T, res *result.Result) {
+	t.Helper()
+	var recv, ooo uint64
+	var lost int64
+	var last *result.UDPInterval
+	for _, iv := range res.Intervals {
+		if len(iv.Streams) != 1 || iv.Streams[0].UDPInterval == nil {
+			t.Fatalf("interval %g–%g (omitted %v): no receiver's count in %+v", iv.Start, iv.End, iv.Omitted, iv.Streams)
+		}
+		u := iv.Streams[0].UDPInterval
+		t.Logf("interval %5.2f–%5.2f omitted %-5v: sent %d, %+v", iv.Start, iv.End, iv.Omitted, iv.Streams[0].Packets, *u)
+		if !iv.Omitted {
+			recv, lost, ooo, last = recv+u.ReceivedPackets, lost+u.LostPackets, ooo+u.OutOfOrder, u
+		}
+	}
+	e := res.End.UDP
+	if last == nil || recv != e.ReceivedPackets || lost != e.LostPackets || ooo != e.OutOfOrder || last.JitterMS != e.JitterMS {
+		t.Errorf("the measured intervals add up to %d received, %d lost, %d out of order; the end says %d, %d, %d (jitter %g, the last interval's %v)",
+			recv, lost, ooo, e.ReceivedPackets, e.LostPackets, e.OutOfOrder, e.JitterMS, last)
+	}
 }
 
 // TestProbePeerDies: an agent killed mid-run ends the run with what was
@@ -202,6 +250,7 @@ func TestProbeUDPRateBeyondPath(t *testing.T) {
 	took := time.Since(start)
 	u := res.End.UDP
 	t.Logf("after %s: %+v, errors %q", took, *u, res.End.Errors)
+	checkUDPIntervals(t, res)
 	if took > 15*time.Second || u.Packets == 0 || u.BitsPerSecond >= 1e12 {
 		t.Errorf("took %s, sent %d at %g bit/s", took, u.Packets, u.BitsPerSecond)
 	}
@@ -311,5 +360,26 @@ func TestRateShortfall(t *testing.T) {
 		if !strings.HasPrefix(got, "the ping-pong reached 7460 round trips/s of the 10000 asked for: ") || !strings.Contains(got, c.want) {
 			t.Errorf("p50 %v p99 %v: %q, want %q", c.p50, c.p99, got, c.want)
 		}
+	}
+}
+
+// TestUDPLast: the last measured interval takes the end's totals less
+// the earlier measured intervals' (the warm-up's are not the window's),
+// and nothing when no interval has a receiver's count (an agent that
+// sends none).
+func TestUDPLast(t *testing.T) {
+	iv := func(omitted bool, u *result.UDPInterval) result.Interval {
+		return result.Interval{Omitted: omitted, Streams: []result.StreamInterval{{ID: 1, UDPInterval: u}}}
+	}
+	ivs := []result.Interval{iv(true, result.NewUDPInterval(50, 9, 0, 0.1)), iv(false, result.NewUDPInterval(100, 5, 1, 0.2)),
+		iv(false, result.NewUDPInterval(90, 3, 0, 0.3)), iv(false, nil)}
+	udpLast(ivs, &result.UDPSum{LostPackets: 12}, engine.UDPStats{Packets: 300, OutOfOrder: 2, JitterMS: 0.4})
+	if got, want := ivs[3].Streams[0].UDPInterval, result.NewUDPInterval(110, 4, 1, 0.4); got == nil || *got != *want {
+		t.Errorf("last interval %+v, want %+v", got, want)
+	}
+	none := []result.Interval{iv(false, nil), iv(false, nil)}
+	udpLast(none, &result.UDPSum{LostPackets: 12}, engine.UDPStats{Packets: 300})
+	if u := none[1].Streams[0].UDPInterval; u != nil {
+		t.Errorf("no interval counted, the last took %+v", u)
 	}
 }

@@ -567,11 +567,28 @@ type toolSample struct {
 	Index int                            `json:"index"`
 	CPU   map[string]telemetry.CPUSample `json:"cpu"`
 	Total telemetry.CPUSample            `json:"total"`
+	// UDP is a UDP probe's receiver counts so far (the agent's), absent
+	// in any other test and from an agent that predates it.
+	UDP *udpCounts `json:"udp,omitempty"`
+}
+
+// udpCounts is a UDP receiver's running counts, of the warm-up and of
+// the measured window.
+type udpCounts struct {
+	Warm     engine.UDPStats `json:"warm"`
+	Measured engine.UDPStats `json:"measured"`
 }
 
 func (m toolSample) check() error {
 	if m.Index < 0 || len(m.CPU) > maxCPUMap {
 		return fmt.Errorf("%w: tool interval %d of %d CPUs", errBadMessage, m.Index, len(m.CPU))
+	}
+	if u := m.UDP; u != nil {
+		for _, j := range []float64{u.Warm.JitterMS, u.Measured.JitterMS} {
+			if math.IsNaN(j) || math.IsInf(j, 0) || j < 0 {
+				return fmt.Errorf("%w: tool interval %d with a UDP jitter of %g ms", errBadMessage, m.Index, j)
+			}
+		}
 	}
 	return nil
 }

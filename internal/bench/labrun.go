@@ -188,6 +188,8 @@ func runLabClient(ctx context.Context, lr LabEngine, cfg agent.Config, tok []byt
 	case werr != nil:
 		msg := finalLine(errBuf.String())
 		return nil, fmt.Errorf("the client in %s failed: %v: %s", lab.Namespace(lr.Name, lab.A), werr, strings.TrimPrefix(msg, "linerate: "))
+	case res == nil:
+		return nil, fmt.Errorf("the client in %s ended without its run's end event", lab.Namespace(lr.Name, lab.A))
 	}
 	if res == nil { // never a run without its end, nor a nil run without an error
 		return nil, fmt.Errorf("the client in %s ended without its end event", lab.Namespace(lr.Name, lab.A))

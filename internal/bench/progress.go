@@ -184,11 +184,12 @@ func roundTrips(iv result.Interval, size int) (n uint64, perS float64) {
 }
 
 // UDPIntervalLine writes one interval of a UDP run: time, the sender's
-// Gbit/s and datagrams, and the busiest CPUs of each end. UDP has no
-// retransmits; what the receiver lost is the run's, at its end.
+// Gbit/s and datagrams, the receiver's jitter and loss over the interval
+// where it counted them, and the busiest CPUs of each end. UDP has no
+// retransmits.
 func UDPIntervalLine(iv result.Interval) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "  %6.2f-%-6.2f s  %7.2f Gbit/s  %d datagrams", iv.Start, iv.End, iv.Sum.BitsPerSecond/1e9, datagrams(iv))
+	fmt.Fprintf(&b, "  %6.2f-%-6.2f s  %7.2f Gbit/s  %d datagrams%s", iv.Start, iv.End, iv.Sum.BitsPerSecond/1e9, datagrams(iv), udpReceived(iv))
 	writeIntervalTail(&b, iv)
 	return b.String()
 }
@@ -200,6 +201,31 @@ func datagrams(iv result.Interval) uint64 {
 		n += s.Packets
 	}
 	return n
+}
+
+// udpReceived is what the receivers of an interval's UDP streams counted,
+// as iperf3 -u's server writes it ("  0.005 ms  12/85000 (0.014%)": the
+// jitter, the largest of the streams', then lost of received + lost);
+// "" when no receiver's count arrived (a driver without one, a run
+// stored before intervals carried it).
+func udpReceived(iv result.Interval) string {
+	var u *result.UDPInterval
+	for _, s := range iv.Streams {
+		if s.UDPInterval == nil {
+			continue
+		}
+		if u == nil {
+			u = &result.UDPInterval{}
+		}
+		u.ReceivedPackets += s.ReceivedPackets
+		u.LostPackets += s.LostPackets
+		u.JitterMS = max(u.JitterMS, s.JitterMS)
+	}
+	if u == nil {
+		return ""
+	}
+	u = result.NewUDPInterval(u.ReceivedPackets, u.LostPackets, 0, u.JitterMS)
+	return fmt.Sprintf("  %.3f ms  %d/%d (%.2g%%)", u.JitterMS, u.LostPackets, int64(u.ReceivedPackets)+u.LostPackets, u.LostPercent)
 }
 
 // IntervalLine writes one interval as a human line: time, goodput,

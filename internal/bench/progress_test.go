@@ -70,11 +70,22 @@ func TestUDPIntervalLines(t *testing.T) {
 		Placement: result.Placement{Client: []int{0}, Server: []int{1}, Source: "auto"}}
 	p(result.Event{Event: "start", Data: &st})
 	p(result.Event{Event: "interval", Data: &iv})
+	// With the receivers' counts: their largest jitter, and Lost/Total
+	// of both streams as iperf3 -u's server writes them.
+	rx := iv
+	rx.Streams = []result.StreamInterval{{ID: 1, Packets: 60_000, UDPInterval: result.NewUDPInterval(59_990, 10, 0, 0.0123)},
+		{ID: 2, Packets: 25_000, UDPInterval: result.NewUDPInterval(24_998, 2, 1, 0.0456)}}
+	p(result.Event{Event: "interval", Data: &rx})
+	wantRx := "    1.00-2.00   s     1.00 Gbit/s  85000 datagrams  0.046 ms  12/85000 (0.014%)  client cpu0 40% (si 5%)"
+	if got := UDPIntervalLine(rx); got != wantRx {
+		t.Errorf("line with the receivers' counts\n%q\nwant\n%q", got, wantRx)
+	}
 	out := b.String()
 	for _, want := range []string{
-		"[ ID] Interval           Transfer     Bitrate         Datagrams\n",
+		"[ ID] Interval           Transfer     Bitrate         Datagrams        Jitter    Lost/Total\n",
 		"[SUM]   1.00-2.00   sec  ",
 		"  85000 datagrams  client pinned cpu0  40% si  5%\n",
+		"  85000 datagrams  0.046 ms  12/85000 (0.014%)  client pinned cpu0  40% si  5%\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

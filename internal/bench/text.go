@@ -124,7 +124,7 @@ func writeStart(w io.Writer, s *result.Start, pingPong bool) {
 		return
 	}
 	if s.Protocol == result.UDP {
-		fmt.Fprintln(w, "[ ID] Interval           Transfer     Bitrate         Datagrams")
+		fmt.Fprintln(w, "[ ID] Interval           Transfer     Bitrate         Datagrams        Jitter    Lost/Total")
 		return
 	}
 	fmt.Fprintln(w, "[ ID] Interval           Transfer     Bitrate         Retr")
@@ -166,9 +166,11 @@ func intervalPercentiles(iv *result.Interval) (p50, p99 *float64) {
 }
 
 // writeUDPInterval writes a UDP run's interval: what the sender sent,
-// in bytes, bits and datagrams (UDP retransmits nothing).
+// in bytes, bits and datagrams (UDP retransmits nothing), and the
+// receiver's jitter and Lost/Total over the interval, as iperf3 -u's
+// server writes them.
 func writeUDPInterval(w io.Writer, iv *result.Interval, st *result.Start, verbose bool) {
-	writeSum(w, iv, st, fmt.Sprintf("%s  %d datagrams", rate(iv.Sum.Bytes, iv.Sum.BitsPerSecond), datagrams(*iv)), verbose)
+	writeSum(w, iv, st, fmt.Sprintf("%s  %d datagrams%s", rate(iv.Sum.Bytes, iv.Sum.BitsPerSecond), datagrams(*iv), udpReceived(*iv)), verbose)
 }
 
 func writeInterval(w io.Writer, iv *result.Interval, st *result.Start, verbose bool) {

@@ -19,7 +19,7 @@ import (
 // 16-byte header:
 //
 //	sequence number (8 bytes, little-endian; bit 63 set once the warm-up is over)
-//	the sender's clock at sending (8 bytes, little-endian, Unix nanoseconds)
+//	its send time (8 bytes, little-endian, Unix nanoseconds; stamp says which)
 //
 // The sequence numbers start again from 1 when the measured window
 // begins, so the window's loss is counted apart from the warm-up's.
@@ -123,20 +123,22 @@ func (s *UDPSender) Method() UDPMethod { return s.method }
 
 // udpSendLoop is the sender's state.
 type udpSendLoop struct {
-	s        *UDPSender
-	buf      []byte // udpBatch datagrams back to back
-	msgs     []unix.Mmsghdr
-	iovs     []unix.Iovec
-	gsoIov   unix.Iovec
-	gsoMsg   unix.Msghdr
-	gsoCmsg  []byte
-	t0       time.Time
-	pkt      float64 // ns per datagram at the rate; 0 unpaced
-	k        uint64  // datagrams sent since t0
-	seq      uint64  // of the current phase
-	measured bool
-	omit     int64
-	end      int64
+	s         *UDPSender
+	buf       []byte // udpBatch datagrams back to back
+	msgs      []unix.Mmsghdr
+	iovs      []unix.Iovec
+	gsoIov    unix.Iovec
+	gsoMsg    unix.Msghdr
+	gsoCmsg   []byte
+	t0        time.Time
+	wall0     int64   // t0 on the wall clock, Unix ns
+	prevStamp int64   // when the previous batch was stamped (unpaced), Unix ns
+	pkt       float64 // ns per datagram at the rate; 0 unpaced
+	k         uint64  // datagrams sent since t0
+	seq       uint64  // of the current phase
+	measured  bool
+	omit      int64
+	end       int64
 	// kOmit and kEnd are the indexes of the first datagrams due in the
 	// window and after it (paced streams).
 	kOmit, kEnd uint64
@@ -172,6 +174,7 @@ func (s *UDPSender) newLoop() *udpSendLoop {
 		l.kEnd = uint64(math.Min(math.Ceil(float64(l.end)/l.pkt), math.MaxInt64))
 	}
 	l.t0 = time.Now()
+	l.wall0 = l.t0.UnixNano()
 	return l
 }
 
@@ -240,9 +243,40 @@ func (l *udpSendLoop) burst() (bool, error) {
 	return true, nil
 }
 
-// stamp writes the headers of the next n datagrams.
+// stamp writes the headers of the next n datagrams: each its own
+// sequence number and its own send time.
+//
+// A batch (sendmmsg, or one GSO buffer the kernel cuts up) leaves in one
+// system call, so one clock reading for all of it would give its
+// datagrams one send time; they also arrive together (a GSO buffer is
+// one skb as far as the receiving socket, one receive timestamp), so
+// their transit times would be equal and RFC 3550's jitter would be
+// pulled toward zero by every batch, however late the batch was. So:
+//
+//   - A paced datagram carries the time its pacer had it due, t0 + k ×
+//     the datagram's time at the rate. That is what a real-time sender's
+//     per-packet clock reads (RTP's timestamp is the sampling instant,
+//     not the moment the packet got out), so a batch sent late shows its
+//     lateness as jitter, as it would for that sender.
+//   - An unpaced stream has no schedule: its batch's datagrams are
+//     spread evenly over the time since the previous batch was handed
+//     over, ending now, which is what a sender writing them one at a
+//     time at the same rate would have read.
+//
+// Both are read from t0's monotonic clock, placed on the wall clock the
+// receiver's kernel timestamps use.
 func (l *udpSendLoop) stamp(n int) {
-	ts := uint64(time.Now().UnixNano())
+	// Offsets are counted from t0 (float64 holds Unix nanoseconds only to
+	// some 256 ns).
+	now := since(l.t0)
+	var first, step float64 // the first datagram's offset, and the next's after it
+	if l.pkt > 0 {
+		first, step = float64(l.k)*l.pkt, l.pkt
+	} else {
+		step = float64(now-l.prevStamp) / float64(n)
+		first = float64(now) - float64(n-1)*step
+		l.prevStamp = now
+	}
 	for i := range n {
 		l.seq++
 		seq := l.seq
@@ -251,7 +285,7 @@ func (l *udpSendLoop) stamp(n int) {
 		}
 		b := l.buf[i*l.s.cfg.Len:]
 		binary.LittleEndian.PutUint64(b, seq)
-		binary.LittleEndian.PutUint64(b[8:], ts)
+		binary.LittleEndian.PutUint64(b[8:], uint64(l.wall0+int64(first+float64(i)*step)))
 	}
 }
 

@@ -227,6 +227,9 @@ func (r *Result) intervalDoc(iv *Interval) intervalDoc {
 	fwd, rev := sumDoc{Start: iv.Start, End: iv.End, Seconds: secs, Sender: r.Start.Direction != Receive},
 		sumDoc{Start: iv.Start, End: iv.End, Seconds: secs}
 	var fwdPkts, revPkts, fwdRetr, revRetr uint64
+	// recvSums totals each sum's streams as their receivers counted them
+	// (UDP); the jitter of streams together is the largest, as iperf3's.
+	recvSums := map[*sumDoc]*UDPInterval{}
 	for i := range iv.Streams {
 		s := &iv.Streams[i]
 		sd := streamIntervalDoc{streamIntervalPlain: streamIntervalPlain(*s), Socket: s.ID,
@@ -248,6 +251,17 @@ func (r *Result) intervalDoc(iv *Interval) intervalDoc {
 		sum.Bytes += s.Bytes
 		*pkts += s.Packets
 		*retr += s.Retransmits
+		if u := s.UDPInterval; udp && u != nil {
+			recv := recvSums[sum]
+			if recv == nil {
+				recv = &UDPInterval{}
+				recvSums[sum] = recv
+			}
+			recv.ReceivedPackets += u.ReceivedPackets
+			recv.LostPackets += u.LostPackets
+			recv.OutOfOrder += u.OutOfOrder
+			recv.JitterMS = max(recv.JitterMS, u.JitterMS)
+		}
 	}
 	omitted := iv.Omitted
 	for _, x := range []struct {
@@ -258,6 +272,10 @@ func (r *Result) intervalDoc(iv *Interval) intervalDoc {
 		x.s.Omitted = &omitted
 		if udp {
 			x.s.Packets = &x.pkts
+			if u := recvSums[x.s]; u != nil {
+				u = NewUDPInterval(u.ReceivedPackets, u.LostPackets, u.OutOfOrder, u.JitterMS)
+				x.s.JitterMS, x.s.LostPackets, x.s.LostPercent = &u.JitterMS, &u.LostPackets, &u.LostPercent
+			}
 		} else {
 			x.s.Retransmits = &x.retr
 		}

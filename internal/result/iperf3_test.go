@@ -79,9 +79,11 @@ func udpRun(t *testing.T) Result {
 	for i, iv := range c["intervals"].([]any) {
 		s := iv.(map[string]any)["sum"].(map[string]any)
 		b, p := uint64(s["bytes"].(float64)), uint64(s["packets"].(float64))
+		// The receiver's count: the interval's datagrams less i+1 lost.
 		r.Intervals = append(r.Intervals, Interval{Start: float64(i), End: float64(i + 1),
-			Streams: []StreamInterval{{ID: 1, Sender: "client", Bytes: b, BitsPerSecond: float64(b) * 8, Packets: p}},
-			Sum:     Sum{Bytes: b, BitsPerSecond: float64(b) * 8}})
+			Streams: []StreamInterval{{ID: 1, Sender: "client", Bytes: b, BitsPerSecond: float64(b) * 8, Packets: p,
+				UDPInterval: NewUDPInterval(p-uint64(i+1), int64(i+1), 0, 0.004)}},
+			Sum: Sum{Bytes: b, BitsPerSecond: float64(b) * 8}})
 	}
 	return r
 }
@@ -112,6 +114,39 @@ func TestUDPShape(t *testing.T) {
 	for _, p := range []string{"end.sender_tcp_congestion", "start.tcp_mss_default"} {
 		if _, ok := lookup(doc, p); ok {
 			t.Errorf("a UDP document has %s", p)
+		}
+	}
+}
+
+// TestUDPIntervalReceiver: a UDP run's intervals carry the receiver's
+// count beside the sender's datagrams, in each stream and in iperf3's
+// sum, in end.sum_received's names; a TCP run's carry none of it.
+func TestUDPIntervalReceiver(t *testing.T) {
+	r := udpRun(t)
+	doc := decoded(t, r)
+	for i, iv := range doc["intervals"].([]any) {
+		m := iv.(map[string]any)
+		st, sum := m["streams"].([]any)[0].(map[string]any), m["sum"].(map[string]any)
+		u := r.Intervals[i].Streams[0].UDPInterval
+		want := map[string]float64{"received_packets": float64(u.ReceivedPackets), "lost_packets": float64(i + 1),
+			"lost_percent": 100 * float64(i+1) / float64(r.Intervals[i].Streams[0].Packets), "out_of_order": 0, "jitter_ms": 0.004}
+		for k, v := range want {
+			if st[k] != v {
+				t.Errorf("interval %d: streams[0].%s = %v, want %v", i, k, st[k], v)
+			}
+			if k != "received_packets" && k != "out_of_order" && sum[k] != v {
+				t.Errorf("interval %d: sum.%s = %v, want %v", i, k, sum[k], v)
+			}
+		}
+	}
+	tcp := decoded(t, tcpRun(1, Send))
+	m := tcp["intervals"].([]any)[0].(map[string]any)
+	for _, k := range []string{"received_packets", "lost_packets", "lost_percent", "jitter_ms"} {
+		if _, ok := m["streams"].([]any)[0].(map[string]any)[k]; ok {
+			t.Errorf("a TCP interval's stream has %s", k)
+		}
+		if _, ok := m["sum"].(map[string]any)[k]; ok {
+			t.Errorf("a TCP interval's sum has %s", k)
 		}
 	}
 }

@@ -29,6 +29,33 @@ type Latency struct {
 	Stalled bool `json:"stalled,omitempty"`
 }
 
+// UDPInterval is what a UDP stream's receiver counted over one
+// interval of its own clock, as iperf3 -u's server-side intervals:
+// datagrams received, those missing from the sequence (a gap counts its
+// size, a datagram arriving late takes one back, so an interval may
+// give back one an earlier one counted), out of order, and the RFC 3550
+// jitter estimate at the interval's end (a running estimate, as iperf3
+// reports it). The measured intervals' counts add up to end.udp's.
+type UDPInterval struct {
+	ReceivedPackets uint64 `json:"received_packets"`
+	LostPackets     int64  `json:"lost_packets"`
+	// LostPercent is LostPackets of the datagrams the interval accounts
+	// for (received and lost), as iperf3's "Lost/Total".
+	LostPercent float64 `json:"lost_percent"`
+	OutOfOrder  uint64  `json:"out_of_order"`
+	JitterMS    float64 `json:"jitter_ms"`
+}
+
+// NewUDPInterval is the interval of received, lost and out-of-order
+// datagrams with jitter ms, its LostPercent computed.
+func NewUDPInterval(received uint64, lost int64, ooo uint64, jitterMS float64) *UDPInterval {
+	u := &UDPInterval{ReceivedPackets: received, LostPackets: lost, OutOfOrder: ooo, JitterMS: jitterMS}
+	if total := int64(received) + lost; total > 0 {
+		u.LostPercent = 100 * float64(lost) / float64(total)
+	}
+	return u
+}
+
 // UDPSum is end.sum of a UDP run (bench --udp -b RATE), in the shape of
 // iperf3 -u's: what the sender sent in the measured window and what of
 // it the receiver got.

@@ -207,7 +207,11 @@ type StreamInterval struct {
 	// transaction run (by the client's count).
 	Transactions uint64 `json:"transactions,omitempty"`
 
-	Packets uint64 `json:"packets,omitempty"` // UDP datagrams
+	Packets uint64 `json:"packets,omitempty"` // UDP datagrams sent
+	// UDPInterval, in a UDP run, is what the stream's receiver counted
+	// over its own interval, in end.udp's names; absent for TCP, and
+	// when the receiver's count did not arrive.
+	*UDPInterval
 }
 
 // Sum totals the streams of an interval, or of a run.
