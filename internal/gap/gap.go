@@ -26,7 +26,10 @@
 //	           thread's CPU was ≥ 90% busy with ≥ 25% of it other work;
 //	           receiver_window otherwise
 //	inflight → pacing when --fq-rate was asked and the run reached ≥ 80%
-//	           of it; path_rate when the sender's interface is shaped
+//	           of it, or the sender's egress qdisc caps each flow (fq's
+//	           maxrate) and the run reached ≥ 80% of streams × that
+//	           cap (not path_rate: the link would carry more flows);
+//	           path_rate when the sender's interface is shaped
 //	           (a tbf/htb rate in doctor's qdisc, or link.shaped) or its
 //	           qdisc dropped; nic_drops when a NIC's drop counters grew;
 //	           with retransmitted bytes ≥ 0.1% of those sent: receiver_cpu
@@ -122,6 +125,12 @@ type doctor struct {
 		Qdisc     *struct {
 			Kind     string   `json:"kind"`
 			RateGbps *float64 `json:"rate_gbps"`
+			Shaper   *struct {
+				Kind     string  `json:"kind"`
+				RateGbps float64 `json:"rate_gbps"`
+				PerFlow  bool    `json:"per_flow"`
+				Detail   string  `json:"detail"`
+			} `json:"shaper"`
 		} `json:"qdisc"`
 		Limits struct {
 			PCIe       *float64 `json:"pcie_gbps"`
@@ -135,6 +144,10 @@ type doctor struct {
 		Evidence struct {
 			BelowNeed map[string]float64 `json:"below_need"`
 			Needed    map[string]float64 `json:"needed_bytes"`
+			PerFlow   bool               `json:"per_flow"` // link.shaped's
+			RateGbps  float64            `json:"rate_gbps"`
+			Qdisc     string             `json:"qdisc"`
+			Detail    string             `json:"detail"`
 		} `json:"evidence"`
 	} `json:"findings"`
 }
@@ -176,10 +189,12 @@ func (d doctor) smallBuffer(word string) (key string, have, need float64, ok boo
 type shaper struct {
 	iface, kind string
 	gbps        float64
+	detail      string // as tc names it: "fq 2: maxrate 1gbit (each flow)"
 }
 
 // shaped returns the shaper on iface (or, with iface unknown, on the
-// report's only NIC), from a link.shaped finding or the NIC's qdisc.
+// report's only NIC), from a link.shaped finding or the NIC's qdisc. A
+// cap on each flow (fq's maxrate) is not one: see paced.
 func (d doctor) shaped(iface string) *shaper {
 	for _, n := range d.NICs {
 		if (n.Interface == iface || iface == "" && len(d.NICs) == 1) && n.Qdisc != nil && n.Qdisc.RateGbps != nil {
@@ -187,8 +202,28 @@ func (d doctor) shaped(iface string) *shaper {
 		}
 	}
 	for _, f := range d.Findings {
-		if f.ID == "link.shaped" && (f.Subject == iface || iface == "") {
+		if f.ID == "link.shaped" && (f.Subject == iface || iface == "") && !f.Evidence.PerFlow {
 			return &shaper{iface: f.Subject, kind: "qdisc"}
+		}
+	}
+	return nil
+}
+
+// paced returns the per-flow cap on iface (or on the report's only
+// NIC): fq's maxrate, from the NIC's qdisc.shaper or a link.shaped
+// finding that says per_flow; nil when none. It paces each flow of a
+// run, whatever the link could carry: the flow's rate, not the path's.
+func (d doctor) paced(iface string) *shaper {
+	for _, n := range d.NICs {
+		if (n.Interface == iface || iface == "" && len(d.NICs) == 1) && n.Qdisc != nil {
+			if s := n.Qdisc.Shaper; s != nil && s.PerFlow && s.RateGbps > 0 {
+				return &shaper{iface: n.Interface, kind: s.Kind, gbps: s.RateGbps, detail: s.Detail}
+			}
+		}
+	}
+	for _, f := range d.Findings {
+		if f.ID == "link.shaped" && (f.Subject == iface || iface == "") && f.Evidence.PerFlow && f.Evidence.RateGbps > 0 {
+			return &shaper{iface: f.Subject, kind: f.Evidence.Qdisc, gbps: f.Evidence.RateGbps, detail: f.Evidence.Detail}
 		}
 	}
 	return nil
@@ -278,6 +313,7 @@ func loadOf(f *result.Foreign, cpus []int) cpuLoad {
 type facts struct {
 	total, busy, rwnd, sndbuf float64 // stream-µs over the measured intervals
 	appLimited, samples       int     // stream-intervals the kernel marked app-limited, of all
+	streams                   int     // the sender's streams (the most in one interval)
 
 	retransBytes, sentBytes float64
 	goodput                 float64 // Gbit/s
@@ -290,6 +326,7 @@ type facts struct {
 	sndHave, sndNeed         float64
 	rcvHave, rcvNeed         float64
 	shaper                   *shaper
+	pacer                    *shaper // a per-flow cap on the sender's interface
 	senderCPU, receiverCPU   cpuLoad
 	senderSide, receiverSide string
 }
@@ -318,11 +355,13 @@ func factsOf(r *result.Result, docs Doctors) (facts, bool) {
 		if span <= 0 {
 			continue
 		}
+		n := 0
 		for _, s := range iv.Streams {
 			t := s.TCP
 			if t == nil || s.Sender != "" && s.Sender != f.senderSide {
 				continue // with --bidir, the client's streams: the doctor reports' sides are theirs
 			}
+			n++
 			busy := math.Min(float64(t.BusyUs), span) // chrono stats tick in jiffies: a read may overshoot its interval
 			rwnd := math.Min(float64(t.RwndLimitedUs), busy)
 			f.total += span
@@ -336,6 +375,7 @@ func factsOf(r *result.Result, docs Doctors) (facts, bool) {
 			f.sentBytes += float64(s.Bytes)
 			f.retransBytes += float64(t.Retrans)
 		}
+		f.streams = max(f.streams, n)
 	}
 	if f.samples == 0 {
 		return f, false
@@ -352,6 +392,7 @@ func factsOf(r *result.Result, docs Doctors) (facts, bool) {
 	f.sndKey, f.sndHave, f.sndNeed, f.sndSmall = sd.smallBuffer("wmem")
 	f.rcvKey, f.rcvHave, f.rcvNeed, f.rcvSmall = rd.smallBuffer("rmem")
 	f.shaper = sd.shaped(sendStart.Iface)
+	f.pacer = sd.paced(sendStart.Iface)
 	f.senderCPU, f.receiverCPU = loadOf(sendForeign, sendCPUs), loadOf(recvForeign, recvCPUs)
 	if nc := r.End.NICCounters; nc != nil {
 		send, recv := nc.Client, nc.Server
@@ -369,6 +410,21 @@ func factsOf(r *result.Result, docs Doctors) (facts, bool) {
 		maps.DeleteFunc(f.nicDrops, func(_ string, v uint64) bool { return v == 0 })
 	}
 	return f, true
+}
+
+// pacedToCap reports whether a per-flow cap on the sender's interface
+// held the run: its goodput reached ≥ 80% of streams × the cap. A run
+// well below it was held by something else, which the other rules name.
+func (f facts) pacedToCap() bool {
+	return f.pacer != nil && f.streams > 0 && f.goodput >= pacingReached*float64(f.streams)*f.pacer.gbps
+}
+
+// name is the shaper as tc names it, or its kind.
+func (s *shaper) name() string {
+	if s.detail != "" {
+		return s.detail
+	}
+	return s.kind + " maxrate"
 }
 
 func (f facts) lossRatio() float64 {
@@ -439,6 +495,10 @@ func assign(f facts) account {
 	switch {
 	case f.fqRate > 0 && f.goodput*1e9 >= pacingReached*f.fqRate:
 		a.add(Pacing, inflight, inWhy, fmt.Sprintf("the run asked --fq-rate %.2f Gbit/s and reached %.2f", f.fqRate/1e9, f.goodput))
+	case f.pacedToCap():
+		p := f.pacer
+		a.add(Pacing, inflight, inWhy, fmt.Sprintf("the sender's %s paces each flow: %s caps a flow at %s Gbit/s; %d stream(s) reached %.2f Gbit/s, %s of %d × %s",
+			p.iface, p.name(), trim(p.gbps), f.streams, f.goodput, pct(f.goodput, float64(f.streams)*p.gbps), f.streams, trim(p.gbps)))
 	case f.shaper != nil || f.qdiscDrops > 0:
 		why := []string{inWhy}
 		if s := f.shaper; s != nil {
@@ -625,6 +685,10 @@ func fixFor(cause string, f facts) string {
 	case NICDrops:
 		return "a NIC dropped frames: `linerate doctor --iface IF` on both ends names the counter and its fix (rings, channels, IRQ placement)"
 	case Pacing:
+		if f.fqRate <= 0 && f.pacer != nil {
+			p := f.pacer
+			return fmt.Sprintf("the sender's %s paces each flow to %s Gbit/s (%s): if that is not meant, remove it (`tc qdisc del dev %s root`), or raise its maxrate", p.iface, trim(p.gbps), p.name(), p.iface)
+		}
 		return "the run asked a pacing rate (--fq-rate): drop it to measure the path"
 	case AppLimited:
 		return "the sender wrote less than the path takes (-b, or an application that paces itself)"

@@ -2,9 +2,11 @@ package gap
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -51,6 +53,20 @@ func pciDoctor(t *testing.T, qdisc string) json.RawMessage {
 	}
 	return json.RawMessage(`{"nics": [{"interface": "lab0", "kind": "pci", "mtu": 9000, "speed_mbps": 10000,
 		"qdisc": ` + q + `, "limits": {"pcie_gbps": 31.5, "tcp_goodput_gbps": 9.9}}]}`)
+}
+
+// fqDoctor is a doctor report of a sender whose lab0 has fq with a
+// per-flow maxrate of gbps, as doctor writes it: the NIC's qdisc and
+// shaper (withQdisc) and the link.shaped finding with per_flow.
+func fqDoctor(gbps float64, withQdisc bool) json.RawMessage {
+	detail := fmt.Sprintf("fq 2: maxrate %sgbit (each flow)", strconv.FormatFloat(gbps, 'f', -1, 64))
+	q := "null"
+	if withQdisc {
+		q = fmt.Sprintf(`{"kind": "fq", "rate_gbps": null, "shaper": {"kind": "fq", "handle": "2:", "rate_gbps": %v, "per_flow": true, "detail": %q}}`, gbps, detail)
+	}
+	return json.RawMessage(fmt.Sprintf(`{"nics": [{"interface": "lab0", "kind": "virtual", "mtu": 9000, "qdisc": %s, "limits": {}}],
+		"findings": [{"id": "link.shaped", "subject": "lab0", "summary": "lab0's egress is shaped by %s",
+			"evidence": {"qdisc": "fq", "handle": "2:", "rate_gbps": %v, "per_flow": true, "detail": %q}}]}`, q, detail, gbps, detail))
 }
 
 func shareOf(g *result.Gap, cause string) float64 {
@@ -113,6 +129,26 @@ func TestOfLabRuns(t *testing.T) {
 			r.End.NICCounters = nil
 			r.Start.FQRate = 2e9
 		}, dominant: Pacing, maxUnacc: 0.25, evidence: "--fq-rate 2.00 Gbit/s"},
+		// fq's maxrate on the sender's lab0, as doctor reads it over
+		// rtnetlink (the lab's pacing scenario): each flow is paced, and
+		// a run that reached the cap is held by it, not by the path.
+		{name: "fq maxrate reached", file: "shaped.json", change: func(r *result.Result, d *Doctors) {
+			d.Client = fqDoctor(2, true)
+			r.End.NICCounters = nil
+		}, dominant: Pacing, maxUnacc: 0.25, evidence: "fq 2: maxrate 2gbit (each flow) caps a flow at 2 Gbit/s; 1 stream(s) reached 1.92 Gbit/s, 96% of 1 × 2",
+			fix: "tc qdisc del dev lab0 root"},
+		// A report that has only doctor's finding (per_flow in its
+		// evidence) says the same.
+		{name: "fq maxrate reached, finding only", file: "shaped.json", change: func(r *result.Result, d *Doctors) {
+			d.Client = fqDoctor(2, false)
+			r.End.NICCounters = nil
+		}, dominant: Pacing, maxUnacc: 0.25, evidence: "fq 2: maxrate 2gbit", fix: "raise its maxrate"},
+		// A cap the run stayed far below did not hold it, and a per-flow
+		// cap is never the path's rate: nothing else named, unaccounted.
+		{name: "fq maxrate not reached", file: "shaped.json", change: func(r *result.Result, d *Doctors) {
+			d.Client = fqDoctor(8, true)
+			r.End.NICCounters = nil
+		}, dominant: "", maxUnacc: 1},
 		{name: "bitrate asked", file: "busy-receiver.json", change: func(r *result.Result, d *Doctors) {
 			r.Start.Bitrate = 2e9
 		}, dominant: AppLimited, maxUnacc: 0.5, evidence: "-b 2.00"},
