@@ -13,7 +13,7 @@ func TestFlagValueCompletion(t *testing.T) {
 		want string
 	}{
 		{[]string{"__complete", "bench", "--engine", ""}, "native\niperf3\niperf2\nperftest\nsockperf\nnetperf\n:4\n"},
-		{[]string{"__complete", "lab", "up", "--scenario", ""}, "healthy\ncapped-10g\nmtu-mismatch\nsmall-buffers\nsmall-sndbuf\nsmall-rcvbuf\nshaped\n:4\n"},
+		{[]string{"__complete", "lab", "up", "--scenario", ""}, "healthy\ncapped-10g\nmtu-mismatch\nsmall-buffers\nsmall-sndbuf\nsmall-rcvbuf\nshaped\nbusy-receiver\npacing\n:4\n"},
 		{[]string{"__complete", "doctor", "--fail-on", ""}, "critical\nwarning\ninfo\n:4\n"},
 		{[]string{"__complete", "tune", "--profile", ""}, "throughput\nlatency\n:4\n"},
 		{[]string{"__complete", "history", "--color", ""}, "auto\nalways\nnever\n:4\n"},

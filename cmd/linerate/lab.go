@@ -64,8 +64,12 @@ func (f *labFlags) register(cmd *cobra.Command, scenario lab.Scenario) {
 	if scenario == "" {
 		return
 	}
-	cmd.Flags().StringVar(&f.scenario, "scenario", string(scenario), "healthy, capped-10g, mtu-mismatch, small-buffers, small-sndbuf, small-rcvbuf or shaped")
-	cmd.Flags().StringVar(&f.rate, "rate", "", "shape both ends with tbf at this rate, e.g. 25gbit, 400mbit")
+	names := make([]string, 0, len(lab.Scenarios()))
+	for _, s := range lab.Scenarios() {
+		names = append(names, string(s))
+	}
+	cmd.Flags().StringVar(&f.scenario, "scenario", string(scenario), "one of "+strings.Join(names, ", ")+" (see 'linerate lab --help')")
+	cmd.Flags().StringVar(&f.rate, "rate", "", "shape both ends with tbf at this rate, e.g. 25gbit, 400mbit (shaped: host a only; pacing: fq's per-flow maxrate on host a)")
 	cmd.Flags().IntVar(&f.mtu, "mtu", 0, "MTU of both ends (for mtu-mismatch: of host a)")
 	cmd.Flags().IntVar(&f.queues, "queues", 0, "TX/RX queues of each veth end, steered by RPS and XPS so that a flow's softirq runs on its threads' CPU; ask for one more than the CPUs (default: the kernel's)")
 }
@@ -115,7 +119,17 @@ what it made.
 hosts lr-N-h01 … lr-N-hKK, each with lab0 at 198.18.0.<i>/24, joined by the
 bridge br0 (198.18.0.254) in lr-N-sw, whose port toward host i is h<ii>.
 --rate and --mtu apply to every host; the scenario can be healthy or
-capped-10g.`,
+capped-10g.
+
+busy-receiver starts a busy loop in host b, pinned to the machine's last CPU,
+as nobody, in a session of its own: 'bench lab:N -A 0,LAST' puts the receiver
+on that CPU. The lab owns it: another up finds it rather than starting a
+second, an up with another scenario or down stops it, and it ends by itself
+when host b's namespace goes or after a day. pacing puts fq on host a's
+lab0 with a per-flow maxrate (1 Gbit/s, or --rate).
+
+Scenarios:
+` + scenarioHelp(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := f.config()

@@ -106,11 +106,15 @@ const (
 	SmallSndbuf Scenario = "small-sndbuf"
 	SmallRcvbuf Scenario = "small-rcvbuf"
 	Shaped      Scenario = "shaped"
+	// BusyReceiver plants a busy loop on the receiver's CPU (busy.go).
+	BusyReceiver Scenario = "busy-receiver"
+	// Pacing caps each flow host a sends with fq's maxrate.
+	Pacing Scenario = "pacing"
 )
 
 // Scenarios returns every scenario, the default first.
 func Scenarios() []Scenario {
-	return []Scenario{Healthy, Capped10G, MTUMismatch, SmallBuffers, SmallSndbuf, SmallRcvbuf, Shaped}
+	return []Scenario{Healthy, Capped10G, MTUMismatch, SmallBuffers, SmallSndbuf, SmallRcvbuf, Shaped, BusyReceiver, Pacing}
 }
 
 // ParseScenario accepts a scenario name.
@@ -144,9 +148,18 @@ func (s Scenario) Summary() string {
 		return "tcp_rmem max 65536 in host b, the receiver: the receive window limits"
 	case Shaped:
 		return "tbf at 2 Gbit/s on host a's egress only (--rate changes it): the path's rate limits"
+	case BusyReceiver:
+		cpu := BusyCPU()
+		return fmt.Sprintf("a busy loop pinned to CPU %d (the last online) in host b: with bench -A 0,%d the receiver shares it", cpu, cpu)
+	case Pacing:
+		return "fq on host a's egress, maxrate 1 Gbit/s per flow (--rate changes it): pacing limits each flow"
 	}
 	return "unknown scenario"
 }
+
+// ErrNoFq is returned by an up that asks for fq (the pacing scenario) on
+// a kernel built without it.
+var ErrNoFq = errors.New("this kernel has no fq qdisc (CONFIG_NET_SCH_FQ; where it is a module, 'modprobe sch_fq'): the pacing scenario needs it; 'bench --fq-rate' paces from the socket instead")
 
 // Rate is a line rate in bits per second.
 type Rate uint64
@@ -222,7 +235,8 @@ type Config struct {
 	Scenario Scenario
 	// Rate, when not zero, shapes both ends with tbf at this rate,
 	// whatever the scenario (it replaces capped-10g's 10 Gbit/s); with
-	// shaped, host a's egress only.
+	// shaped, host a's egress only; with pacing, it is the per-flow
+	// maxrate of host a's fq instead (at most MaxPacingRate).
 	Rate Rate
 	// BufferMax, when not zero, replaces small-buffers' 64 KiB as the
 	// tcp_rmem and tcp_wmem maximum of host b (at least 4096; other
@@ -262,6 +276,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Rate != 0 && (c.Rate < minRate || c.Rate > maxRate) {
 		return c, fmt.Errorf("rate %s is out of range (%s to %s)", c.Rate, minRate, maxRate)
 	}
+	if c.Scenario == Pacing && c.Rate > MaxPacingRate {
+		return c, fmt.Errorf("rate %s is above fq's highest maxrate, %s (the kernel takes it in bytes/s as 32 bits)", c.Rate, MaxPacingRate)
+	}
 	if c.BufferMax != 0 && (c.BufferMax < minBufferMax || c.BufferMax > maxBufferMax) {
 		return c, fmt.Errorf("buffer maximum %d is out of range (%d to %d bytes)", c.BufferMax, minBufferMax, maxBufferMax)
 	}
@@ -297,17 +314,25 @@ func sysctlName(path string) string { return strings.ReplaceAll(path, "/", ".") 
 
 // spec is what a lab should look like; index 0 is host a, 1 host b.
 type spec struct {
-	MTU    [2]int
-	Rate   [2]Rate // each host's egress; 0: no shaping
-	Sysctl [2]map[string]string
-	Queues int // 1: the kernel's default
+	MTU  [2]int
+	Rate [2]Rate // each host's egress; 0: no shaping
+	Pace [2]Rate // each host's egress fq's per-flow maxrate; 0: no fq
+	// BusyCPU is the CPU host b's busy loop is pinned to; -1: no loop.
+	BusyCPU int
+	Sysctl  [2]map[string]string
+	Queues  int // 1: the kernel's default
 }
 
-// The rates of capped-10g and shaped.
+// The rates of capped-10g, shaped and pacing.
 const (
 	rate10G    Rate = 10_000_000_000
 	rateShaped Rate = 2_000_000_000
+	ratePacing Rate = 1_000_000_000
 )
+
+// MaxPacingRate is the highest per-flow maxrate fq takes: the kernel
+// reads it in bytes per second as a u32, ~0 meaning none.
+const MaxPacingRate Rate = (1<<32 - 2) * 8
 
 // The small-buffers maximum (64 KiB, docs/architecture.md), the bounds of
 // Config.BufferMax (tcp_rmem's minimum is 4096; a maximum past 1 GiB is no
@@ -322,13 +347,20 @@ const (
 
 // spec resolves c (already defaulted) into the wanted shape.
 func (c Config) spec() spec {
-	s := spec{MTU: [2]int{jumboMTU, jumboMTU}, Queues: max(c.Queues, 1)}
+	s := spec{MTU: [2]int{jumboMTU, jumboMTU}, Queues: max(c.Queues, 1), BusyCPU: -1}
 	s.Sysctl[0], s.Sysctl[1] = kernelDefaults(), kernelDefaults()
 	switch c.Scenario {
 	case Capped10G:
 		s.Rate = [2]Rate{rate10G, rate10G}
 	case Shaped:
 		s.Rate[0] = rateShaped
+	case Pacing:
+		s.Pace[0] = ratePacing
+		if c.Rate != 0 {
+			s.Pace[0] = c.Rate
+		}
+	case BusyReceiver:
+		s.BusyCPU = BusyCPU()
 	case MTUMismatch:
 		s.MTU[1] = plainMTU
 	case SmallBuffers:
@@ -346,6 +378,7 @@ func (c Config) spec() spec {
 		s.Sysctl[1][sysctlRmem] = fmt.Sprintf("4096 %d %d", smallBufferMax, smallBufferMax)
 	}
 	switch {
+	case c.Scenario == Pacing:
 	case c.Rate != 0 && c.Scenario == Shaped:
 		s.Rate[0] = c.Rate
 	case c.Rate != 0:

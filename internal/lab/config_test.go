@@ -2,10 +2,13 @@ package lab
 
 import (
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/vishvananda/netlink"
 )
 
 func TestValidateName(t *testing.T) {
@@ -317,5 +320,59 @@ func TestDemoConfig(t *testing.T) {
 		if _, err := (Config{Scenario: SmallBuffers, BufferMax: bad}).withDefaults(); err == nil {
 			t.Errorf("buffer maximum %d accepted", bad)
 		}
+	}
+}
+
+// TestPacingPlan: the plan of host a's qdisc under each scenario, from
+// each qdisc it may have now (none, the pacing fq at one rate or
+// another, the shaped scenario's tbf): fq is put in, kept, changed,
+// replaced or removed, with no kernel needed to read the plan.
+func TestPacingPlan(t *testing.T) {
+	lab0 := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: Iface, Index: 3, MTU: jumboMTU, Flags: net.FlagUp}}
+	lo := &netlink.Device{LinkAttrs: netlink.LinkAttrs{Name: "lo", Index: 1, Flags: net.FlagUp}}
+	addr := netlink.Addr{IPNet: &net.IPNet{IP: net.ParseIP(AddrA).To4(), Mask: net.CIDRMask(prefixLen, 32)}}
+	noqueue := &netlink.GenericQdisc{QdiscType: "noqueue"}
+	tests := []struct {
+		name string
+		c    Config
+		root netlink.Qdisc
+		want string // the one change, "" for none
+	}{
+		{"pacing from none", Config{Scenario: Pacing}, noqueue, "pace each flow leaving lab0 in x: fq maxrate 1gbit"},
+		{"pacing kept", Config{Scenario: Pacing}, fqFor(3, 1e9), ""},
+		{"pacing at --rate", Config{Scenario: Pacing, Rate: 2.5e9}, fqFor(3, 1e9), "pace each flow leaving lab0 in x: fq maxrate 2.5gbit"},
+		{"pacing over tbf", Config{Scenario: Pacing}, tbfFor(3, 2e9), "pace each flow leaving lab0 in x: fq maxrate 1gbit"},
+		{"shaped over fq", Config{Scenario: Shaped}, fqFor(3, 1e9), "shape lab0 in x: tbf 2gbit burst 500KB limit 1MB"},
+		{"healthy removes fq", Config{Scenario: Healthy}, fqFor(3, 1e9), "remove fq maxrate 1gbit from lab0 in x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := tt.c.withDefaults()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := c.spec()
+			if want.Rate[1] != 0 || want.Pace[1] != 0 {
+				t.Errorf("spec shapes host b: %+v", want)
+			}
+			hv := hostView{ns: "x", state: nsPinned, lab0: lab0, lo: lo, addrs: []netlink.Addr{addr}, root: tt.root, sysctl: kernelDefaults()}
+			plan, err := hostSettings(hv, AddrA, jumboMTU, want.Rate[0], want.Pace[0], want.lineRate(), want.Sysctl[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, ch := range plan {
+				got = append(got, ch.desc)
+			}
+			if tt.want == "" && len(got) != 0 || tt.want != "" && (len(got) != 1 || got[0] != tt.want) {
+				t.Errorf("plan %q, want [%q]", got, tt.want)
+			}
+		})
+	}
+	if s := qdiscStatus(fqFor(3, 1e9)); s.MaxRateBPS != 1e9 || s.String() != "fq maxrate 1gbit" {
+		t.Errorf("status of the pacing fq: %+v %q", s, s)
+	}
+	if f := fqFor(3, MaxPacingRate); f.FlowMaxRate != 1<<32-2 {
+		t.Errorf("fq at the highest rate: maxrate %d B/s", f.FlowMaxRate)
 	}
 }

@@ -36,6 +36,13 @@ func Start(name string, h Host, cmd *exec.Cmd) error {
 	if st != nsPinned {
 		return fmt.Errorf("lab %s has no host %s (%s does not exist): run 'linerate lab up --name %s'", name, h, ns, name)
 	}
+	return startIn(ns, cmd, nil)
+}
+
+// startIn starts cmd in namespace ns as Start does, calling prepare (when
+// not nil) on the forking thread first: what it sets there, a CPU
+// affinity say, the child inherits.
+func startIn(ns string, cmd *exec.Cmd, prepare func() error) error {
 	// The thread changes its mount namespace, which cannot be undone the
 	// way a network namespace can: it is thrown away afterwards instead of
 	// letting other goroutines run in the lab's namespaces. The child
@@ -43,6 +50,11 @@ func Start(name string, h Host, cmd *exec.Cmd) error {
 	return osthread.Throwaway(func() error {
 		if err := enter(ns); err != nil {
 			return err
+		}
+		if prepare != nil {
+			if err := prepare(); err != nil {
+				return err
+			}
 		}
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("starting %s in %s: %w", cmd.Path, ns, err)

@@ -926,3 +926,245 @@ func TestStartLeavesTheProcessAlone(t *testing.T) {
 		}
 	}
 }
+
+// loopsInProc lists every process on the machine whose command line
+// carries the busy loop's marker, read from /proc directly.
+func loopsInProc(t *testing.T) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range ents {
+		var pid int
+		if _, err := fmt.Sscan(e.Name(), &pid); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && slices.Contains(strings.Split(string(b), "\x00"), BusyMarker) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// waitNoLoop waits up to 3 s until pid is no longer a running busy loop
+// (gone, or a zombie: its command line is empty).
+func waitNoLoop(t *testing.T, pid int) bool {
+	t.Helper()
+	for range 60 {
+		if !slices.Contains(loopsInProc(t), pid) {
+			return true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return false
+}
+
+// TestBusyLoopLifecycle: busy-receiver's loop is started once, pinned to
+// the last CPU, as nobody, in a session of its own, in host b; found
+// again by a second up; started again when it died; stopped by an up with
+// another scenario and by down; a pid the record names that is now
+// another process is left alone; and with its namespace removed behind
+// the lab's back the loop ends by itself.
+func TestBusyLoopLifecycle(t *testing.T) {
+	const name = "t-busy"
+	dir := newLab(t, name)
+	nsB := Namespace(name, B)
+	cpu := BusyCPU()
+	only := func(when string) busyLoop {
+		t.Helper()
+		ls := findBusy(nsB)
+		if len(ls) != 1 {
+			t.Fatalf("%s: %d busy loops in %s, want 1: %+v", when, len(ls), nsB, ls)
+		}
+		return ls[0]
+	}
+	res := up(t, Config{Name: name, Scenario: BusyReceiver})
+	if !slices.ContainsFunc(res.Changes, func(c string) bool { return strings.HasPrefix(c, "start a busy loop pinned to CPU") }) {
+		t.Errorf("changes %v: no loop started", res.Changes)
+	}
+	l := only("first up")
+	uid, _ := busyUser()
+	if l.CPU != cpu || l.UID != int(uid) || l.UID == 0 {
+		t.Errorf("loop %+v: want pinned to CPU %d, as uid %d", l, cpu, uid)
+	}
+	if sid, err := unix.Getsid(l.PID); err != nil || sid != l.PID {
+		t.Errorf("loop pid %d is in session %d (%v), want its own", l.PID, sid, err)
+	}
+	rec, err := readRecord(filepath.Join(dir, "lab"), name)
+	if err != nil || rec.BusyLoop == nil || !sameLoop(rec.BusyLoop, &l) || rec.BusyLoop.StartTicks == 0 {
+		t.Fatalf("record %+v (%v): want busy_loop %+v", rec, err, l)
+	}
+	st, err := Status(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bl := st.Labs[0].BusyLoop
+	if bl == nil || bl.PID != l.PID || bl.CPU != cpu || !bl.Recorded || len(st.Labs[0].Problems) != 0 {
+		t.Errorf("status %+v, busy loop %+v", st.Labs[0], bl)
+	}
+	var text bytes.Buffer
+	if err := st.WriteText(&text); err != nil || !strings.Contains(text.String(), fmt.Sprintf("busy loop: pid %d in host b, pinned to CPU %d", l.PID, cpu)) {
+		t.Errorf("status text lacks the loop:\n%s", text.String())
+	}
+
+	if again := up(t, Config{Name: name, Scenario: BusyReceiver}); !again.Unchanged() {
+		t.Errorf("second up changed %v", again.Changes)
+	}
+	if l2 := only("second up"); l2 != l {
+		t.Errorf("second up: loop %+v, was %+v", l2, l)
+	}
+
+	// A loop that died is started again.
+	if err := unix.Kill(l.PID, unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if !waitNoLoop(t, l.PID) {
+		t.Fatalf("loop %d did not die", l.PID)
+	}
+	if res := up(t, Config{Name: name, Scenario: BusyReceiver}); res.Unchanged() {
+		t.Error("up after the loop died changed nothing")
+	}
+	l = only("up after the loop died")
+
+	// The record names another process under the loop's pid entry (a
+	// reused pid): an up with another scenario stops the loop and only it.
+	other := exec.Command("sleep", "30")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = other.Process.Kill(); _ = other.Wait() }()
+	otherStart, _ := procStart(other.Process.Pid)
+	rec, _ = readRecord(filepath.Join(dir, "lab"), name)
+	rec.BusyLoop = &busyLoop{PID: other.Process.Pid, StartTicks: otherStart, CPU: cpu}
+	if err := writeRecord(filepath.Join(dir, "lab"), rec); err != nil {
+		t.Fatal(err)
+	}
+	res = up(t, Config{Name: name, Scenario: Healthy})
+	if !slices.Contains(res.Changes, fmt.Sprintf("stop the busy loop (pid %d, CPU %d) in %s", l.PID, cpu, nsB)) {
+		t.Errorf("up healthy: changes %v, want the loop %d stopped", res.Changes, l.PID)
+	}
+	if !waitNoLoop(t, l.PID) || len(findBusy(nsB)) != 0 {
+		t.Errorf("loop %d still runs after up healthy", l.PID)
+	}
+	if err := unix.Kill(other.Process.Pid, 0); err != nil {
+		t.Errorf("the process the record named (pid %d) was killed: %v", other.Process.Pid, err)
+	}
+	if rec, _ := readRecord(filepath.Join(dir, "lab"), name); rec.BusyLoop != nil {
+		t.Errorf("record after up healthy keeps a loop: %+v", rec.BusyLoop)
+	}
+
+	// Down stops it.
+	up(t, Config{Name: name, Scenario: BusyReceiver})
+	l = only("up before down")
+	dres, err := Down(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(dres.Removed, fmt.Sprintf("busy loop (pid %d) in %s", l.PID, nsB)) || len(dres.Busy) != 0 {
+		t.Errorf("down: removed %v, busy %v", dres.Removed, dres.Busy)
+	}
+	if !waitNoLoop(t, l.PID) {
+		t.Errorf("loop %d still runs after down", l.PID)
+	}
+	assertGone(t, dir, name)
+
+	// State lost and the namespace removed by hand: the loop ends by
+	// itself.
+	up(t, Config{Name: name, Scenario: BusyReceiver})
+	l = only("up before losing the state")
+	if err := deleteNS(nsB); err != nil {
+		t.Fatal(err)
+	}
+	if !waitNoLoop(t, l.PID) {
+		t.Errorf("loop %d still runs %s after its namespace was removed", l.PID, "3s")
+	}
+}
+
+// TestPacingScenario: pacing puts fq with a per-flow maxrate on host a's
+// egress only, 1 Gbit/s or --rate; it is planned, applied, read back,
+// replaced by or replacing a tbf, and removed by an up that does not ask
+// for it. It declares no line rate.
+func TestPacingScenario(t *testing.T) {
+	const name = "t-pacing"
+	newLab(t, name)
+	fqRate := func(h Host) uint32 {
+		t.Helper()
+		f, ok := read(t, name, h).qdisc.(*netlink.Fq)
+		if !ok {
+			return 0
+		}
+		return f.FlowMaxRate
+	}
+	res, err := Up(t.Context(), Config{Name: name, Scenario: Pacing})
+	if errors.Is(err, ErrNoFq) {
+		// The lab it was creating is gone (newLab's cleanup checks), and
+		// the error says what the kernel lacks.
+		if !strings.Contains(err.Error(), "CONFIG_NET_SCH_FQ") || !strings.Contains(err.Error(), "removed what it had created") {
+			t.Errorf("error %q", err)
+		}
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true: the kernel has no fq qdisc: %v", err)
+		}
+		t.Skipf("the kernel has no fq qdisc: %v (TestPacingPlan checks the plan)", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(res.Changes, fmt.Sprintf("pace each flow leaving %s in %s: fq maxrate 1gbit", Iface, Namespace(name, A))) {
+		t.Errorf("changes %v", res.Changes)
+	}
+	if got := fqRate(A); got != 125_000_000 {
+		t.Errorf("a: fq maxrate %d B/s, want 125000000", got)
+	}
+	if rb := read(t, name, B); !isDefaultQdisc(rb.qdisc) || rb.alias != "" || read(t, name, A).alias != "" {
+		t.Errorf("b qdisc %v; aliases %q %q: want b unshaped, no line rate declared", rb.qdisc, read(t, name, A).alias, rb.alias)
+	}
+	st, err := Status(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	_ = st.WriteText(&text)
+	if !strings.Contains(text.String(), "qdisc fq maxrate 1gbit") || st.Labs[0].LineRate != "" {
+		t.Errorf("status:\n%s", text.String())
+	}
+	if again := up(t, Config{Name: name, Scenario: Pacing}); !again.Unchanged() {
+		t.Errorf("second up changed %v", again.Changes)
+	}
+	steps := []struct {
+		c   Config
+		fq  uint32 // a's maxrate in B/s, 0: no fq
+		tbf uint64 // a's tbf rate in B/s, 0: none
+	}{
+		{Config{Scenario: Pacing, Rate: 2.5e9}, 312_500_000, 0},
+		{Config{Scenario: Shaped}, 0, 250_000_000},
+		{Config{Scenario: Pacing}, 125_000_000, 0},
+		{Config{Scenario: Healthy}, 0, 0},
+	}
+	for _, s := range steps {
+		s.c.Name = name
+		if res := up(t, s.c); res.Unchanged() {
+			t.Errorf("%+v: nothing changed", s.c)
+		}
+		rb := read(t, name, A)
+		tbf, isTbf := rb.qdisc.(*netlink.Tbf)
+		switch {
+		case s.fq != 0 && fqRate(A) != s.fq:
+			t.Errorf("%+v: a's qdisc %v, want fq maxrate %d B/s", s.c, rb.qdisc, s.fq)
+		case s.tbf != 0 && (!isTbf || tbf.Rate != s.tbf):
+			t.Errorf("%+v: a's qdisc %v, want tbf %d B/s", s.c, rb.qdisc, s.tbf)
+		case s.fq == 0 && s.tbf == 0 && !isDefaultQdisc(rb.qdisc):
+			t.Errorf("%+v: a's qdisc %v, want none", s.c, rb.qdisc)
+		}
+		if again := up(t, s.c); !again.Unchanged() {
+			t.Errorf("%+v: the up after changed %v", s.c, again.Changes)
+		}
+	}
+	if _, err := (Config{Name: name, Scenario: Pacing, Rate: 40e9}).withDefaults(); err == nil {
+		t.Error("pacing at 40 Gbit/s (past fq's 32-bit bytes/s) accepted")
+	}
+	echo(t, name)
+}

@@ -128,6 +128,26 @@ func sameTbf(q netlink.Qdisc, want *netlink.Tbf) bool {
 	return ok && t.Rate == want.Rate && t.Limit == want.Limit && t.Buffer == want.Buffer
 }
 
+// fqFor returns the fq that paces each flow leaving link index to at
+// most r. Its handle is 2:, not the tbf's 1:, so that either replaces the
+// other at the root: the kernel refuses to change a qdisc of one kind
+// into another under the same handle.
+func fqFor(index int, r Rate) *netlink.Fq {
+	q := netlink.NewFq(netlink.QdiscAttrs{
+		LinkIndex: index,
+		Handle:    netlink.MakeHandle(2, 0),
+		Parent:    netlink.HANDLE_ROOT,
+	})
+	q.FlowMaxRate = uint32(min(uint64(r), uint64(MaxPacingRate)) / 8) // bytes per second
+	return q
+}
+
+// sameFq reports whether q is an fq with want's maxrate.
+func sameFq(q netlink.Qdisc, want *netlink.Fq) bool {
+	f, ok := q.(*netlink.Fq)
+	return ok && f.FlowMaxRate == want.FlowMaxRate
+}
+
 // isDefaultQdisc reports whether q is what the kernel gives a veth by
 // itself (noqueue), that is: no shaping.
 func isDefaultQdisc(q netlink.Qdisc) bool { return q == nil || q.Type() == "noqueue" }
@@ -139,6 +159,8 @@ type QdiscStatus struct {
 	RateBPS    uint64 `json:"rate_bps,omitempty"`
 	BurstBytes uint32 `json:"burst_bytes,omitempty"`
 	LimitBytes uint32 `json:"limit_bytes,omitempty"`
+	// MaxRateBPS is fq's per-flow maxrate, 0 when it has none.
+	MaxRateBPS uint64 `json:"max_rate_bps,omitempty"`
 }
 
 func qdiscStatus(q netlink.Qdisc) *QdiscStatus {
@@ -151,6 +173,9 @@ func qdiscStatus(q netlink.Qdisc) *QdiscStatus {
 		s.BurstBytes = netlink.Xmitsize(t.Rate, t.Buffer)
 		s.LimitBytes = t.Limit
 	}
+	if f, ok := q.(*netlink.Fq); ok && f.FlowMaxRate != ^uint32(0) {
+		s.MaxRateBPS = uint64(f.FlowMaxRate) * 8
+	}
 	return s
 }
 
@@ -158,6 +183,9 @@ func qdiscStatus(q netlink.Qdisc) *QdiscStatus {
 func (q *QdiscStatus) String() string {
 	if q == nil {
 		return "none"
+	}
+	if q.Kind == "fq" && q.MaxRateBPS != 0 {
+		return "fq maxrate " + Rate(q.MaxRateBPS).String()
 	}
 	if q.Kind != "tbf" {
 		return q.Kind

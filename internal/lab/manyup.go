@@ -53,6 +53,8 @@ func (m *manyHosts) structural() []change { return m.v.structuralPlan(m.want) }
 
 func (m *manyHosts) settings() ([]change, error) { return m.v.settingsPlan(m.want) }
 
+func (m *manyHosts) note(*record) {}
+
 func (m *manyHosts) waitUp(ctx context.Context) error {
 	deadline := time.Now().Add(operUpTimeout)
 	for i := 1; i <= m.c.Hosts; i++ {
@@ -277,7 +279,7 @@ func (v *manyView) settingsPlan(want manySpec) ([]change, error) {
 			return nil, fmt.Errorf("%s has no port %s after creating it", sw, HostN(i))
 		}
 		plan = append(plan, portSettings(sw, p, brIdx, v.sw.qdiscs[i], want.mtu)...)
-		hp, err := hostSettings(v.hosts[i], manyAddr(i), want.mtu, want.rate, want.rate, kernelDefaults())
+		hp, err := hostSettings(v.hosts[i], manyAddr(i), want.mtu, want.rate, 0, want.rate, kernelDefaults())
 		if err != nil {
 			return nil, err
 		}

@@ -37,15 +37,17 @@ type record struct {
 	// LineRateBPS is the rate the lab's tbf shapes each host's lab0 to
 	// (--rate, or the scenario's), standing in for a NIC's line rate;
 	// 0 when unshaped.
-	LineRateBPS uint64    `json:"line_rate_bps,omitempty"`
-	BufferMax   int       `json:"buffer_max,omitempty"` // small-buffers' maximum asked for, 0 for 64 KiB
-	MTU         int       `json:"mtu,omitempty"`        // the --mtu asked for, 0 if none
-	Hosts       int       `json:"hosts,omitempty"`      // a lab of many hosts: how many; 0 for a and b
-	Queues      int       `json:"queues,omitempty"`     // the --queues asked for, 0 if none
-	Phase       string    `json:"phase"`
-	Namespaces  []string  `json:"namespaces"`
-	Created     time.Time `json:"created"`
-	Updated     time.Time `json:"updated"`
+	LineRateBPS uint64 `json:"line_rate_bps,omitempty"`
+	BufferMax   int    `json:"buffer_max,omitempty"` // small-buffers' maximum asked for, 0 for 64 KiB
+	MTU         int    `json:"mtu,omitempty"`        // the --mtu asked for, 0 if none
+	Hosts       int    `json:"hosts,omitempty"`      // a lab of many hosts: how many; 0 for a and b
+	Queues      int    `json:"queues,omitempty"`     // the --queues asked for, 0 if none
+	// BusyLoop is host b's busy loop (busy-receiver), nil when none runs.
+	BusyLoop   *busyLoop `json:"busy_loop,omitempty"`
+	Phase      string    `json:"phase"`
+	Namespaces []string  `json:"namespaces"`
+	Created    time.Time `json:"created"`
+	Updated    time.Time `json:"updated"`
 }
 
 func newRecord(c Config, phase string, created time.Time) *record {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/vishvananda/netlink"
@@ -36,11 +38,25 @@ type LabStatus struct {
 	Phase    string `json:"phase,omitempty"`
 	// HostCount is the number of hosts of a lab of many hosts (its
 	// switch is listed in Hosts as well, first); 0 for a and b.
-	HostCount int          `json:"host_count,omitempty"`
-	Record    string       `json:"record,omitempty"`
-	Hosts     []HostStatus `json:"hosts"`
+	HostCount int    `json:"host_count,omitempty"`
+	Record    string `json:"record,omitempty"`
+	// BusyLoop is the busy-receiver scenario's loop running in host b,
+	// nil when none runs.
+	BusyLoop *BusyLoopStatus `json:"busy_loop,omitempty"`
+	Hosts    []HostStatus    `json:"hosts"`
 	// Problems says what is wrong and what to run, one sentence each.
 	Problems []string `json:"problems,omitempty"`
+}
+
+// BusyLoopStatus describes a busy loop the lab runs.
+type BusyLoopStatus struct {
+	Host Host `json:"host"`
+	PID  int  `json:"pid"`
+	// CPU is the one CPU it is pinned to, -1 when it is not pinned to one.
+	CPU  int    `json:"cpu"`
+	User string `json:"user"`
+	// Recorded is true when the lab's record names this process.
+	Recorded bool `json:"recorded"`
 }
 
 // HostStatus describes one lab host.
@@ -191,6 +207,22 @@ func labStatus(dir, name string) (LabStatus, error) {
 	if !s.Exists {
 		return s, nil
 	}
+	loops := findBusy(Namespace(name, B))
+	if len(loops) > 0 {
+		l := loops[0]
+		s.BusyLoop = &BusyLoopStatus{Host: B, PID: l.PID, CPU: l.CPU, User: strconv.Itoa(l.UID),
+			Recorded: rec != nil && sameLoop(rec.BusyLoop, &l)}
+		if u, err := user.LookupId(s.BusyLoop.User); err == nil {
+			s.BusyLoop.User = u.Username
+		}
+	}
+	wantLoop := rec != nil && rec.Scenario == BusyReceiver && rec.Phase == phaseUp
+	switch {
+	case wantLoop && len(loops) == 0 && pinned > 0:
+		s.Problems = append(s.Problems, fmt.Sprintf("the busy loop is not running (it ends after %v, or was killed): run 'linerate lab up --name %s --scenario %s' again", busyLifetime, name, BusyReceiver))
+	case len(loops) > 1 || len(loops) == 1 && !wantLoop && rec != nil && rec.Phase == phaseUp:
+		s.Problems = append(s.Problems, fmt.Sprintf("%d busy loop(s) run in %s that the scenario does not ask for: run 'linerate lab up --name %s' (it stops them) or %s", len(loops), Namespace(name, B), name, down))
+	}
 	switch {
 	case pinned == 1 && len(members) == 2:
 		s.Problems = append(s.Problems, "one of the two namespaces is missing (an up or down was interrupted): run "+down)
@@ -293,6 +325,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		b.WriteByte('\n')
 		if l.LineRate != "" {
 			fmt.Fprintf(&b, "  line rate %s: a tbf on each host's %s, standing in for a NIC's line rate\n", l.LineRate, Iface)
+		}
+		if bl := l.BusyLoop; bl != nil {
+			fmt.Fprintf(&b, "  busy loop: pid %d in host %s, pinned to CPU %d, as %s (bench lab:%s -A 0,%d puts the receiver on it)\n", bl.PID, bl.Host, bl.CPU, bl.User, l.Name, bl.CPU)
 		}
 		for _, h := range l.Hosts {
 			if !h.Exists {

@@ -77,6 +77,9 @@ type planner interface {
 	settings() ([]change, error)
 	// waitUp waits for every link to have carrier.
 	waitUp(ctx context.Context) error
+	// note adds to r what the planner keeps of the lab beyond what
+	// was asked (the busy loop it runs).
+	note(r *record)
 }
 
 // reconcile brings a lab to what c asks, one plan at a time, behind an
@@ -93,7 +96,9 @@ func reconcile(ctx context.Context, dir string, c Config, rec *record, res *UpRe
 		if settings, err = p.settings(); err != nil {
 			return nil, err
 		}
-		if len(settings) == 0 && rec.sameAsk(c) && rec.Phase == phaseUp {
+		kept := &record{}
+		p.note(kept)
+		if len(settings) == 0 && rec.sameAsk(c) && rec.Phase == phaseUp && sameLoop(rec.BusyLoop, kept.BusyLoop) {
 			return res, nil
 		}
 	}
@@ -108,6 +113,10 @@ func reconcile(ctx context.Context, dir string, c Config, rec *record, res *UpRe
 		}
 	}
 	intent := newRecord(c, phase, created)
+	if rec != nil {
+		// Until the plan says otherwise, what ran keeps running.
+		intent.BusyLoop = rec.BusyLoop
+	}
 	if err := writeRecord(dir, intent); err != nil {
 		return nil, err
 	}
@@ -142,7 +151,9 @@ func reconcile(ctx context.Context, dir string, c Config, rec *record, res *UpRe
 	if len(res.Changes) == 0 {
 		res.Changes = append(res.Changes, "update the lab record")
 	}
-	if err := writeRecord(dir, newRecord(c, phaseUp, intent.Created)); err != nil {
+	final := newRecord(c, phaseUp, intent.Created)
+	p.note(final)
+	if err := writeRecord(dir, final); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -154,6 +165,7 @@ type twoHosts struct {
 	name  string
 	want  spec
 	views [2]hostView
+	loop  *busyLoop // host b's busy loop, kept or started; nil: none
 }
 
 func (t *twoHosts) look() (bool, error) {
@@ -166,7 +178,17 @@ func (t *twoHosts) look() (bool, error) {
 
 func (t *twoHosts) structural() []change { return structuralPlan(t.name, t.views, t.want) }
 
-func (t *twoHosts) settings() ([]change, error) { return settingsPlan(t.views, t.want) }
+func (t *twoHosts) settings() ([]change, error) {
+	plan, err := settingsPlan(t.views, t.want)
+	if err != nil {
+		return nil, err
+	}
+	busy, found := busyPlan(t.names[1], t.want.BusyCPU, func(l *busyLoop) { t.loop = l })
+	t.loop = found
+	return append(plan, busy...), nil
+}
+
+func (t *twoHosts) note(r *record) { r.BusyLoop = t.loop }
 
 func (t *twoHosts) waitUp(ctx context.Context) error {
 	return waitOperUp(ctx, t.names, operUpTimeout)
@@ -386,7 +408,7 @@ func addVeth(lab, from, to string, la netlink.LinkAttrs, peerMTU int) error {
 func settingsPlan(v [2]hostView, want spec) ([]change, error) {
 	var plan []change
 	for i, h := range hosts() {
-		p, err := hostSettings(v[i], h.Addr(), want.MTU[i], want.Rate[i], want.lineRate(), want.Sysctl[i])
+		p, err := hostSettings(v[i], h.Addr(), want.MTU[i], want.Rate[i], want.Pace[i], want.lineRate(), want.Sysctl[i])
 		if err != nil {
 			return nil, err
 		}
@@ -397,8 +419,9 @@ func settingsPlan(v [2]hostView, want spec) ([]change, error) {
 }
 
 // hostSettings brings one host's lab0 to MTU mtu, address addr, up, shaped
-// at rate (0: not shaped), and its managed sysctls to sysctls.
-func hostSettings(hv hostView, addrText string, mtu int, rate, line Rate, sysctls map[string]string) ([]change, error) {
+// at rate (0: not shaped) or each flow paced to pace by fq (0: no fq;
+// rate wins if both are given), and its managed sysctls to sysctls.
+func hostSettings(hv hostView, addrText string, mtu int, rate, pace, line Rate, sysctls map[string]string) ([]change, error) {
 	var plan []change
 	ns := hv.ns
 	if hv.state != nsPinned || hv.lab0 == nil || hv.lo == nil {
@@ -462,7 +485,17 @@ func hostSettings(hv hostView, addrText string, mtu int, rate, line Rate, sysctl
 		plan = append(plan, change{desc, onLab0(func(c *conn, l netlink.Link) error { return c.nl.LinkSetAlias(l, alias) })})
 	}
 	switch {
-	case rate == 0 && !isDefaultQdisc(hv.root):
+	case rate == 0 && pace != 0 && (hv.root == nil || !sameFq(hv.root, fqFor(idx, pace))):
+		q := fqFor(idx, pace)
+		plan = append(plan, change{fmt.Sprintf("pace each flow leaving %s in %s: %s", Iface, ns, describeQdisc(q)),
+			onLab0(func(c *conn, _ netlink.Link) error {
+				err := c.nl.QdiscReplace(q)
+				if errors.Is(err, unix.ENOENT) { // the kernel knows no qdisc of that kind
+					return ErrNoFq
+				}
+				return err
+			})})
+	case rate == 0 && pace == 0 && !isDefaultQdisc(hv.root):
 		old := hv.root
 		plan = append(plan, change{fmt.Sprintf("remove %s from %s in %s", describeQdisc(old), Iface, ns),
 			onLab0(func(c *conn, _ netlink.Link) error { return c.nl.QdiscDel(old) })})
@@ -548,6 +581,15 @@ func Down(ctx context.Context, name string) (*DownResult, error) {
 func teardown(dir, name string) (*DownResult, error) {
 	res := &DownResult{Name: name, Removed: []string{}}
 	var errs []error
+	for _, ns := range teardownNamespaces(dir, name) {
+		// The lab's own processes go first, so that they neither keep a
+		// namespace alive nor show as someone else's.
+		stopped, err := stopAllBusy(ns)
+		res.Removed = append(res.Removed, stopped...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, ns := range teardownNamespaces(dir, name) {
 		st, err := probeNS(nsPath(ns))
 		if err != nil {
