@@ -154,21 +154,9 @@ func procStart(pid int) (uint64, bool) {
 // A zombie has an empty command line, so a stopped loop not yet reaped is
 // not listed.
 func findBusy(ns string) []busyLoop {
-	var want unix.Stat_t
-	if err := unix.Stat(nsPath(ns), &want); err != nil {
-		return nil
-	}
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
 	var out []busyLoop
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if l, ok := busyAt(pid, want); ok {
+	for _, pid := range pidsIn(ns) {
+		if l, ok := busyAt(pid); ok {
 			out = append(out, l)
 		}
 	}
@@ -176,14 +164,10 @@ func findBusy(ns string) []busyLoop {
 	return out
 }
 
-// busyAt reports whether pid is a loop in the namespace whose pin is ns,
-// and what it is.
-func busyAt(pid int, ns unix.Stat_t) (busyLoop, bool) {
+// busyAt reports whether pid (a process in the lab's namespace) is a
+// busy loop, and what it is.
+func busyAt(pid int) (busyLoop, bool) {
 	dir := "/proc/" + strconv.Itoa(pid)
-	var st unix.Stat_t
-	if err := unix.Stat(dir+"/ns/net", &st); err != nil || st.Dev != ns.Dev || st.Ino != ns.Ino {
-		return busyLoop{}, false
-	}
 	cmdline, err := os.ReadFile(dir + "/cmdline")
 	if err != nil || !slices.Contains(strings.Split(string(cmdline), "\x00"), BusyMarker) {
 		return busyLoop{}, false

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -184,6 +185,18 @@ func writeSysctl(ns, path, value string) error {
 // `ip netns pids` does, as "iperf3 (pid 1234)". Errors just shorten the list:
 // it is advice, not a result.
 func processesIn(ns string) []string {
+	var out []string
+	for _, pid := range pidsIn(ns) {
+		comm, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+		out = append(out, fmt.Sprintf("%s (pid %d) in %s", strings.TrimSpace(string(comm)), pid, ns))
+	}
+	return out
+}
+
+// pidsIn lists the processes whose network namespace is ns (their
+// /proc/PID/ns/net is its pin's inode), in /proc's order. Errors just
+// shorten the list: a process that ends meanwhile is not in it.
+func pidsIn(ns string) []int {
 	var want unix.Stat_t
 	if err := unix.Stat(nsPath(ns), &want); err != nil {
 		return nil
@@ -192,18 +205,17 @@ func processesIn(ns string) []string {
 	if err != nil {
 		return nil
 	}
-	var out []string
+	var out []int
 	for _, e := range ents {
-		pid := e.Name()
-		if pid[0] < '0' || pid[0] > '9' {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
 			continue
 		}
 		var st unix.Stat_t
-		if err := unix.Stat("/proc/"+pid+"/ns/net", &st); err != nil || st.Dev != want.Dev || st.Ino != want.Ino {
+		if err := unix.Stat("/proc/"+e.Name()+"/ns/net", &st); err != nil || st.Dev != want.Dev || st.Ino != want.Ino {
 			continue
 		}
-		comm, _ := os.ReadFile("/proc/" + pid + "/comm")
-		out = append(out, fmt.Sprintf("%s (pid %s) in %s", strings.TrimSpace(string(comm)), pid, ns))
+		out = append(out, pid)
 	}
 	return out
 }
