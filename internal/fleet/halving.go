@@ -113,14 +113,8 @@ func (r *run) halve(ctx context.Context) {
 				}
 			}
 		}
-		r.mu.Lock()
-		r.total += len(tests)
-		r.mu.Unlock()
-		for _, leg := range r.legsOf(tests) {
-			if ctx.Err() != nil {
-				return
-			}
-			r.runLeg(ctx, leg, kindRetest)
+		if !r.runTests(ctx, tests, kindRetest) {
+			return
 		}
 		hr := HalvingRound{Round: round, Suspects: r.hostNames(half), Good: r.hostNames(good), Tests: len(tests),
 			Blamed: []string{}, Cleared: []string{}}

@@ -36,14 +36,8 @@ func (r *run) resolve(ctx context.Context) {
 		for i, p := range probes {
 			tests[i] = p.t
 		}
-		r.mu.Lock()
-		r.total += len(tests)
-		r.mu.Unlock()
-		for _, leg := range r.legsOf(tests) {
-			if ctx.Err() != nil {
-				return
-			}
-			r.runLeg(ctx, leg, kindProbe)
+		if !r.runTests(ctx, tests, kindProbe) {
+			return
 		}
 		r.retest(ctx, tests)
 	}

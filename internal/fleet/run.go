@@ -742,16 +742,25 @@ func (r *run) retest(ctx context.Context, tests []Test) {
 		if len(need) == 0 {
 			return
 		}
-		r.mu.Lock()
-		r.total += len(need)
-		r.mu.Unlock()
-		for _, leg := range r.legsOf(need) {
-			if ctx.Err() != nil {
-				return
-			}
-			r.runLeg(ctx, leg, kindRetest)
+		if !r.runTests(ctx, need, kindRetest) {
+			return
 		}
 	}
+}
+
+// runTests counts tests into the run's total and runs them, leg by leg
+// (legsOf), as kind; it reports false when ctx ended first.
+func (r *run) runTests(ctx context.Context, tests []Test, kind testKind) bool {
+	r.mu.Lock()
+	r.total += len(tests)
+	r.mu.Unlock()
+	for _, leg := range r.legsOf(tests) {
+		if ctx.Err() != nil {
+			return false
+		}
+		r.runLeg(ctx, leg, kind)
+	}
+	return true
 }
 
 // legsOf groups tests into legs: disjoint ones together with Parallel,
@@ -827,18 +836,13 @@ func (r *run) checkPaths(ctx context.Context) {
 		}
 	}
 	for i := 0; i < r.opts.Retests && len(slow) > 0; i++ {
-		r.mu.Lock()
-		r.total += len(slow)
-		r.mu.Unlock()
 		if r.opts.Parallel {
+			r.mu.Lock()
+			r.total += len(slow)
+			r.mu.Unlock()
 			r.pathLegs(ctx, slow)
-		} else {
-			for _, leg := range r.legsOf(slow) {
-				if ctx.Err() != nil {
-					return
-				}
-				r.runLeg(ctx, leg, kindRetest)
-			}
+		} else if !r.runTests(ctx, slow, kindRetest) {
+			return
 		}
 		slow = slices.DeleteFunc(slow, func(t Test) bool {
 			return r.res[[2]int{t.From, t.To}].status(r.limit, true, r.need()) != StatusSlow
