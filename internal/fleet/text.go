@@ -44,24 +44,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	if len(r.Retests) > 0 {
 		b.WriteString("re-tests:\n")
 		for _, t := range r.Retests {
-			if t.FirstUs != nil {
-				r.writeLatencyRetest(&b, t)
-				continue
-			}
-			var rs []string
-			for i, g := range t.RetestsGbps {
-				rs = append(rs, gbpsText(g)+r.onceMark(t.AtOnce, i+1))
-			}
-			against := ""
-			if len(t.SlowBelowGbps) > 1 {
-				var ls []string
-				for _, l := range t.SlowBelowGbps[1:] {
-					ls = append(ls, gbpsText(l))
-				}
-				against = " (slow below " + strings.Join(ls, ", ") + " Gbit/s: a control test ran just before each)"
-			}
-			fmt.Fprintf(&b, "  %s→%s  %s%s, then %s Gbit/s%s: %s\n", t.From, t.To, gbpsText(t.FirstGbps), r.onceMark(t.AtOnce, 0),
-				strings.Join(rs, ", "), against, retestText(t))
+			r.writeRetest(&b, t)
 		}
 	}
 	for _, h := range r.Halving {
@@ -347,23 +330,28 @@ func (r *Result) writeIncast(b *strings.Builder) {
 	fmt.Fprintf(b, "verdict: %s\n", r.Verdict)
 }
 
-// writeLatencyRetest writes a latency run's re-test: its typical
-// latencies.
-func (r *Result) writeLatencyRetest(b *strings.Builder, t Retest) {
+// writeRetest writes a re-test's line: its first try, the re-tests and,
+// where controls set them, the limits each was judged against — in
+// Gbit/s, or in µs for a latency run.
+func (r *Result) writeRetest(b *strings.Builder, t Retest) {
+	first, tries, limits, unit, side, text := t.FirstGbps, t.RetestsGbps, t.SlowBelowGbps, "Gbit/s", "below", gbpsText
+	if t.FirstUs != nil {
+		first, tries, limits, unit, side, text = *t.FirstUs, t.RetestsUs, t.SlowAboveUs, "µs", "above", usText
+	}
 	var rs []string
-	for i, us := range t.RetestsUs {
-		rs = append(rs, usText(us)+r.onceMark(t.AtOnce, i+1))
+	for i, v := range tries {
+		rs = append(rs, text(v)+r.onceMark(t.AtOnce, i+1))
 	}
 	against := ""
-	if len(t.SlowAboveUs) > 1 {
+	if len(limits) > 1 {
 		var ls []string
-		for _, l := range t.SlowAboveUs[1:] {
-			ls = append(ls, usText(l))
+		for _, l := range limits[1:] {
+			ls = append(ls, text(l))
 		}
-		against = " (slow above " + strings.Join(ls, ", ") + " µs: a control test ran just before each)"
+		against = " (slow " + side + " " + strings.Join(ls, ", ") + " " + unit + ": a control test ran just before each)"
 	}
-	fmt.Fprintf(b, "  %s→%s  %s%s, then %s µs%s: %s\n", t.From, t.To, usText(*t.FirstUs), r.onceMark(t.AtOnce, 0),
-		strings.Join(rs, ", "), against, retestText(t))
+	fmt.Fprintf(b, "  %s→%s  %s%s, then %s %s%s: %s\n", t.From, t.To, text(first), r.onceMark(t.AtOnce, 0),
+		strings.Join(rs, ", "), unit, against, retestText(t))
 }
 
 // orNone joins names, or says "none".
