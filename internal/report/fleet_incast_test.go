@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -57,12 +56,8 @@ func TestFleetReportIncast(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b strings.Builder
-	if err := WriteHTML(&b, m); err != nil {
-		t.Fatal(err)
-	}
-	page := b.String()
-	count := func(re string) int { return len(regexp.MustCompile(re).FindAllString(page, -1)) }
+	page := modelHTML(t, m)
+	count := func(re string) int { return matches(page, re) }
 	for _, c := range []struct {
 		what      string
 		got, want int

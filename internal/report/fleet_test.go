@@ -61,12 +61,8 @@ func TestFleetReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b strings.Builder
-	if err := WriteHTML(&b, m); err != nil {
-		t.Fatal(err)
-	}
-	page := b.String()
-	count := func(re string) int { return len(regexp.MustCompile(re).FindAllString(page, -1)) }
+	page := modelHTML(t, m)
+	count := func(re string) int { return matches(page, re) }
 	checks := []struct {
 		what string
 		got  int
@@ -121,14 +117,13 @@ func TestFleetReportNoOutlier(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b strings.Builder
-	WriteHTML(&b, m)
+	page := modelHTML(t, m)
 	for _, want := range []string{"<h1>Rack 7</h1>", "No outlier", "Re-tests: no test was slow"} {
-		if !strings.Contains(b.String(), want) {
+		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)
 		}
 	}
-	if strings.Contains(b.String(), `class="fl-frame" x="1`) {
+	if strings.Contains(page, `class="fl-frame" x="1`) {
 		t.Error("a host is framed in a healthy fleet")
 	}
 }
@@ -141,9 +136,7 @@ func TestFleetReportBelowOneGbit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b strings.Builder
-	WriteHTML(&b, m)
-	page := b.String()
+	page := modelHTML(t, m)
 	for _, re := range []string{`>0\.0[34]\d<`, `>0\.2[01]\d<`} {
 		if !regexp.MustCompile(re).MatchString(page) {
 			t.Errorf("the page has no figure like %s", re)
@@ -162,9 +155,7 @@ func TestFleetReport64(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b strings.Builder
-	WriteHTML(&b, m)
-	page := b.String()
+	page := modelHTML(t, m)
 	if n := strings.Count(page, `<rect class="fl-cell"`); n != 64*63+7 {
 		t.Errorf("%d cells, want %d and the legend's 7", n, 64*63)
 	}
@@ -230,9 +221,7 @@ func TestFleetReportSampledContended(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b strings.Builder
-	WriteHTML(&b, m)
-	page := b.String()
+	page := modelHTML(t, m)
 	count := func(re string) int { return len(regexp.MustCompile(re).FindAllString(page, -1)) }
 	if n := count(`<title>h\d\d → h\d\d: not in the sample</title>`); n != 20*19-20*4 {
 		t.Errorf("%d cells not in the sample, want %d", n, 20*19-20*4)

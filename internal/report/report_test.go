@@ -25,12 +25,21 @@ func renderHTML(t testing.TB, ds Dataset) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
+	return []byte(modelHTML(t, m))
+}
+
+// modelHTML writes a built report as HTML.
+func modelHTML(t testing.TB, m *Model) string {
+	t.Helper()
+	var b strings.Builder
 	if err := WriteHTML(&b, m); err != nil {
 		t.Fatal(err)
 	}
-	return b.Bytes()
+	return b.String()
 }
+
+// matches counts the matches of the regular expression re in page.
+func matches(page, re string) int { return len(regexp.MustCompile(re).FindAllString(page, -1)) }
 
 // htmlTable is a rendered table read back: its header and cell texts.
 type htmlTable struct {
