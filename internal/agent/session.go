@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/linerate/linerate/internal/cpulist"
@@ -346,14 +347,15 @@ func (ss *session) intervals(ctx context.Context, sd *engine.Side, stopc <-chan 
 // sendFailed explains a failed interval send: a client killed mid-test
 // breaks the pipe as it closes the connection, and the reader's "went
 // away" (awaitStop) says so better than the write's error, if it comes
-// within a moment.
+// within a moment (a second: on a loaded machine the reader can be that
+// late, and the test is over either way).
 func sendFailed(err error, stopc <-chan error) error {
 	select {
 	case why := <-stopc:
 		if why != nil {
 			return why
 		}
-	case <-time.After(200 * time.Millisecond):
+	case <-time.After(time.Second):
 	}
 	return err
 }
@@ -373,7 +375,9 @@ func (ss *session) awaitStop(deadline time.Time) <-chan error {
 	go func() {
 		typ, body, err := ss.ctrl.recv(time.Until(deadline))
 		switch {
-		case isEOF(err):
+		case isEOF(err) || errors.Is(err, syscall.ECONNRESET):
+			// A client killed with data unread in its socket resets
+			// the connection instead of closing it.
 			ch <- errors.New("the client went away mid-test")
 		case isTimeout(err):
 			ch <- errors.New("the client did not stop the test within its length and the grace after it")
