@@ -170,11 +170,19 @@ type probeEndMsg struct {
 	// NICCounters is how the agent's NIC counters grew during the probe,
 	// as in a stream test's end: a UDP receiver's loss is often its NIC's.
 	NICCounters *result.NICDelta `json:"nic_counters,omitempty"`
+	// ArrivalClock is the UDP receiver's clock of arrivals, the
+	// jitter's (result.UDPSum.ArrivalClock); "" from an older agent.
+	ArrivalClock string `json:"arrival_clock,omitempty"`
 }
 
 func (m probeEndMsg) check() error {
 	if len(m.Error) > maxErrorText || m.CPUSeconds < 0 || math.IsNaN(m.Measured.JitterMS) || m.Measured.JitterMS < 0 {
 		return fmt.Errorf("%w: probe_end with an error of %d bytes, %g CPU seconds, jitter %g", errBadMessage, len(m.Error), m.CPUSeconds, m.Measured.JitterMS)
+	}
+	switch m.ArrivalClock {
+	case "", result.ArrivalKernel, result.ArrivalRead:
+	default:
+		return fmt.Errorf("%w: probe_end with an unknown arrival clock (%d bytes)", errBadMessage, len(m.ArrivalClock))
 	}
 	return checkNIC(m.NICCounters)
 }
@@ -368,6 +376,10 @@ func (ss *session) probeMeasure(ctx context.Context, m *probeMsg, fd, cpu int) e
 		rx.Halt()
 		werr = rx.Wait()
 		end.Warm, end.Measured = rx.Stats()
+		end.ArrivalClock = result.ArrivalRead
+		if rx.KernelTimestamps() {
+			end.ArrivalClock = result.ArrivalKernel
+		}
 	}
 	end.CPUSeconds = result.Round3(max(0, processCPU()-cpu0))
 	end.NICCounters = nic.End()

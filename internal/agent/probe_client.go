@@ -492,7 +492,7 @@ func (c *client) udpEnd(m probeMsg, tx *engine.UDPSender, txErr error, end *prob
 	e.SumSent = result.Sum{Bytes: bytes, BitsPerSecond: u.BitsPerSecond}
 	if end != nil {
 		r := end.Measured
-		u.ReceivedPackets, u.OutOfOrder, u.JitterMS = r.Packets, r.OutOfOrder, r.JitterMS
+		u.ReceivedPackets, u.OutOfOrder, u.JitterMS, u.ArrivalClock = r.Packets, r.OutOfOrder, r.JitterMS, end.ArrivalClock
 		// Lost: what was sent in the window and did not arrive (the
 		// window's datagrams are numbered apart, so none is mistaken
 		// for the warm-up's).

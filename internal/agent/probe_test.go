@@ -173,6 +173,10 @@ func TestProbeUDP(t *testing.T) {
 	if u.JitterMS < 0 || u.PacketsPerSecond <= 0 || u.Method == "" {
 		t.Errorf("jitter %g, pps %g, method %q", u.JitterMS, u.PacketsPerSecond, u.Method)
 	}
+	// Loopback gives kernel receive timestamps: the jitter says so.
+	if u.ArrivalClock != result.ArrivalKernel {
+		t.Errorf("arrival clock %q, want %q", u.ArrivalClock, result.ArrivalKernel)
+	}
 	checkProbeStart(t, res)
 }
 

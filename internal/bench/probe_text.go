@@ -35,6 +35,9 @@ func writeProbeEnd(w io.Writer, st *result.Start, e *result.End) {
 			u.Packets, u.Length, u.PacketsPerSecond, u.Method)
 		fmt.Fprintf(w, "[SUM] %s  %s  jitter %.3f ms  lost %d/%d (%.2g%%)  receiver\n", span(0, e.Seconds),
 			rate(e.SumReceived.Bytes, u.ReceivedBitsPerSecond), u.JitterMS, u.LostPackets, u.Packets, u.LostPercent)
+		if u.ArrivalClock == result.ArrivalKernel {
+			fmt.Fprintln(w, "Note: jitter (RFC 3550) from each datagram's kernel receive timestamp and its scheduled send time: the path's, without the receiving process's scheduling, which iperf3 -u's jitter (arrival = when it read) counts in — expect iperf3's to be higher on the same path")
+		}
 	}
 	fmt.Fprintf(w, "CPU time: client %s, server %s\n", cpuSeconds(e.CPU.ClientSeconds), cpuSeconds(e.CPU.ServerSeconds))
 	if l := explain.NICLine(e.NICCounters); l != "" {

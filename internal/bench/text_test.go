@@ -241,3 +241,22 @@ func TestUnits(t *testing.T) {
 		}
 	}
 }
+
+// TestUDPEndArrivalClock: a UDP run whose receiver took arrivals from
+// the kernel's receive timestamps says what its jitter is and why
+// iperf3's reads higher; one whose clock is unknown (an older agent) or
+// the reader's says nothing of the kind.
+func TestUDPEndArrivalClock(t *testing.T) {
+	note := "kernel receive timestamp"
+	for _, c := range []struct {
+		clock string
+		want  bool
+	}{{result.ArrivalKernel, true}, {result.ArrivalRead, false}, {"", false}} {
+		e := &result.End{Seconds: 1, UDP: &result.UDPSum{Packets: 10, ReceivedPackets: 10, JitterMS: 0.001, Length: 1200, Method: "sendmmsg", ArrivalClock: c.clock}}
+		var b strings.Builder
+		writeProbeEnd(&b, &result.Start{Protocol: result.UDP}, e)
+		if got := strings.Contains(b.String(), note); got != c.want {
+			t.Errorf("arrival clock %q: the note is there: %v, want %v:\n%s", c.clock, got, c.want, b.String())
+		}
+	}
+}

@@ -78,4 +78,16 @@ type UDPSum struct {
 	TargetBitsPerSecond float64 `json:"target_bits_per_second"`
 	Length              int     `json:"length"`
 	Method              string  `json:"method"`
+	// ArrivalClock is the clock the receiver's jitter takes arrivals
+	// from: ArrivalKernel, each datagram's kernel receive timestamp
+	// (SO_TIMESTAMPNS), which leaves the receiving process's scheduling
+	// out; ArrivalRead, when the process read it, as iperf3 -u does, which
+	// counts it in. Absent when unknown (an older agent).
+	ArrivalClock string `json:"arrival_clock,omitempty"`
 }
+
+// The receiver's clocks of arrival (UDPSum.ArrivalClock).
+const (
+	ArrivalKernel = "kernel"
+	ArrivalRead   = "read"
+)
