@@ -266,7 +266,7 @@ func sample(fs *hostfs.FS, h Hosts, p Params) *telemetry.Ticker {
 func sampledIntervals(r *result.Result, p Params, samples []telemetry.Sample, h Hosts) {
 	iv := p.Interval.Seconds()
 	for i := range samples {
-		r.Intervals = append(r.Intervals, result.Interval{Start: float64(i) * iv, End: float64(i+1) * iv, Streams: []result.StreamInterval{}})
+		r.Intervals = append(r.Intervals, result.Interval{Start: float64(i) * iv, End: float64(i+1) * iv, LoadOnly: true, Streams: []result.StreamInterval{}})
 	}
 	attach(r, samples, sameHosts(h))
 }

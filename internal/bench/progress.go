@@ -81,6 +81,10 @@ func (p *TextReporter) RunStarting(i, n int, pt Point, eta time.Duration) {
 
 // Interval prints one interval of the run in progress.
 func (p *TextReporter) Interval(i int, iv result.Interval) {
+	if iv.LoadOnly {
+		p.println(LoadOnlyIntervalLine(iv))
+		return
+	}
 	if iv.Transactions != nil {
 		p.println(TxnIntervalLine(iv))
 		return
@@ -169,6 +173,16 @@ func PingPongIntervalLine(iv result.Interval, size int) string {
 	if p50, p99 := intervalPercentiles(&iv); p50 != nil {
 		fmt.Fprintf(&b, "  p50 %s µs  p99 %s µs", us(p50), us(p99))
 	}
+	writeIntervalTail(&b, iv)
+	return b.String()
+}
+
+// LoadOnlyIntervalLine writes an interval of a tool that reports its
+// figures only at its end (result.Interval.LoadOnly): its figures are unknown,
+// not zero, and what the hosts' CPUs did is known.
+func LoadOnlyIntervalLine(iv result.Interval) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %6.2f-%-6.2f s  figures unknown: the tool reports only at its end", iv.Start, iv.End)
 	writeIntervalTail(&b, iv)
 	return b.String()
 }

@@ -260,3 +260,27 @@ func TestUDPEndArrivalClock(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadOnlyIntervals: an interval of a tool that reports only at its
+// end (netperf's: both hosts' load, no figure of its own) prints as
+// unknown with its CPUs, never as 0 round trips/s or 0 Gbit/s; a native
+// interval that moved nothing still prints its zero.
+func TestLoadOnlyIntervals(t *testing.T) {
+	load := result.Interval{Start: 0, End: 1, LoadOnly: true, Streams: []result.StreamInterval{},
+		CPU: result.HostCPUs{Client: map[string]result.CPUSample{"0": {Busy: 40}}}}
+	idle := result.Interval{Start: 1, End: 2, Streams: []result.StreamInterval{}} // a ping-pong's interval without a round trip
+	for _, mode := range []string{"ping-pong", "stream"} {
+		var b strings.Builder
+		r := NewTextReporter(&b, false)
+		if mode == "ping-pong" {
+			r = r.ForProbe(&agent.ProbeTest{Kind: agent.ProbePingPong, Size: 64})
+		}
+		r.Interval(0, load)
+		r.Interval(1, idle)
+		lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+		if len(lines) != 2 || !strings.Contains(lines[0], "figures unknown") || !strings.Contains(lines[0], "client cpu0") ||
+			strings.Contains(lines[0], "round trips/s") || strings.Contains(lines[0], "bits/sec") || strings.Contains(lines[1], "figures unknown") {
+			t.Errorf("%s:\n%s", mode, b.String())
+		}
+	}
+}

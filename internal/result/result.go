@@ -137,12 +137,16 @@ type Connection struct {
 
 // Interval is one report period.
 type Interval struct {
-	Start   float64          `json:"start"` // seconds; warm-up intervals count from the start, measured ones from the end of the warm-up
-	End     float64          `json:"end"`
-	Omitted bool             `json:"omitted"`
-	Streams []StreamInterval `json:"streams"`
-	Sum     Sum              `json:"sum"`
-	CPU     HostCPUs         `json:"cpu"`
+	Start   float64 `json:"start"` // seconds; warm-up intervals count from the start, measured ones from the end of the warm-up
+	End     float64 `json:"end"`
+	Omitted bool    `json:"omitted"`
+	// LoadOnly marks an interval of a tool that reports its figures only
+	// at its end (netperf): it carries both hosts' load, and its bytes
+	// are unknown, not zero.
+	LoadOnly bool             `json:"load_only,omitempty"`
+	Streams  []StreamInterval `json:"streams"`
+	Sum      Sum              `json:"sum"`
+	CPU      HostCPUs         `json:"cpu"`
 	// CPUTotal is each host's load over all its CPUs.
 	CPUTotal HostTotals `json:"cpu_total"`
 	// CPUDomains, on a host of many CPUs, totals by L3 domain (or NUMA
