@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/rdmastats"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
 )
@@ -110,6 +111,9 @@ func FuzzClientMessages(f *testing.F) {
 		`{"type":"tool_started","argv":["iperf3","-s","-1"],"auth":{"rsa_public_key":"x"}}`,
 		`{"type":"tool_end","cpu_seconds":0.25,"output":"done"}`,
 		`{"type":"tool_end","cpu_seconds":0.25,"output":"done","nic_counters":{"interface":"enp1s0f0np0","driver":"mlx5_core","deltas":{"rx_no_buffer":1200000},"sources":{"rx_no_buffer":{"rx_out_of_buffer":1200000}}}}`,
+		`{"type":"tool_end","cpu_seconds":0.25,"output":"done","rdma":{"device":"rocep51s0","port":1,"netdev":"enp51s0np0","hw_counters":{"np_cnp_sent":830,"out_of_sequence":0},"counters":{"port_xmit_data":0},"priority":{"3":{"tx_pause":4410,"rx_pause":0}}}}`,
+		`{"type":"tool_end","cpu_seconds":0.25,"output":"done","rdma":{"not_read":"no RDMA port under /sys/class/infiniband"}}`,
+		`{"type":"tool_end","cpu_seconds":0.25,"output":"done","rdma":{"device":"x","port":300,"priority":{"9":{"rx_pause":1},"":{}}}}`,
 		`{"type":"doctor_report","report":{"schema":"linerate.doctor/v1"},"host":{}}`,
 		`{"type":"doctor_report","report":"{"}`,
 		`{"type":"accept","port":5301,"test_id":"AAAAAAAAAAAAAAAAAAAAAA==","placement":[1,1],"load":{"0":97.5,"1":2}}`,
@@ -160,7 +164,7 @@ func FuzzClientMessages(f *testing.F) {
 			}
 		}
 		decode(typ, body, msgToolStarted, (*toolStartedMsg).check)
-		if m, err := decode(typ, body, msgToolEnd, (*toolEndMsg).check); err == nil && !nicBounded(m.NICCounters) {
+		if m, err := decode(typ, body, msgToolEnd, (*toolEndMsg).check); err == nil && (!nicBounded(m.NICCounters) || !rdmaBounded(m.RDMA)) {
 			t.Fatalf("tool_end passed: %+v", m)
 		}
 		decode(typ, body, msgInterval, (*toolSample).check)
@@ -322,6 +326,24 @@ func randomSession(addr string, r *mrand.Rand) {
 }
 
 // nicBounded restates checkNIC's bounds, for the fuzzer to hold it to.
+// rdmaBounded reports whether one end's RDMA counters are within the
+// protocol's bounds.
+func rdmaBounded(d *result.RDMAEnd) bool {
+	if d == nil {
+		return true
+	}
+	if len(d.Device) > maxNICName || len(d.Netdev) > maxNICName || d.Port < 0 || d.Port > maxRDMAPort || len(d.NotRead) > maxErrorText ||
+		len(d.HWCounters) > maxRDMAFiles || len(d.Counters) > maxRDMAFiles || len(d.Priority) > 8 {
+		return false
+	}
+	for p, m := range d.Priority {
+		if len(p) != 1 || p < "0" || p > "7" || len(m) > rdmastats.PriorityNames {
+			return false
+		}
+	}
+	return true
+}
+
 func nicBounded(d *result.NICDelta) bool {
 	if d == nil {
 		return true

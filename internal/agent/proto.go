@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/rdmastats"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
 )
@@ -36,7 +37,7 @@ const protoVersion = 2
 //	end            agent   after stop               endMsg.check: one total per connection, errors, window, other load, unread sources, NIC counters (checkNIC), receive method
 //	tool           client  a tool session           toolMsg.check: description size, milliseconds
 //	tool_started   agent   after tool               toolStartedMsg.check: argv and credentials sizes
-//	tool_end       agent   after stop               toolEndMsg.check: output size, NIC counters (checkNIC)
+//	tool_end       agent   after stop               toolEndMsg.check: output size, NIC counters (checkNIC), RDMA counters (checkRDMA)
 //	doctor         client  a doctor report          none (type only)
 //	doctor_report  agent   after doctor             doctorReportMsg.check: the report is JSON
 //	error, busy    either  instead of the answer    reason shown at most maxReason bytes
@@ -97,6 +98,8 @@ const (
 	maxNICName    = 128       // of an interface, driver, cause or counter name in NIC counters
 	maxNICCauses  = 32        // causes in one end's NIC counters (nicstats has 11)
 	maxNICSources = 64        // counters behind one cause (a driver's per-priority counters)
+	maxRDMAPort   = 255       // an RDMA port number (the kernel's is a u8)
+	maxRDMAFiles  = 512       // counters in one of an RDMA port's counters/ and hw_counters/ (mlx5 has under 100)
 )
 
 // PeerError is a refusal or failure the other end reported ("busy",
@@ -552,13 +555,58 @@ type toolEndMsg struct {
 	// NICCounters is how the agent's NIC counters grew while its tool
 	// server ran.
 	NICCounters *result.NICDelta `json:"nic_counters,omitempty"`
+	// RDMA is how the RDMA counters of the port the tool server used
+	// grew while it ran: only for a server on an RDMA device (perftest).
+	RDMA *result.RDMAEnd `json:"rdma,omitempty"`
 }
 
 func (m toolEndMsg) check() error {
 	if len(m.Output) > maxToolOutput || len(m.Error) > maxErrorText || m.CPUSeconds < 0 {
 		return fmt.Errorf("%w: tool_end with %d bytes of output, %d of error, %g CPU seconds", errBadMessage, len(m.Output), len(m.Error), m.CPUSeconds)
 	}
-	return checkNIC(m.NICCounters)
+	if err := checkNIC(m.NICCounters); err != nil {
+		return err
+	}
+	return checkRDMA(m.RDMA)
+}
+
+// checkRDMA bounds one end's RDMA counters as a peer sent them: the
+// names, the number of counters, the priorities (0 to 7, each with at
+// most the driver's rx/tx pause, discards and pause duration).
+func checkRDMA(d *result.RDMAEnd) error {
+	if d == nil {
+		return nil
+	}
+	if len(d.Device) > maxNICName || len(d.Netdev) > maxNICName || d.Port < 0 || d.Port > maxRDMAPort {
+		return fmt.Errorf("%w: RDMA counters of a device named in %d bytes, a netdev in %d, port %d", errBadMessage, len(d.Device), len(d.Netdev), d.Port)
+	}
+	if len(d.NotRead) > maxErrorText {
+		return fmt.Errorf("%w: RDMA counters not read, for a reason of %d bytes", errBadMessage, len(d.NotRead))
+	}
+	for _, m := range []map[string]uint64{d.HWCounters, d.Counters} {
+		if len(m) > maxRDMAFiles {
+			return fmt.Errorf("%w: %d RDMA counters in one directory, over %d", errBadMessage, len(m), maxRDMAFiles)
+		}
+		for n := range m {
+			if len(n) > maxNICName {
+				return fmt.Errorf("%w: an RDMA counter named in %d bytes", errBadMessage, len(n))
+			}
+		}
+	}
+	if len(d.Priority) > 8 {
+		return fmt.Errorf("%w: RDMA counters of %d priorities (there are 8)", errBadMessage, len(d.Priority))
+	}
+	for p, m := range d.Priority {
+		if len(p) != 1 || p[0] < '0' || p[0] > '7' || len(m) > rdmastats.PriorityNames {
+			return fmt.Errorf("%w: priority %.16q with %d counters (priorities are 0 to 7, each with at most %d)", errBadMessage, p, len(m), rdmastats.PriorityNames)
+		}
+		for n := range m {
+			if len(n) > maxNICName {
+				return fmt.Errorf("%w: a priority counter named in %d bytes", errBadMessage, len(n))
+			}
+		}
+	}
+	return nil
 }
 
 // toolSample is one interval of the agent's host while its tool runs.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/linerate/linerate/internal/engine"
+	"github.com/linerate/linerate/internal/rdmastats"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
 )
@@ -318,6 +319,23 @@ func TestEndEdges(t *testing.T) {
 			"named in 129 and 0 bytes"},
 		{"probe_end: a NIC cause too many", probeEndMsg{NICCounters: &result.NICDelta{Deltas: causes(maxNICCauses+1, 8)}}.check, "of 33 causes"},
 
+		{"tool_end: RDMA counters at their bounds", toolEndMsg{RDMA: &result.RDMAEnd{Device: long(maxNICName), Netdev: long(maxNICName), Port: maxRDMAPort,
+			NotRead: long(maxErrorText), HWCounters: causes(maxRDMAFiles, maxNICName), Counters: causes(maxRDMAFiles, 8), Priority: priorities(8, rdmastats.PriorityNames)}}.check, ""},
+		{"tool_end: an RDMA device name too long", toolEndMsg{RDMA: &result.RDMAEnd{Device: long(maxNICName + 1)}}.check, "a device named in 129 bytes"},
+		{"tool_end: an RDMA netdev name too long", toolEndMsg{RDMA: &result.RDMAEnd{Netdev: long(maxNICName + 1)}}.check, "a netdev in 129"},
+		{"tool_end: RDMA port 256", toolEndMsg{RDMA: &result.RDMAEnd{Port: maxRDMAPort + 1}}.check, "port 256"},
+		{"tool_end: RDMA port -1", toolEndMsg{RDMA: &result.RDMAEnd{Port: -1}}.check, "port -1"},
+		{"tool_end: an RDMA reason too long", toolEndMsg{RDMA: &result.RDMAEnd{NotRead: long(maxErrorText + 1)}}.check, "a reason of 4097 bytes"},
+		{"tool_end: an hw_counter too many", toolEndMsg{RDMA: &result.RDMAEnd{HWCounters: causes(maxRDMAFiles+1, 8)}}.check, "513 RDMA counters"},
+		{"tool_end: a port counter too many", toolEndMsg{RDMA: &result.RDMAEnd{Counters: causes(maxRDMAFiles+1, 8)}}.check, "513 RDMA counters"},
+		{"tool_end: an RDMA counter name too long", toolEndMsg{RDMA: &result.RDMAEnd{HWCounters: causes(1, maxNICName+1)}}.check, "an RDMA counter named in 129 bytes"},
+		{"tool_end: a ninth priority", toolEndMsg{RDMA: &result.RDMAEnd{Priority: priorities(9, 1)}}.check, "9 priorities"},
+		{"tool_end: priority 8", toolEndMsg{RDMA: &result.RDMAEnd{Priority: map[string]map[string]uint64{"8": {"rx_pause": 1}}}}.check, `priority "8"`},
+		{"tool_end: priority 33", toolEndMsg{RDMA: &result.RDMAEnd{Priority: map[string]map[string]uint64{"33": nil}}}.check, `priority "33"`},
+		{"tool_end: a priority counter too many", toolEndMsg{RDMA: &result.RDMAEnd{Priority: priorities(1, rdmastats.PriorityNames+1)}}.check, "with 7 counters"},
+		{"tool_end: a priority counter name too long", toolEndMsg{RDMA: &result.RDMAEnd{Priority: map[string]map[string]uint64{"3": {long(maxNICName + 1): 1}}}}.check,
+			"a priority counter named in 129 bytes"},
+
 		{"interval: RX CPU 0 and the highest", rxCPUs(0, maxCPUs-1), ""},
 		{"interval: RX CPU -1", rxCPUs(-1), "RX CPU -1"},
 		{"interval: RX CPU past the highest", rxCPUs(maxCPUs), "RX CPU 65536"},
@@ -325,6 +343,20 @@ func TestEndEdges(t *testing.T) {
 	for _, tt := range tests {
 		checkErr(t, tt.name, tt.check(), tt.want)
 	}
+}
+
+// priorities is the per-priority counters of n priorities (0, 1, …),
+// each with counters counters.
+func priorities(n, counters int) map[string]map[string]uint64 {
+	m := map[string]map[string]uint64{}
+	for p := range n {
+		c := map[string]uint64{}
+		for i := range counters {
+			c[fmt.Sprintf("rx_%d", i)] = 1
+		}
+		m[fmt.Sprint(p)] = c
+	}
+	return m
 }
 
 // rxCPUs is the check of an interval whose streams received on cpus.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/linerate/linerate/internal/engine"
 	"github.com/linerate/linerate/internal/nicstats"
+	"github.com/linerate/linerate/internal/rdmastats"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/telemetry"
 )
@@ -71,6 +72,14 @@ type ToolStart struct {
 	// Auth is what the client needs to use it besides the secret (a
 	// public key), at most 16 KiB; nil when nothing.
 	Auth json.RawMessage
+	// RDMA says the server uses an RDMA device (perftest): the agent
+	// reads that port's counters before the client can connect and after
+	// the server ends, and returns their growth (ToolSession.RDMA).
+	RDMA bool
+	// RDMADevice is the device the server was asked for; "" is the
+	// ACTIVE port of the interface the client reached the agent by, else
+	// the first ACTIVE port, as perftest picks the first device.
+	RDMADevice string
 }
 
 // ToolProc is a tool server the agent started.
@@ -114,7 +123,13 @@ func (ss *session) runTool(ctx context.Context, body []byte) bool {
 		return false
 	}
 	ss.log.Info("tool started", "argv", fmt.Sprint(st.Argv))
-	nic := nicstats.Begin(ss.counterIface()) // before the client's tool can connect
+	// Before the client's tool can connect.
+	iface := ss.counterIface()
+	nic := nicstats.Begin(iface)
+	var rdma *rdmastats.Span
+	if st.RDMA {
+		rdma = rdmastats.Begin(ss.srv.fs(), st.RDMADevice, iface)
+	}
 	smp := telemetry.NewSampler(ss.srv.fs(), ss.host.NICIRQs)
 	serr := ss.ctrl.send(toolStartedMsg{Type: msgToolStarted, Argv: st.Argv, Auth: st.Auth}, handshakeTimeout)
 	if serr == nil {
@@ -132,6 +147,12 @@ func (ss *session) runTool(ctx context.Context, body []byte) bool {
 		out = out[len(out)-maxToolOutput:]
 	}
 	end := toolEndMsg{Type: msgToolEnd, CPUSeconds: result.Round3(cpu), Output: out, NICCounters: nic.End()}
+	if rdma != nil {
+		end.RDMA = rdma.End()
+		if len(end.RDMA.NotRead) > maxErrorText {
+			end.RDMA.NotRead = end.RDMA.NotRead[:maxErrorText]
+		}
+	}
 	if perr != nil {
 		end.Error = perr.Error()
 	}
@@ -320,6 +341,18 @@ func (ts *ToolSession) NICCounters() *result.NICDelta {
 		return nil
 	}
 	return ts.end.NICCounters
+}
+
+// RDMA is how the RDMA counters of the agent's end grew while its tool
+// server ran, as its tool_end said; nil before Stop, for a tool that is
+// not RDMA's, or from an agent that did not say.
+func (ts *ToolSession) RDMA() *result.RDMAEnd {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.end == nil {
+		return nil
+	}
+	return ts.end.RDMA
 }
 
 // Stop tells the agent to stop the tool server and waits for its report:

@@ -15,6 +15,7 @@ import (
 	"github.com/linerate/linerate/internal/agent"
 	"github.com/linerate/linerate/internal/explain"
 	"github.com/linerate/linerate/internal/hostfs"
+	"github.com/linerate/linerate/internal/rdmastats"
 	"github.com/linerate/linerate/internal/result"
 	"github.com/linerate/linerate/internal/toolserver"
 )
@@ -136,7 +137,6 @@ func (d *Perftest) measure(ctx context.Context, p Params, args []string, _ tools
 	}
 	run := perftestRun(res, p)
 	run.End.RDMA = counted
-	explain.JudgeRDMA(run.End.RDMA, res.BWAverageGbps)
 	if len(samples) > 0 {
 		run.Intervals[0].CPU.Client = samples[len(samples)-1].PerCPU
 	}
@@ -144,13 +144,52 @@ func (d *Perftest) measure(ctx context.Context, p Params, args []string, _ tools
 }
 
 // finish puts the peer's last sample on the run's one interval (runTool
-// attached its first), as the client's is its last.
+// attached its first), as the client's is its last; takes the server
+// end's RDMA counters from the stopped server when this process did not
+// read them (the agent read them around its tool server), and judges the
+// run by both ends' counters.
 func (d *Perftest) finish(r *result.Result, _ Params, _ measured, srv ServerProc, _ float64) {
 	if ss, ok := srv.(sampledServer); ok {
 		if smp := ss.Samples(); len(smp) > 0 {
 			setServer(&r.Intervals[0], smp[len(smp)-1])
 		}
 	}
+	x := r.End.RDMA
+	if x == nil {
+		return
+	}
+	if x.Server == nil {
+		x.Server = serverRDMA(srv)
+	}
+	var bw *float64
+	if r.Perftest != nil {
+		bw = r.Perftest.BWAverageGbps
+	}
+	explain.JudgeRDMA(x, bw)
+}
+
+// rdmaServer is a tool server that read its own end's RDMA counters (one
+// the agent ran).
+type rdmaServer interface {
+	RDMA() *result.RDMAEnd
+}
+
+// RDMA is how the RDMA counters of the agent's end grew while its tool
+// server ran (known once the server stopped); nil when it did not say.
+func (s agentServer) RDMA() *result.RDMAEnd { return s.ts.RDMA() }
+
+// serverRDMA is the server end's RDMA counters as srv read them, or why
+// there are none.
+func serverRDMA(srv ServerProc) *result.RDMAEnd {
+	const fix = "; read them on the peer around the run with 'rdma statistic show'"
+	rs, ok := srv.(rdmaServer)
+	if !ok {
+		return &result.RDMAEnd{NotRead: "this process does not read the server's host" + fix}
+	}
+	if e := rs.RDMA(); e != nil {
+		return e
+	}
+	return &result.RDMAEnd{NotRead: "the agent did not read its RDMA counters (an agent older than this linerate)" + fix}
 }
 
 // perftestRun shapes a perftest result as a bench/v1 run: one interval
@@ -174,27 +213,25 @@ func perftestRun(res *result.Perftest, p Params) *result.Result {
 	return r
 }
 
-// rdmaSpans are both ends' RDMA ports read before a run; an end nil is
-// not read here.
+// rdmaSpans are both ends' RDMA ports read before a run; server nil is
+// an end this process does not read (the agent reads its own).
 type rdmaSpans struct {
-	client, server *rdmaSpan
-	serverNotRead  string
+	client, server *rdmastats.Span
 }
 
 // beginRDMA reads both ends' RDMA counters before a run: the client's
-// here, the server's where this process can read it (ServerFS, or a
-// lab's one kernel).
+// here (the device asked for, else the port of the interface the test
+// leaves by), the server's where this process can read it (ServerFS, or
+// a lab's one kernel).
 func (d *Perftest) beginRDMA(p Params) *rdmaSpans {
 	dev := p.Perftest.Device
-	s := &rdmaSpans{client: beginRDMA(fsOr(d.FS), dev)}
+	s := &rdmaSpans{client: rdmastats.Begin(fsOr(d.FS), dev, d.Hosts.Iface())}
 	_, lab := d.Hosts.(labNICHosts)
 	switch {
 	case d.ServerFS != nil:
-		s.server = beginRDMA(d.ServerFS, dev)
+		s.server = rdmastats.Begin(d.ServerFS, dev, "")
 	case lab:
-		s.server = beginRDMA(fsOr(d.FS), dev)
-	default:
-		s.serverNotRead = "the agent does not read RDMA counters; read them on the peer around the run with 'rdma statistic show'"
+		s.server = rdmastats.Begin(fsOr(d.FS), dev, "")
 	}
 	return s
 }
@@ -202,12 +239,10 @@ func (d *Perftest) beginRDMA(p Params) *rdmaSpans {
 // end reads both ends again: the counters' growth, and the client port's
 // rate and PCIe ceiling.
 func (s *rdmaSpans) end() *result.RDMA {
-	r := &result.RDMA{Client: s.client.end()}
-	s.client.ceilings(r)
+	r := &result.RDMA{Client: s.client.End()}
+	s.client.Ceilings(r)
 	if s.server != nil {
-		r.Server = s.server.end()
-	} else if s.serverNotRead != "" {
-		r.Server = &result.RDMAEnd{NotRead: s.serverNotRead}
+		r.Server = s.server.End()
 	}
 	return r
 }

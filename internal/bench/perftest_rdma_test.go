@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -265,4 +267,116 @@ func TestPerftestLatency(t *testing.T) {
 	if _, err := d.Run(context.Background(), p, nil); err == nil || !strings.Contains(err.Error(), "needs a latency tool") {
 		t.Errorf("a bandwidth tool for --latency: %v", err)
 	}
+}
+
+// TestPerftestRDMACountersAgent: a perftest run whose server an agent on
+// loopback starts (the stand-in), the agent's host root the healthy RoCE
+// host's tree, which the run's client makes grow as on a lossy fabric.
+// The agent reads its port around its tool server and returns the growth
+// in its tool end; the server end of end.rdma is that growth, and the
+// explanation names the server's causes. An agent on a host without an
+// RDMA port says why it read nothing, and only then is the end not read.
+func TestPerftestRDMACountersAgent(t *testing.T) {
+	bw := Params{NoTelemetry: true, Test: agent.Test{Params: engine.Params{Duration: time.Second, Interval: time.Second}}}
+	cli := writeRDMAEnd(t, 0, 0, func(hw, prio map[string]uint64) { hw["out_of_sequence"] += 5120 })
+	srv := writeRDMAEnd(t, 0, 0, func(hw, prio map[string]uint64) {
+		hw["np_cnp_sent"] += 830
+		prio["tx_prio3_pause"] += 4410
+	})
+	cases := []struct {
+		name    string
+		host    *hostfs.FS
+		notRead string
+	}{
+		{name: "RoCE host", host: srv.fs},
+		// This machine has no RDMA device: the agent's live host.
+		{name: "no RDMA port", notRead: "no RDMA port under /sys/class/infiniband"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			// The trees start from before the run each time.
+			for _, e := range []rdmaEnd{cli, srv} {
+				restoreBefore(t, e)
+			}
+			standInPerftest(t, "ib_write_bw", cli.becomeAfter()+srv.becomeAfter(), "perftest-seed002-ib_write_bw.txt")
+			addr := rdmaAgent(t, tc.host)
+			d := &Perftest{Hosts: &AgentHosts{Peer: addr, Token: benchToken, Interval: time.Second, FS: cli.fs}, FS: cli.fs}
+			c := &Campaign{Spec: Spec{Driver: d.Name(), Peer: addr, Repeat: 1, Run: bw}, Driver: d}
+			_, outs, err := c.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := outs[0].Run.End.RDMA
+			if x == nil || x.Client == nil || x.Server == nil {
+				t.Fatalf("end.rdma of both ends missing: %+v", x)
+			}
+			if x.Client.NotRead != "" || x.Client.HWCounters["out_of_sequence"] != 5120 {
+				t.Errorf("client end: %+v", *x.Client)
+			}
+			s := x.Server
+			if tc.notRead != "" {
+				if !strings.Contains(s.NotRead, tc.notRead) || s.HWCounters != nil {
+					t.Errorf("server end %+v: want not_read %q and no counters", *s, tc.notRead)
+				}
+				return
+			}
+			if s.NotRead != "" || s.Device != "rocep51s0" || s.Port != 1 || s.Netdev != "enp51s0np0" {
+				t.Errorf("server end: %+v", *s)
+			}
+			if s.HWCounters["np_cnp_sent"] != 830 || s.HWCounters["out_of_sequence"] != 0 || len(s.HWCounters) < 20 {
+				t.Errorf("server hw_counters: %v", s.HWCounters)
+			}
+			if s.Priority["3"]["tx_pause"] != 4410 || s.Priority["3"]["rx_pause"] != 0 {
+				t.Errorf("server priority 3: %v", s.Priority["3"])
+			}
+			var causes []string
+			for _, c := range x.Causes {
+				causes = append(causes, c.End+":"+c.Cause)
+			}
+			if want := "client:retransmission server:congestion server:pause"; strings.Join(causes, " ") != want {
+				t.Errorf("causes %v, want %s", causes, want)
+			}
+		})
+	}
+}
+
+// restoreBefore puts the end's counters back as they were before a run.
+func restoreBefore(t *testing.T, e rdmaEnd) {
+	t.Helper()
+	fresh := filepath.Join(t.TempDir(), "before")
+	h := hosttree.RoCEHealthy()
+	if err := h.Write(fresh); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{roceHW, roceStats} {
+		if out, err := exec.Command("cp", "-r", "-T", filepath.Join(fresh, f), filepath.Join(e.root, f)).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+	}
+}
+
+// rdmaAgent runs an agent that starts perftest servers on 127.0.0.1, its
+// host read below host (nil: the live host).
+func rdmaAgent(t *testing.T, host *hostfs.FS) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &testutil.Buffer{}
+	srv := &agent.Server{Token: benchToken, Tools: toolserver.AgentTools{AllowPerftest: true}, Host: host,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("agent log:\n%s", logs.String())
+		}
+	})
+	return ln.Addr().String()
 }

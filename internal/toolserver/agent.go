@@ -85,7 +85,11 @@ func (a AgentTools) StartTool(req agent.ToolRequest) (agent.ToolProc, agent.Tool
 	for i := range argv {
 		argv[i] = redacted(argv[i], creds)
 	}
-	return authedProc{p, dir, creds}, agent.ToolStart{Argv: argv, Auth: auth}, nil
+	st := agent.ToolStart{Argv: argv, Auth: auth}
+	if slices.Contains(PerftestTools, t.Tool) {
+		st.RDMA, st.RDMADevice = true, t.Perftest.Device
+	}
+	return authedProc{p, dir, creds}, st, nil
 }
 
 // authedProc is a tool server with its credential files, removed when it

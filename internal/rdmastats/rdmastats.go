@@ -1,4 +1,10 @@
-package bench
+// Package rdmastats reads an RDMA port's counters around a run: the
+// port's counters/ (the IB port counters) and hw_counters/ (the driver's:
+// out_of_sequence, np_cnp_sent, …) and the driver's per-priority pause
+// and discard counters of its netdev, before the run and after it, and
+// gives their growth. bench reads the ends it can reach with it, the
+// agent the end of the perftest server it runs.
+package rdmastats
 
 import (
 	"errors"
@@ -11,14 +17,8 @@ import (
 	"github.com/linerate/linerate/internal/result"
 )
 
-// RDMA counters around a perftest run (docs/architecture.md, "RDMA runs
-// that explain themselves"): as the NIC counters are read around every
-// tool's run, the RDMA port's counters/ and hw_counters/ and the driver's
-// per-priority counters of its netdev are read before the client starts
-// and after it ends, on each end this process can read.
-
-// rdmaSpan is one end's RDMA port, read before a run.
-type rdmaSpan struct {
+// Span is one end's RDMA port, read before a run.
+type Span struct {
 	fs      *hostfs.FS
 	port    inventory.RDMAPort
 	pcie    *inventory.PCIe
@@ -28,24 +28,27 @@ type rdmaSpan struct {
 	err     error
 }
 
-// beginRDMA finds the RDMA port a perftest run uses on the host below fs
-// (the device asked for, else the first ACTIVE port, as perftest picks
-// the first device) and reads its counters.
-func beginRDMA(fs *hostfs.FS, device string) *rdmaSpan {
-	s := &rdmaSpan{fs: fs}
+// Begin finds the RDMA port a perftest run uses on the host below fs and
+// reads its counters. The port is the device asked for; without one, the
+// ACTIVE port whose netdev is netdev (the interface the test reaches),
+// else the first ACTIVE port, as perftest picks the first device. Only
+// ports the inventory lists are read, so a device name from a peer never
+// becomes a path.
+func Begin(fs *hostfs.FS, device, netdev string) *Span {
+	s := &Span{fs: fs}
 	inv, err := inventory.Collect(fs, inventory.Options{})
 	if err != nil {
 		s.err = err
 		return s
 	}
-	found := false
+	found, best := false, -1
 	for _, n := range inv.NICs {
 		for _, p := range n.RDMA {
-			switch {
-			case device != "" && p.Device != device:
+			if device != "" && p.Device != device {
 				continue
-			case !found, device == "" && s.port.State != "ACTIVE" && p.State == "ACTIVE":
-				s.port, s.pcie, found = p, n.PCIe, true
+			}
+			if r := rank(p, netdev); r > best {
+				s.port, s.pcie, found, best = p, n.PCIe, true, r
 			}
 		}
 	}
@@ -62,8 +65,21 @@ func beginRDMA(fs *hostfs.FS, device string) *rdmaSpan {
 	return s
 }
 
-// end reads the port again and returns how its counters grew.
-func (s *rdmaSpan) end() *result.RDMAEnd {
+// rank orders the ports a run may use: an ACTIVE port on netdev first,
+// then any ACTIVE port, then the rest; ties go to the first listed.
+func rank(p inventory.RDMAPort, netdev string) int {
+	switch {
+	case p.State != "ACTIVE":
+		return 0
+	case netdev != "" && p.Netdev == netdev:
+		return 2
+	}
+	return 1
+}
+
+// End reads the port again and returns how its counters grew; NotRead
+// says what could not be read, and why.
+func (s *Span) End() *result.RDMAEnd {
 	out := &result.RDMAEnd{Device: s.port.Device, Port: s.port.Port, Netdev: s.port.Netdev}
 	if s.err != nil {
 		out.NotRead = s.err.Error()
@@ -74,20 +90,39 @@ func (s *rdmaSpan) end() *result.RDMAEnd {
 		out.NotRead = err.Error()
 		return out
 	}
-	out.HWCounters = growth(s.before.HWCounters, after.HWCounters)
-	out.Counters = growth(s.before.Counters, after.Counters)
+	out.HWCounters = Growth(s.before.HWCounters, after.HWCounters)
+	out.Counters = Growth(s.before.Counters, after.Counters)
 	prio, err := priorityStats(s.fs, s.port.Netdev)
 	if err = errors.Join(s.prioErr, err); err != nil {
 		out.NotRead = "per-priority counters: " + err.Error()
 	}
-	out.Priority = byPriority(growth(s.prio, prio))
+	out.Priority = byPriority(Growth(s.prio, prio))
 	return out
 }
 
-// growth is each counter's growth from before to after, for the counters
+// Ceilings fills what the span's port can carry: its rate and its PCIe
+// link's ceiling.
+func (s *Span) Ceilings(r *result.RDMA) {
+	if s.err != nil {
+		return
+	}
+	if s.port.RateGbps > 0 {
+		v := s.port.RateGbps
+		r.PortGbps = &v
+	}
+	if p := s.pcie; p != nil && p.EffGbps != nil && *p.EffGbps > 0 {
+		v := *p.EffGbps
+		r.PCIeGbps = &v
+		if p.CurGTs != nil && p.CurWidth != nil {
+			r.PCIeLink = fmt.Sprintf("%g GT/s x%d", *p.CurGTs, *p.CurWidth)
+		}
+	}
+}
+
+// Growth is each counter's growth from before to after, for the counters
 // read both times. A counter that went down (the driver reloaded, the
 // port reset) grew by its value after.
-func growth(before, after map[string]uint64) map[string]uint64 {
+func Growth(before, after map[string]uint64) map[string]uint64 {
 	if before == nil || after == nil {
 		return nil
 	}
@@ -108,6 +143,11 @@ func growth(before, after map[string]uint64) map[string]uint64 {
 // prioStatRE matches a per-priority driver counter: mlx5's rx_prio3_pause,
 // rx_prio3_discards, tx_prio3_pause.
 var prioStatRE = regexp.MustCompile(`^(rx|tx)_prio([0-7])_(pause|discards|pause_duration)$`)
+
+// PriorityNames is how many counters one priority can have in
+// result.RDMAEnd.Priority: rx and tx, each pause, discards and
+// pause_duration.
+const PriorityNames = 6
 
 // priorityStats reads the per-priority pause and discard counters of
 // iface: live from the driver (ethtool -S), from a tree what it holds.
@@ -165,21 +205,4 @@ func byPriority(m map[string]uint64) map[string]map[string]uint64 {
 		out[s[2]][s[1]+"_"+s[3]] = v
 	}
 	return out
-}
-
-// rdmaCeilings fills what the client's port can carry: its rate and its
-// PCIe link's ceiling.
-func (s *rdmaSpan) ceilings(r *result.RDMA) {
-	if s.err != nil {
-		return
-	}
-	if s.port.RateGbps > 0 {
-		r.PortGbps = ptr(s.port.RateGbps)
-	}
-	if p := s.pcie; p != nil && p.EffGbps != nil && *p.EffGbps > 0 {
-		r.PCIeGbps = ptr(*p.EffGbps)
-		if p.CurGTs != nil && p.CurWidth != nil {
-			r.PCIeLink = fmt.Sprintf("%g GT/s x%d", *p.CurGTs, *p.CurWidth)
-		}
-	}
 }
