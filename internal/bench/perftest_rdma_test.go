@@ -277,6 +277,7 @@ func TestPerftestLatency(t *testing.T) {
 // explanation names the server's causes. An agent on a host without an
 // RDMA port says why it read nothing, and only then is the end not read.
 func TestPerftestRDMACountersAgent(t *testing.T) {
+	schema := benchSchema(t)
 	bw := Params{NoTelemetry: true, Test: agent.Test{Params: engine.Params{Duration: time.Second, Interval: time.Second}}}
 	cli := writeRDMAEnd(t, 0, 0, func(hw, prio map[string]uint64) { hw["out_of_sequence"] += 5120 })
 	srv := writeRDMAEnd(t, 0, 0, func(hw, prio map[string]uint64) {
@@ -306,6 +307,11 @@ func TestPerftestRDMACountersAgent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			doc, err := json.Marshal(outs[0].Run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			testutil.Validate(t, schema, "a perftest run with the agent's RDMA counters", doc)
 			x := outs[0].Run.End.RDMA
 			if x == nil || x.Client == nil || x.Server == nil {
 				t.Fatalf("end.rdma of both ends missing: %+v", x)
