@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,8 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // incastNet is a Runner over an imagined receiver that takes capGbps in
@@ -239,30 +236,14 @@ func TestIncastPlan(t *testing.T) {
 // TestIncastSchema: an incast's document validates against the schema
 // and reads back unchanged; one that contradicts itself is refused.
 func TestIncastSchema(t *testing.T) {
-	sch, err := jsonschema.NewCompiler().Compile("../../docs/schema/fleet-v1.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sch := fleetSchema(t)
 	res, err := Run(context.Background(), fleetOf(4), incastOpts("h01"), &incastNet{capGbps: 9, weight: map[string]float64{"h03": 0.2},
 		fail: map[string]error{"h04": errors.New("refused")}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(res)
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sch.Validate(doc); err != nil {
-		t.Errorf("schema: %v", err)
-	}
-	back, err := ReadResult(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b2, _ := json.Marshal(back); !bytes.Equal(b, b2) {
-		t.Error("the document changed when read back")
-	}
+	checkDocument(t, sch, b)
 	for name, edit := range map[string]func(string) string{
 		"receiver": func(s string) string { return strings.Replace(s, `"receiver":"h01"`, `"receiver":"h09"`, 1) },
 		"sender": func(s string) string {

@@ -9,14 +9,41 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// TestResultSchema: documents of runs with every kind of outcome validate
-// against docs/schema/fleet-v1.schema.json and read back unchanged.
-func TestResultSchema(t *testing.T) {
-	c := jsonschema.NewCompiler()
-	sch, err := c.Compile("../../docs/schema/fleet-v1.schema.json")
+// fleetSchema compiles docs/schema/fleet-v1.schema.json.
+func fleetSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	sch, err := jsonschema.NewCompiler().Compile("../../docs/schema/fleet-v1.schema.json")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return sch
+}
+
+// checkDocument checks a fleet/v1 document b as written: it validates
+// against sch, and ReadResult takes it and marshals it back to the same
+// bytes.
+func checkDocument(t *testing.T, sch *jsonschema.Schema, b []byte) {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(doc); err != nil {
+		t.Errorf("schema: %v", err)
+	}
+	back, err := ReadResult(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b2, _ := json.Marshal(back); !bytes.Equal(b, b2) {
+		t.Error("the document changed when read back")
+	}
+}
+
+// TestResultSchema: documents of runs with every kind of outcome validate
+// against docs/schema/fleet-v1.schema.json and read back unchanged.
+func TestResultSchema(t *testing.T) {
+	sch := fleetSchema(t)
 	sampled := opts()
 	sampled.Design, sampled.Seed, sampled.Parallel = DesignSampled, 7, true
 	sched, err := SampledSchedule(12, 4, 7)
@@ -54,21 +81,7 @@ func TestResultSchema(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := sch.Validate(doc); err != nil {
-			t.Errorf("schema: %v", err)
-		}
-		back, err := ReadResult(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b2, _ := json.Marshal(back)
-		if !bytes.Equal(b, b2) {
-			t.Error("the document changed when read back")
-		}
+		checkDocument(t, sch, b)
 	}
 }
 
