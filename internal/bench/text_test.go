@@ -284,3 +284,20 @@ func TestLoadOnlyIntervals(t *testing.T) {
 		}
 	}
 }
+
+// TestSampledIntervals: a tool that reports only at its end (netperf)
+// gets one interval per telemetry sample, each marked load-only and
+// carrying its sample's load.
+func TestSampledIntervals(t *testing.T) {
+	r := &result.Result{}
+	samples := []telemetry.Sample{{PerCPU: map[string]result.CPUSample{"0": {Busy: 30}}}, {PerCPU: map[string]result.CPUSample{"0": {Busy: 60}}}}
+	sampledIntervals(r, Params{Test: agent.Test{Params: engine.Params{Interval: time.Second}}}, samples, loHosts{})
+	if len(r.Intervals) != 2 {
+		t.Fatalf("%d intervals, want 2", len(r.Intervals))
+	}
+	for i, iv := range r.Intervals {
+		if !iv.LoadOnly || iv.End-iv.Start != 1 || iv.CPU.Client["0"].Busy != samples[i].PerCPU["0"].Busy {
+			t.Errorf("interval %d: %+v", i, iv)
+		}
+	}
+}
