@@ -15,11 +15,15 @@ import (
 // latencyRuns reads the captured runs of testdata/latency (bench
 // --latency native and sockperf, bench --udp; see its README), labelled
 // by file name.
-func latencyRuns(t *testing.T) []Run {
+func latencyRuns(t *testing.T) []Run { return capturedRuns(t, "latency", 9_000_000) }
+
+// capturedRuns reads the captured runs of testdata/DIR, labelled by file
+// name, numbered from firstID on.
+func capturedRuns(t *testing.T, dir string, firstID int64) []Run {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("testdata", "latency", "*.json"))
+	files, err := filepath.Glob(filepath.Join("testdata", dir, "*.json"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no captured runs in testdata/latency: %v", err)
+		t.Fatalf("no captured runs in testdata/%s: %v", dir, err)
 	}
 	var runs []Run
 	for i, f := range files {
@@ -31,7 +35,7 @@ func latencyRuns(t *testing.T) []Run {
 		if err := json.Unmarshal(b, &r); err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
-		r.RunID = int64(9_000_000 + i)
+		r.RunID = firstID + int64(i)
 		runs = append(runs, Run{Result: r, Label: strings.TrimSuffix(filepath.Base(f), ".json")})
 	}
 	return runs

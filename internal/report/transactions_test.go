@@ -2,7 +2,6 @@ package report
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,27 +15,7 @@ import (
 
 // transactionRuns reads the captured runs of testdata/transactions
 // (bench --rr and --crr in a lab; see its README), labelled by file name.
-func transactionRuns(t *testing.T) []Run {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join("testdata", "transactions", "*.json"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no captured runs in testdata/transactions: %v", err)
-	}
-	var runs []Run
-	for i, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r result.Result
-		if err := json.Unmarshal(b, &r); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		r.RunID = int64(9_100_000 + i)
-		runs = append(runs, Run{Result: r, Label: strings.TrimSuffix(filepath.Base(f), ".json")})
-	}
-	return runs
-}
+func transactionRuns(t *testing.T) []Run { return capturedRuns(t, "transactions", 9_100_000) }
 
 // TestTransactionsSection: the captured rr and crr runs give a row each
 // with their mode, flows on threads, rate, percentiles and CPU per
