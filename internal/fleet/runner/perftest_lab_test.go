@@ -28,48 +28,11 @@ func TestFleetPerftestLab(t *testing.T) {
 		// CI runs the suite without -short, so this runs there.
 		t.Skip("-short: unit tests only, no lab")
 	}
-	members := launchtest.LabWith(t, lab.Config{Name: name, Hosts: 5})
-	var slow string
-	var hosts []fleet.Host
-	for _, m := range members {
-		hosts = append(hosts, fleet.Host{Name: string(m.Host), Address: m.Address})
-		if m.Host == "h03" {
-			slow = m.Address
-		}
-	}
-	if slow == "" {
-		t.Fatalf("no h03 in %v", members)
-	}
-	bin := t.TempDir()
-	// The stand-in servers run as the tool servers' own user, which must
-	// reach them: t.TempDir's root is root's, mode 0700.
-	for _, d := range []string{filepath.Dir(bin), bin} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	table := func(gbps string) string {
-		f := filepath.Join(bin, gbps+".txt")
-		out := "#bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n" +
+		return "#bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n" +
 			"1048576    5000             " + gbps + "              " + gbps + "               0.011231\n"
-		if err := os.WriteFile(f, []byte(out), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return f
 	}
-	fast, slowOut := table("94.21"), table("61.08")
-	// The client is called with the server's address last; its own is
-	// lab0's in the namespace it runs in.
-	script := "#!/bin/sh\n" +
-		"for a; do peer=$a; done\n" +
-		"case $peer in 198.18.*) ;; *) exec sleep 60;; esac\n" +
-		"me=$(ip -o -4 addr show dev " + lab.Iface + " | awk '{print $4}' | cut -d/ -f1)\n" +
-		"if [ \"$me\" = " + slow + " ] || [ \"$peer\" = " + slow + " ]; then cat " + slowOut + "; else cat " + fast + "; fi\n"
-	if err := os.WriteFile(filepath.Join(bin, "ib_write_bw"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-
+	hosts := slowHostLab(t, name, "ib_write_bw", table("94.21"), table("61.08"))
 	opts := fleet.Options{Pattern: fleet.Pattern{Kind: fleet.PatternPairs}, Duration: time.Second, Streams: 1,
 		ThresholdPct: fleet.RDMAThresholdPct, FromBest: true, Halving: true, Label: "rdma-fleet"}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -121,22 +84,6 @@ func TestFleetPerftestLatencyLab(t *testing.T) {
 		// CI runs the suite without -short, so this runs there.
 		t.Skip("-short: unit tests only, no lab")
 	}
-	members := launchtest.LabWith(t, lab.Config{Name: name, Hosts: 5})
-	var slow string
-	for _, m := range members {
-		if m.Host == "h03" {
-			slow = m.Address
-		}
-	}
-	if slow == "" {
-		t.Fatalf("no h03 in %v", members)
-	}
-	bin := t.TempDir()
-	for _, d := range []string{filepath.Dir(bin), bin} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	captured, err := os.ReadFile("../../bench/testdata/perftest-seed002-ib_write_lat.txt")
 	if err != nil {
 		t.Fatal(err)
@@ -153,21 +100,7 @@ func TestFleetPerftestLatencyLab(t *testing.T) {
 		fields[i] = strconv.FormatFloat(3*us, 'f', 2, 64)
 	}
 	tripled := lines[0] + strings.Join(fields, "        ") + "\n"
-	fast, slowOut := filepath.Join(bin, "fast.txt"), filepath.Join(bin, "slow.txt")
-	for f, out := range map[string]string{fast: string(captured), slowOut: tripled} {
-		if err := os.WriteFile(f, []byte(out), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	script := "#!/bin/sh\n" +
-		"for a; do peer=$a; done\n" +
-		"case $peer in 198.18.*) ;; *) exec sleep 60;; esac\n" +
-		"me=$(ip -o -4 addr show dev " + lab.Iface + " | awk '{print $4}' | cut -d/ -f1)\n" +
-		"if [ \"$me\" = " + slow + " ] || [ \"$peer\" = " + slow + " ]; then cat " + slowOut + "; else cat " + fast + "; fi\n"
-	if err := os.WriteFile(filepath.Join(bin, "ib_write_lat"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	slowHostLab(t, name, "ib_write_lat", string(captured), tripled)
 
 	c := startCLI(t, nil, os.Environ(), "fleet", "run", "--lab", name, "--engine", "perftest", "--latency", "-t", "1", "--json")
 	code := c.wait(t, 4*time.Minute)
@@ -209,4 +142,49 @@ func TestFleetPerftestLatencyLab(t *testing.T) {
 	if !strings.Contains(c.stderr.String(), " µs\n") {
 		t.Errorf("progress: %s", c.stderr.String())
 	}
+}
+
+// slowHostLab makes lab name of 5 hosts and puts on PATH a stand-in for
+// the perftest client tool that prints out, or slowOut when either end
+// of its test is h03, the planted slow host. It returns the lab's hosts.
+func slowHostLab(t *testing.T, name, tool, out, slowOut string) []fleet.Host {
+	t.Helper()
+	members := launchtest.LabWith(t, lab.Config{Name: name, Hosts: 5})
+	var slow string
+	var hosts []fleet.Host
+	for _, m := range members {
+		hosts = append(hosts, fleet.Host{Name: string(m.Host), Address: m.Address})
+		if m.Host == "h03" {
+			slow = m.Address
+		}
+	}
+	if slow == "" {
+		t.Fatalf("no h03 in %v", members)
+	}
+	bin := t.TempDir()
+	// The stand-in servers run as the tool servers' own user, which must
+	// reach them: t.TempDir's root is root's, mode 0700.
+	for _, d := range []string{filepath.Dir(bin), bin} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fast, slowFile := filepath.Join(bin, "fast.txt"), filepath.Join(bin, "slow.txt")
+	for f, text := range map[string]string{fast: out, slowFile: slowOut} {
+		if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The client is called with the server's address last; its own is
+	// lab0's in the namespace it runs in.
+	script := "#!/bin/sh\n" +
+		"for a; do peer=$a; done\n" +
+		"case $peer in 198.18.*) ;; *) exec sleep 60;; esac\n" +
+		"me=$(ip -o -4 addr show dev " + lab.Iface + " | awk '{print $4}' | cut -d/ -f1)\n" +
+		"if [ \"$me\" = " + slow + " ] || [ \"$peer\" = " + slow + " ]; then cat " + slowFile + "; else cat " + fast + "; fi\n"
+	if err := os.WriteFile(filepath.Join(bin, tool), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return hosts
 }
