@@ -115,28 +115,40 @@ type Doctors struct {
 	Client, Server json.RawMessage
 }
 
+// doctorNIC is the part of a doctor report's NIC the model reads.
+type doctorNIC struct {
+	Interface string `json:"interface"`
+	Kind      string `json:"kind"`
+	MTU       *int   `json:"mtu"`
+	SpeedMbps *int   `json:"speed_mbps"`
+	Qdisc     *struct {
+		Kind     string   `json:"kind"`
+		RateGbps *float64 `json:"rate_gbps"`
+		Shaper   *struct {
+			Kind     string  `json:"kind"`
+			RateGbps float64 `json:"rate_gbps"`
+			PerFlow  bool    `json:"per_flow"`
+			Detail   string  `json:"detail"`
+			// DeclaredLineRate: the shaper stands in for the NIC's
+			// line rate (linerate's lab): the ceiling, not a cause.
+			DeclaredLineRate bool `json:"declared_line_rate"`
+		} `json:"shaper"`
+	} `json:"qdisc"`
+	Limits struct {
+		PCIe       *float64 `json:"pcie_gbps"`
+		TCPGoodput *float64 `json:"tcp_goodput_gbps"`
+	} `json:"limits"`
+}
+
+// lineRate reports whether the NIC's shaper stands in for its line rate
+// (linerate's lab declares it so): then it is the ceiling, and no cause.
+func (n doctorNIC) lineRate() bool {
+	return n.Qdisc != nil && n.Qdisc.Shaper != nil && n.Qdisc.Shaper.DeclaredLineRate
+}
+
 // doctor is the part of a doctor report the model reads.
 type doctor struct {
-	NICs []struct {
-		Interface string `json:"interface"`
-		Kind      string `json:"kind"`
-		MTU       *int   `json:"mtu"`
-		SpeedMbps *int   `json:"speed_mbps"`
-		Qdisc     *struct {
-			Kind     string   `json:"kind"`
-			RateGbps *float64 `json:"rate_gbps"`
-			Shaper   *struct {
-				Kind     string  `json:"kind"`
-				RateGbps float64 `json:"rate_gbps"`
-				PerFlow  bool    `json:"per_flow"`
-				Detail   string  `json:"detail"`
-			} `json:"shaper"`
-		} `json:"qdisc"`
-		Limits struct {
-			PCIe       *float64 `json:"pcie_gbps"`
-			TCPGoodput *float64 `json:"tcp_goodput_gbps"`
-		} `json:"limits"`
-	} `json:"nics"`
+	NICs     []doctorNIC `json:"nics"`
 	Findings []struct {
 		ID       string `json:"id"`
 		Subject  string `json:"subject"`
@@ -197,7 +209,7 @@ type shaper struct {
 // cap on each flow (fq's maxrate) is not one: see paced.
 func (d doctor) shaped(iface string) *shaper {
 	for _, n := range d.NICs {
-		if (n.Interface == iface || iface == "" && len(d.NICs) == 1) && n.Qdisc != nil && n.Qdisc.RateGbps != nil {
+		if (n.Interface == iface || iface == "" && len(d.NICs) == 1) && n.Qdisc != nil && n.Qdisc.RateGbps != nil && !n.lineRate() {
 			return &shaper{iface: n.Interface, kind: n.Qdisc.Kind, gbps: *n.Qdisc.RateGbps}
 		}
 	}
@@ -238,8 +250,8 @@ func (d doctor) ceiling(iface string) *float64 {
 		if n.Interface != iface && (iface != "" || len(d.NICs) != 1) {
 			continue
 		}
-		if n.Qdisc == nil || n.Qdisc.RateGbps == nil {
-			return n.Limits.TCPGoodput
+		if n.Qdisc == nil || n.Qdisc.RateGbps == nil || n.lineRate() {
+			return n.Limits.TCPGoodput // a declared line rate is doctor's ceiling already
 		}
 		if n.Kind != "pci" || n.SpeedMbps == nil || n.MTU == nil {
 			return nil

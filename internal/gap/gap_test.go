@@ -392,3 +392,22 @@ func FuzzOf(f *testing.F) {
 		}
 	})
 }
+
+// TestDeclaredLineRate: a lab link whose tbf stands in for the NIC's
+// line rate (the demo's) is the ceiling, doctor's goodput over it, and
+// never the cause: a run held by the receiver's small window names
+// receiver_window, not path_rate (the demo's first bench said path_rate,
+// with the fix of removing its line rate).
+func TestDeclaredLineRate(t *testing.T) {
+	r, d := loadRun(t, "small-rcvbuf.json")
+	d.Client = json.RawMessage(`{"nics": [{"interface": "lab0", "kind": "virtual", "mtu": 9000,
+		"qdisc": {"kind": "tbf", "rate_gbps": 20, "shaper": {"kind": "tbf", "handle": "1:", "rate_gbps": 20, "detail": "tbf 1: rate 20gbit", "declared_line_rate": true}},
+		"limits": {"tcp_goodput_gbps": 19.8}}]}`)
+	g := Of(r, d)
+	if g == nil || g.CeilingGbps == nil || *g.CeilingGbps != 19.8 {
+		t.Fatalf("gap %+v, want doctor's ceiling 19.8", g)
+	}
+	if g.Dominant != ReceiverWindow || shareOf(g, PathRate) != 0 {
+		t.Errorf("dominant %s, path_rate share %v: want receiver_window and none", g.Dominant, shareOf(g, PathRate))
+	}
+}
